@@ -1,0 +1,61 @@
+"""Split documents into chunks with llama-index's node parsers, sized in model tokens.
+
+Every chunk keeps its character span in its document, so ``text == document[start:end]``
+and span-based metrics hold for any chunk size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pyarrow as pa
+from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
+
+Tokenize = Callable[[str], list[int]]
+
+CHUNKERS: dict[str, Callable[[int, int, Tokenize], Callable[[str], list[str]]]] = {
+    "sentence": lambda size, overlap, tok: (
+        SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tok).split_text
+    ),
+    "token": lambda size, overlap, tok: (
+        TokenTextSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tok).split_text
+    ),
+}
+
+
+def chunk_documents(
+    documents: pa.Table, chunker: str, chunk_size: int, chunk_overlap: int, tokenize: Tokenize
+) -> pa.Table:
+    """One row per chunk: chunk_id, doc_id, start, end, text (no embeddings yet)."""
+    split = CHUNKERS[chunker](chunk_size, chunk_overlap, tokenize)
+    rows: dict[str, list] = {"doc_id": [], "start": [], "end": [], "text": []}
+    for doc_id, text in zip(
+        documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True
+    ):
+        cursor = 0
+        for piece in split(text):
+            start, end = locate(text, piece, cursor)
+            rows["doc_id"].append(doc_id)
+            rows["start"].append(start)
+            rows["end"].append(end)
+            rows["text"].append(text[start:end])
+            cursor = start + 1
+    rows["chunk_id"] = list(range(len(rows["text"])))
+    return pa.table(rows)
+
+
+def locate(text: str, piece: str, cursor: int) -> tuple[int, int]:
+    """Where ``piece`` lies in ``text`` at or after ``cursor``; tolerant of white space the
+    splitter may have normalised, so the span always points at the document's own text."""
+    start = text.find(piece, cursor)
+    if start < 0:
+        start = text.find(piece)
+    if start >= 0:
+        return start, start + len(piece)
+    words = piece.split()
+    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+    match = pattern.search(text, cursor) or pattern.search(text)
+    if match is None:
+        raise ValueError(f"chunk not found in its document: {piece[:60]!r}")
+    return match.start(), match.end()

@@ -1,0 +1,139 @@
+"""Arrow schemas of every artifact passed between steps, and their checked read/write.
+
+Every artifact is an Arrow IPC file whose schema metadata names the artifact kind and the
+schema version, so a step fails with a clear message when handed the wrong file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from ragsweep.errors import RagsweepError
+
+SCHEMA_VERSION = "1"
+
+SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+
+DOCUMENTS = pa.schema(
+    [
+        ("doc_id", pa.string()),  # key relative to the docs folder or S3 prefix, '/'-separated
+        ("source", pa.string()),  # where it was read: a local path or s3://bucket/key
+        ("format", pa.string()),  # file suffix without the dot: md, txt, html, pdf, ...
+        ("text", pa.string()),
+    ]
+)
+
+TESTSET = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("reference_answers", pa.list_(pa.string())),
+        ("reference_doc_ids", pa.list_(pa.string())),  # as given, or resolved to doc_ids
+        ("reference_context", pa.string()),  # Giskard's; null when the source has none
+        ("gold_spans", pa.list_(SPAN)),  # where the reference context lies in the documents
+        ("question_type", pa.string()),
+        ("topic", pa.string()),
+        ("conversation_history", pa.string()),  # JSON text, as Giskard gives it
+    ]
+)
+
+CHUNKS = pa.schema(
+    [
+        ("chunk_id", pa.int64()),  # position in this chunk set
+        ("doc_id", pa.string()),
+        ("start", pa.int64()),  # text == document text[start:end]
+        ("end", pa.int64()),
+        ("text", pa.string()),
+        ("embedding", pa.list_(pa.float32())),
+    ]
+)
+
+ANSWERS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        ("context", pa.string()),
+        ("answer", pa.string()),
+    ]
+)
+
+SCORES = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("context_correctness", pa.float64()),
+        ("document_recall", pa.float64()),
+        ("answer_correctness", pa.float64()),
+        ("faithfulness", pa.float64()),
+    ]
+)
+
+CONFIG_FIELDS = [
+    ("config_id", pa.string()),
+    ("label", pa.string()),
+    ("chunker", pa.string()),
+    ("chunk_size", pa.int64()),
+    ("chunk_overlap", pa.int64()),
+    ("embedding_model", pa.string()),
+    ("top_k", pa.int64()),
+    ("search_type", pa.string()),
+    ("answerer", pa.string()),
+]
+
+CONFIGS = pa.schema(CONFIG_FIELDS)
+
+METRICS = [f.name for f in SCORES if f.type == pa.float64()]
+
+LEADERBOARD = pa.schema(
+    [("rank", pa.int64())]
+    + CONFIG_FIELDS
+    + [("questions", pa.int64())]
+    + [(m, pa.float64()) for m in METRICS]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "documents": DOCUMENTS,
+    "testset": TESTSET,
+    "chunks": CHUNKS,
+    "answers": ANSWERS,
+    "scores": SCORES,
+    "configs": CONFIGS,
+    "leaderboard": LEADERBOARD,
+}
+
+
+def write_table(table: pa.Table, path: str | Path, kind: str) -> Path:
+    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema."""
+    schema = SCHEMAS[kind]
+    table = table.select(schema.names).cast(schema)
+    meta = {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    table = table.replace_schema_metadata(meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+    return path
+
+
+def read_table(path: str | Path, kind: str) -> pa.Table:
+    """Read an Arrow IPC artifact and check that it is of ``kind`` and of this schema version."""
+    try:
+        with ipc.open_file(pa.memory_map(str(path))) as reader:
+            table = reader.read_all()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise RagsweepError(f"{path}: not a readable Arrow artifact ({exc})") from None
+    meta = table.schema.metadata or {}
+    found = meta.get(b"ragsweep.kind", b"").decode()
+    version = meta.get(b"ragsweep.schema_version", b"").decode()
+    if found != kind:
+        raise RagsweepError(f"{path}: expected a {kind} artifact, found {found or 'no kind'}")
+    if version != SCHEMA_VERSION:
+        raise RagsweepError(
+            f"{path}: {kind} schema version {version}, this ragsweep reads {SCHEMA_VERSION}"
+        )
+    return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))

@@ -1,0 +1,90 @@
+"""Evaluate a chunk set against its whole retrieval x answer grid in one pass.
+
+Chunks are embedded once per chunk config and questions once per chunk set; one ranking per
+search type, as deep as the largest Top K, serves every K; identical (answerer, question,
+context) triples are answered once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ragsweep import embedding
+from ragsweep.answering import ANSWERERS
+from ragsweep.chunking import chunk_documents
+from ragsweep.retrieval import rank_chunks
+from ragsweep.schemas import ANSWERS
+from ragsweep.space import SearchSpace
+
+log = logging.getLogger("ragsweep")
+
+EMBED_BATCH = 256
+
+
+def build_chunks(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
+    """Chunk every document and embed every chunk with the config's model."""
+    model = chunk_config["embedding_model"]
+    chunks = chunk_documents(
+        documents,
+        chunk_config["chunker"],
+        chunk_config["chunk_size"],
+        chunk_config["chunk_overlap"],
+        embedding.load_tokenizer(model),
+    )
+    texts = chunks.column("text").to_pylist()
+    vectors = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        vectors.append(embedding.embed(model, texts[start : start + EMBED_BATCH]))
+        log.info("embedded %d/%d chunks", min(start + EMBED_BATCH, len(texts)), len(texts))
+    matrix = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+    return chunks.append_column("embedding", pa.array(list(matrix), type=pa.list_(pa.float32())))
+
+
+def evaluate(
+    chunks: pa.Table, testset: pa.Table, space: SearchSpace, chunk_config: dict[str, Any]
+) -> pa.Table:
+    """Answers of every configuration sharing ``chunk_config``, one row per config x question."""
+    if chunks.num_rows == 0:
+        raise ValueError("the chunk set is empty")
+    chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))
+    texts = chunks.column("text").to_pylist()
+    doc_ids = chunks.column("doc_id").to_pylist()
+    questions = testset.column("question").to_pylist()
+    question_ids = testset.column("question_id").to_pylist()
+    question_vectors = embedding.embed(chunk_config["embedding_model"], questions)
+
+    configs = space.configs(chunk_config)
+    depth = max(c["top_k"] for c in configs)
+    rankings = {
+        search_type: rank_chunks(search_type, question_vectors, chunk_vectors, depth)
+        for search_type in {c["search_type"] for c in configs}
+    }
+    answered: dict[tuple[str, str, str], str] = {}
+    rows: dict[str, list] = {name: [] for name in ANSWERS.names}
+    for config in configs:
+        ranking = rankings[config["search_type"]][:, : config["top_k"]]
+        answer = ANSWERERS[config["answerer"]]
+        for q, question in enumerate(questions):
+            picked = ranking[q].tolist()
+            passages = [texts[i] for i in picked]
+            context = "\n\n".join(passages)
+            key = (config["answerer"], question, context)
+            if key not in answered:
+                answered[key] = answer(question, passages)
+            rows["config_id"].append(config["config_id"])
+            rows["question_id"].append(question_ids[q])
+            rows["retrieved_chunk_ids"].append(picked)
+            rows["retrieved_doc_ids"].append([doc_ids[i] for i in picked])
+            rows["context"].append(context)
+            rows["answer"].append(answered[key])
+    log.info(
+        "evaluated %d configurations x %d questions (%d distinct answers)",
+        len(configs),
+        len(questions),
+        len(answered),
+    )
+    return pa.table(rows)

@@ -1,0 +1,88 @@
+"""User mistakes on the command line: one clear line, a non-zero exit, no traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+
+
+def ragsweep(*args, cwd=None):
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def kb(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    good = tmp_path / "good.json"
+    good.write_text(
+        '[{"question": "Port?", "correct_answers": ["8443"], '
+        '"correct_answer_document_ids": ["a.md"]}]'
+    )
+    return tmp_path, docs, good
+
+
+def assert_user_error(result, *fragments):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[-1]
+
+
+def test_missing_docs_folder(kb):
+    tmp, _, good = kb
+    result = ragsweep("run", "--docs", str(tmp / "nope"), "--testset", str(good))
+    assert_user_error(result, "--docs", "no such file or folder")
+
+
+def test_bad_list_option(kb):
+    tmp, docs, good = kb
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--top-k", "1,x")
+    assert_user_error(result, "--top-k", "'1,x'")
+
+
+def test_unknown_search_type(kb):
+    tmp, docs, good = kb
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--search-types", "x")
+    assert_user_error(result, "search_types", "'x'")
+
+
+def test_unknown_metric(kb):
+    tmp, docs, good = kb
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--metric", "speed")
+    assert_user_error(result, "unknown metric 'speed'")
+
+
+def test_leaderboard_of_a_folder_that_is_no_run(tmp_path):
+    assert_user_error(ragsweep("leaderboard", str(tmp_path)), "no leaderboard.arrow")
+
+
+def test_unknown_document_id_fails_the_run_with_the_ingest_message(kb):
+    tmp, docs, _ = kb
+    bad = tmp / "bad.json"
+    bad.write_text(
+        '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["b.md"]}]'
+    )
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
+    assert_user_error(result, "the pipeline failed")
+    assert "b.md" in result.stderr + result.stdout
+
+
+def test_convert_reports_malformed_json_with_its_position(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text('[{"question": "Q?",\n "correct_answers": [}]')
+    assert_user_error(ragsweep("testset", "convert", str(bad), str(tmp_path / "o.jsonl")), "t.json")
+
+
+def test_convert_writes_the_other_format(kb):
+    tmp, docs, good = kb
+    out = tmp / "out.jsonl"
+    result = ragsweep("testset", "convert", str(good), str(out), "--docs", str(docs))
+    assert result.returncode == 0, result.stderr
+    assert '"seed_document_id": "a.md"' in out.read_text()

@@ -1,0 +1,60 @@
+import pytest
+
+from ragsweep.errors import RagsweepError
+from ragsweep.space import SearchSpace, config_id
+
+
+def test_config_ids_are_stable_and_independent_of_key_order():
+    a = {"chunk_size": 128, "top_k": 3, "search_type": "mmr"}
+    b = {"search_type": "mmr", "top_k": 3, "chunk_size": 128}
+    assert config_id(a) == config_id(b)
+    assert config_id(a) != config_id({**a, "top_k": 5})
+    assert len(config_id(a)) == 12
+
+
+def test_grid_is_the_product_of_chunk_configs_and_retrieval_settings():
+    space = SearchSpace(chunk_sizes=(64, 128, 256), top_ks=(1, 3, 5), search_types=("mmr",))
+    configs = space.all_configs()
+    assert len(space.chunk_configs()) == 3
+    assert len(configs) == 9
+    assert len({c["config_id"] for c in configs}) == 9
+    assert configs[0]["label"] == "sentence-64/16 all-MiniLM-L6-v2 k=1 mmr extractive"
+
+
+def test_overlap_of_half_the_chunk_size_is_pruned():
+    space = SearchSpace(chunk_sizes=(32, 128), chunk_overlaps=(16,))
+    assert [c["chunk_size"] for c in space.chunk_configs()] == [128]
+
+
+def test_space_where_every_chunk_config_is_pruned_is_an_error():
+    with pytest.raises(RagsweepError, match="no valid chunk configuration"):
+        SearchSpace.from_dict({"chunk_sizes": [32], "chunk_overlaps": [16]})
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"chunk_size": [1]}, "unknown field"),
+        ({"search_types": ["fuzzy"]}, "field 'search_types': unknown value 'fuzzy'"),
+        ({"top_ks": [0]}, "field 'top_ks': 0 is not positive"),
+        ({"top_ks": ["3"]}, "field 'top_ks': expected int values"),
+        ({"chunk_overlaps": [-1]}, "negative"),
+        ({"chunk_sizes": []}, "expected a non-empty list"),
+    ],
+)
+def test_bad_search_space_gives_a_clear_error(data, message):
+    with pytest.raises(RagsweepError, match=message):
+        SearchSpace.from_dict(data, source="space.yaml")
+
+
+def test_space_round_trips_through_plain_data():
+    space = SearchSpace(top_ks=(2, 4))
+    assert SearchSpace.from_dict(space.to_dict()) == space
+
+
+def test_whole_numbers_from_json_pipeline_parameters_are_accepted():
+    # kfp hands dict parameters over as JSON structs, so 64 arrives as 64.0
+    space = SearchSpace.from_dict({"chunk_sizes": [64.0, 128.0], "top_ks": [3.0]})
+    assert space.chunk_sizes == (64, 128) and space.top_ks == (3,)
+    with pytest.raises(RagsweepError, match="expected int values, got 64.5"):
+        SearchSpace.from_dict({"chunk_sizes": [64.5]})
