@@ -1,16 +1,18 @@
 """Split documents into chunks with llama-index's node parsers, sized in model tokens.
 
 Every chunk keeps its character span in its document, so ``text == document[start:end]``
-and span-based metrics hold for any chunk size.
+and span-based metrics hold for any chunk size (should a splitter ever normalise white
+space, the span still points at the document's own text).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pyarrow as pa
 from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
+
+from ragsweep.text import locate
 
 Tokenize = Callable[[str], list[int]]
 
@@ -35,7 +37,10 @@ def chunk_documents(
     ):
         cursor = 0
         for piece in split(text):
-            start, end = locate(text, piece, cursor)
+            span = locate(text, piece, after=cursor) or locate(text, piece)
+            if span is None:
+                raise ValueError(f"{doc_id}: chunk not found in its document: {piece[:60]!r}")
+            start, end = span
             rows["doc_id"].append(doc_id)
             rows["start"].append(start)
             rows["end"].append(end)
@@ -43,19 +48,3 @@ def chunk_documents(
             cursor = start + 1
     rows["chunk_id"] = list(range(len(rows["text"])))
     return pa.table(rows)
-
-
-def locate(text: str, piece: str, cursor: int) -> tuple[int, int]:
-    """Where ``piece`` lies in ``text`` at or after ``cursor``; tolerant of white space the
-    splitter may have normalised, so the span always points at the document's own text."""
-    start = text.find(piece, cursor)
-    if start < 0:
-        start = text.find(piece)
-    if start >= 0:
-        return start, start + len(piece)
-    words = piece.split()
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
-    match = pattern.search(text, cursor) or pattern.search(text)
-    if match is None:
-        raise ValueError(f"chunk not found in its document: {piece[:60]!r}")
-    return match.start(), match.end()

@@ -12,8 +12,10 @@ import logging
 import re
 import shutil
 import sys
+import threading
 import warnings
-from contextlib import redirect_stdout
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,7 +50,7 @@ def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: 
     with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
-        with redirect_stdout(step_log):
+        with redirect_stdout(step_log), root_logging_to(step_log):
             task = sweep_pipeline(
                 docs=docs, testset=testset, search_space=space.to_dict(), optimization_metric=metric
             )
@@ -60,6 +62,24 @@ def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: 
     for name in ("leaderboard", "scores"):
         export(results[name], run_dir / name, kind=name)
     return run_dir
+
+
+@contextmanager
+def root_logging_to(stream: io.TextIOBase) -> Iterator[None]:
+    """Send root-logger records to ``stream`` while the pipeline runs.
+
+    kfp.local swaps the root logger's handlers for each task and puts back the ones it found,
+    from several threads when a loop fans out; with ours in place, whichever it puts back
+    still writes to the run's log.
+    """
+    root = logging.getLogger()
+    saved, level = root.handlers[:], root.level
+    root.handlers = [logging.StreamHandler(stream)]
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.handlers, root.level = saved, level
 
 
 class StepLog(io.TextIOBase):
@@ -74,15 +94,17 @@ class StepLog(io.TextIOBase):
         self.file = path.open("w", encoding="utf-8")
         self.terminal = sys.stdout
         self.partial = ""
+        self.lock = threading.Lock()  # loop iterations run in threads
 
     def write(self, text: str) -> int:
-        *lines, self.partial = (self.partial + self.ANSI.sub("", text)).split("\n")
-        for line in lines:
-            self.file.write(line + "\n")
-            line = self.TIMESTAMP.sub("", line.strip())
-            if self.SHOWN.search(line):
-                self.terminal.write(f"  {line}\n")
-                self.terminal.flush()
+        with self.lock:
+            *lines, self.partial = (self.partial + self.ANSI.sub("", text)).split("\n")
+            for line in lines:
+                self.file.write(line + "\n")
+                line = self.TIMESTAMP.sub("", line.strip())
+                if self.SHOWN.search(line):
+                    self.terminal.write(f"  {line}\n")
+                    self.terminal.flush()
         return len(text)
 
     def close(self) -> None:

@@ -128,6 +128,17 @@ class SearchSpace:
         return [c for chunk in self.chunk_configs() for c in self.configs(chunk)]
 
 
+def chunk_config_from(data: dict[str, Any]) -> dict[str, Any]:
+    """A chunk config as a pipeline loop hands it over (JSON numbers come back as floats:
+    64 arrives as 64.0), made canonical again so that configuration ids match."""
+    config = {
+        key: int(value) if isinstance(value, float) and value.is_integer() else value
+        for key, value in data.items()
+        if key != "chunk_config_id"
+    }
+    return {"chunk_config_id": config_id(config), **config}
+
+
 def config_id(config: dict[str, Any]) -> str:
     """A stable id: the hash of the configuration's canonical JSON form."""
     canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))

@@ -18,7 +18,7 @@ from ragsweep.answering import ANSWERERS
 from ragsweep.chunking import chunk_documents
 from ragsweep.retrieval import rank_chunks
 from ragsweep.schemas import ANSWERS
-from ragsweep.space import SearchSpace
+from ragsweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
 
@@ -27,6 +27,7 @@ EMBED_BATCH = 256
 
 def build_chunks(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
     """Chunk every document and embed every chunk with the config's model."""
+    chunk_config = chunk_config_from(chunk_config)
     model = chunk_config["embedding_model"]
     chunks = chunk_documents(
         documents,
@@ -48,6 +49,7 @@ def evaluate(
     chunks: pa.Table, testset: pa.Table, space: SearchSpace, chunk_config: dict[str, Any]
 ) -> pa.Table:
     """Answers of every configuration sharing ``chunk_config``, one row per config x question."""
+    chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
     chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))

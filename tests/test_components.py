@@ -23,8 +23,7 @@ def small_kb(tmp_path):
     docs = tmp_path / "docs"
     (docs / "admin").mkdir(parents=True)
     (docs / "admin" / "ports.md").write_text(
-        "# Ports\n\nTidewater listens on port 8443 by default. "
-        "The admin console uses port 9000.\n"
+        "# Ports\n\nTidewater listens on port 8443 by default. The admin console uses port 9000.\n"
     )
     (docs / "plans.txt").write_text(
         "The Basic plan keeps backups for 30 days. The Pro plan keeps backups for 90 days.\n"
@@ -134,5 +133,8 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         all_scores=all_scores,
     )
     board = read_table(leaderboard.path, "leaderboard")
-    assert board.column("config_id").to_pylist() == [configs[1]["config_id"], configs[0]["config_id"]]
+    assert board.column("config_id").to_pylist() == [
+        configs[1]["config_id"],
+        configs[0]["config_id"],
+    ]
     assert read_table(all_scores.path, "scores").num_rows == 2

@@ -31,9 +31,10 @@ def test_pipeline_fans_out_over_chunk_configs_and_collects_scores():
     spec = yaml.safe_load((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
     tasks = spec["root"]["dag"]["tasks"]
     loop = next(t for name, t in tasks.items() if name.startswith("for-loop"))
-    assert "parameterExpressionSelector" in json.dumps(loop["parameterIterator"]) or loop[
-        "parameterIterator"
-    ]["items"]["inputParameter"]
+    assert (
+        "parameterExpressionSelector" in json.dumps(loop["parameterIterator"])
+        or loop["parameterIterator"]["items"]["inputParameter"]
+    )
     rank_inputs = tasks["rank"]["inputs"]["artifacts"]["scores"]
     assert rank_inputs["taskOutputArtifact"]["producerTask"] == loop["taskInfo"]["name"]
     images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}

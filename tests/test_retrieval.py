@@ -20,9 +20,10 @@ def test_top_k_is_a_prefix_of_the_deeper_ranking():
     deep = rank_chunks("mmr", questions, chunks, 10)
     for k in (1, 3, 5):
         assert (rank_chunks("mmr", questions, chunks, k) == deep[:, :k]).all()
-    assert (rank_chunks("similarity", questions, chunks, 3) == similarity(
-        questions @ chunks.T, chunks, 10
-    )[:, :3]).all()
+    assert (
+        rank_chunks("similarity", questions, chunks, 3)
+        == similarity(questions @ chunks.T, chunks, 10)[:, :3]
+    ).all()
 
 
 def test_mmr_returns_less_redundant_chunks_than_similarity():

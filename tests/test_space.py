@@ -1,7 +1,7 @@
 import pytest
 
 from ragsweep.errors import RagsweepError
-from ragsweep.space import SearchSpace, config_id
+from ragsweep.space import SearchSpace, chunk_config_from, config_id
 
 
 def test_config_ids_are_stable_and_independent_of_key_order():
@@ -58,3 +58,12 @@ def test_whole_numbers_from_json_pipeline_parameters_are_accepted():
     assert space.chunk_sizes == (64, 128) and space.top_ks == (3,)
     with pytest.raises(RagsweepError, match="expected int values, got 64.5"):
         SearchSpace.from_dict({"chunk_sizes": [64.5]})
+
+
+def test_chunk_config_from_a_pipeline_loop_keeps_its_configuration_ids():
+    space = SearchSpace()
+    [first, *_] = space.chunk_configs()
+    looped = {k: float(v) if isinstance(v, int) else v for k, v in first.items()}
+    assert looped["chunk_size"] == 64.0
+    assert chunk_config_from(looped) == first
+    assert space.configs(chunk_config_from(looped)) == space.configs(first)

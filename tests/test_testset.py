@@ -1,0 +1,389 @@
+"""Test sets: AutoRAG and Giskard formats, validation, document-id resolution, gold spans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from ragsweep.errors import RagsweepError
+from ragsweep.schemas import DOCUMENTS, TESTSET
+from ragsweep.testset import export_testset, load_testset, locate, resolve_testset
+
+AUTORAG = [
+    {
+        "question": "How do I show defaults?",
+        "correct_answers": ["Use show_default=True.", "Pass show_default."],
+        "correct_answer_document_ids": ["options.rst"],
+    },
+    {
+        "question": "What does clamp do?",
+        "correct_answers": ["It clamps values to the range."],
+        "correct_answer_document_ids": ["api/types.md", "options.rst"],
+    },
+]
+
+GISKARD = [
+    {
+        "id": "a1b2",
+        "question": "Which port does the server use?",
+        "reference_answer": "Port 8080.",
+        "reference_context": "The server listens on port 8080.",
+        "conversation_history": [],
+        "metadata": {"question_type": "simple", "seed_document_id": "server.md", "topic": "Ops"},
+    },
+    {
+        "id": "c3d4",
+        "question": "And with TLS?",
+        "reference_answer": "Port 8443.",
+        "reference_context": "With TLS enabled it uses 8443.",
+        "conversation_history": [{"role": "user", "content": "Which port?"}],
+        "metadata": {"question_type": "conversational", "seed_document_id": "server.md"},
+    },
+]
+
+
+def write_json(path: Path, items: object) -> str:
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return str(path)
+
+
+def write_jsonl(path: Path, items: list[object]) -> str:
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return str(path)
+
+
+def documents(texts: dict[str, str]) -> pa.Table:
+    rows = [
+        {"doc_id": doc_id, "source": f"/docs/{doc_id}", "format": "md", "text": text}
+        for doc_id, text in texts.items()
+    ]
+    return pa.Table.from_pylist(rows, schema=DOCUMENTS)
+
+
+def autorag_item(answers: list[str], doc_ids: list[str]) -> dict:
+    return {"question": "Q?", "correct_answers": answers, "correct_answer_document_ids": doc_ids}
+
+
+def giskard_item(context: str, seed: str = "doc.md", **fields: object) -> dict:
+    item = {"id": "g1", "question": "Q?", "reference_answer": "A.", "reference_context": context}
+    return {**item, "metadata": {"seed_document_id": seed}, **fields}
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+def test_loads_autorag_json(tmp_path: Path) -> None:
+    table = load_testset(write_json(tmp_path / "testset.json", AUTORAG))
+
+    assert table.schema.equals(TESTSET)
+    rows = table.to_pylist()
+    assert [row["question_id"] for row in rows] == ["q0001", "q0002"]
+    assert rows[0]["question"] == "How do I show defaults?"
+    assert rows[0]["reference_answers"] == ["Use show_default=True.", "Pass show_default."]
+    assert rows[1]["reference_doc_ids"] == ["api/types.md", "options.rst"]
+    assert rows[0]["gold_spans"] == [] and rows[0]["reference_context"] is None
+
+
+def test_loads_the_ai4rag_document_keys_variant(tmp_path: Path) -> None:
+    items = [
+        {"question": "Q?", "correct_answers": ["A."], "correct_answer_document_keys": ["a.md"]}
+    ]
+
+    table = load_testset(write_json(tmp_path / "ai4rag.json", items))
+
+    assert table.column("reference_doc_ids").to_pylist() == [["a.md"]]
+
+
+def test_loads_giskard_jsonl(tmp_path: Path) -> None:
+    table = load_testset(write_jsonl(tmp_path / "testset.jsonl", GISKARD))
+
+    first, second = table.to_pylist()
+    assert first["question_id"] == "a1b2"
+    assert first["reference_answers"] == ["Port 8080."]
+    assert first["reference_doc_ids"] == ["server.md"]
+    assert first["reference_context"] == "The server listens on port 8080."
+    assert (first["question_type"], first["topic"]) == ("simple", "Ops")
+    assert second["topic"] is None
+    assert json.loads(second["conversation_history"]) == GISKARD[1]["conversation_history"]
+
+
+def test_giskard_item_without_seed_document_has_no_reference_doc_ids(tmp_path: Path) -> None:
+    item = {"id": "x", "question": "Q?", "reference_answer": "A.", "reference_context": "C"}
+
+    table = load_testset(write_jsonl(tmp_path / "t.jsonl", [item]))
+
+    assert table.column("reference_doc_ids").to_pylist() == [[]]
+
+
+def test_loads_a_test_set_from_s3(s3, bucket: str) -> None:
+    s3.put_object(Bucket=bucket, Key="data/testset.json", Body=json.dumps(AUTORAG).encode())
+
+    table = load_testset(f"s3://{bucket}/data/testset.json")
+
+    assert table.num_rows == 2
+
+
+@pytest.mark.parametrize(("name", "items"), [("out.json", AUTORAG), ("out.jsonl", GISKARD)])
+def test_export_then_load_gives_the_same_test_set(tmp_path: Path, name: str, items) -> None:
+    write = write_json if name.endswith(".json") else write_jsonl
+    loaded = load_testset(write(tmp_path / f"in{Path(name).suffix}", items))
+
+    exported = export_testset(loaded, tmp_path / "sub" / name)
+
+    assert exported == tmp_path / "sub" / name
+    assert load_testset(str(exported)).equals(loaded)
+
+
+def test_giskard_export_writes_the_first_answer_and_first_document(tmp_path: Path) -> None:
+    loaded = load_testset(write_json(tmp_path / "in.json", AUTORAG))
+
+    path = export_testset(loaded, tmp_path / "out.jsonl")
+
+    second = json.loads(path.read_text().splitlines()[1])
+    assert second["id"] == "q0002"
+    assert second["reference_answer"] == "It clamps values to the range."
+    assert second["metadata"]["seed_document_id"] == "api/types.md"
+
+
+def test_autorag_export_keeps_every_answer(tmp_path: Path) -> None:
+    loaded = load_testset(write_json(tmp_path / "in.json", AUTORAG))
+
+    path = export_testset(loaded, tmp_path / "out.json")
+
+    assert json.loads(path.read_text()) == AUTORAG
+
+
+BAD_AUTORAG = [
+    (
+        '[{"question": "Q?",\n "correct_answers": ["A"], }]',
+        "t.json: malformed JSON at line 2, column 28",
+    ),
+    ('{"question": "Q?"}', "t.json: expected a JSON list of test items, got dict"),
+    ("[]", "t.json: the test set is empty"),
+    (
+        '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": []}, 7]',
+        "t.json: record 2: expected an object, got int",
+    ),
+    (
+        '[{"correct_answers": ["A"], "correct_answer_document_ids": []}]',
+        "t.json: record 1: missing field 'question'",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": ["A"]}]',
+        "t.json: record 1: missing field 'correct_answer_document_ids'",
+    ),
+    (
+        '[{"question": 42, "correct_answers": ["A"], "correct_answer_document_ids": []}]',
+        "t.json: record 1: field 'question': expected a string, got int",
+    ),
+    (
+        '[{"question": "  ", "correct_answers": ["A"], "correct_answer_document_ids": []}]',
+        "t.json: record 1: field 'question': is empty",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": "A", "correct_answer_document_ids": []}]',
+        "t.json: record 1: field 'correct_answers': expected a list of strings, got str",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": [], "correct_answer_document_ids": []}]',
+        "t.json: record 1: field 'correct_answers': is empty",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": ["A", ""], "correct_answer_document_ids": []}]',
+        "t.json: record 1: field 'correct_answers': item 2 is empty",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": [1]}]',
+        "t.json: record 1: field 'correct_answer_document_ids': "
+        "expected a list of strings, item 1 is int",
+    ),
+    (
+        '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_keys": null}]',
+        "t.json: record 1: field 'correct_answer_document_keys': "
+        "expected a list of strings, got null",
+    ),
+]
+
+BAD_GISKARD = [
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A"}\n{"id": "b",\n',
+        "t.jsonl: line 2: malformed JSON at column 12",
+    ),
+    ("\n\n", "t.jsonl: the test set is empty"),
+    ('["not", "an", "object"]', "t.jsonl: line 1: expected an object, got list"),
+    ('{"question": "Q?", "reference_answer": "A"}', "t.jsonl: line 1: missing field 'id'"),
+    ('{"id": "a", "reference_answer": "A"}', "t.jsonl: line 1: missing field 'question'"),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": ""}',
+        "t.jsonl: line 1: field 'reference_answer': is empty",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A", "reference_context": 3}',
+        "t.jsonl: line 1: field 'reference_context': expected a string, got int",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A", "conversation_history": "hi"}',
+        "t.jsonl: line 1: field 'conversation_history': expected a list, got str",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A", "metadata": []}',
+        "t.jsonl: line 1: field 'metadata': expected an object, got list",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A", "metadata": {"topic": 5}}',
+        "t.jsonl: line 1: field 'metadata.topic': expected a string, got int",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A"}\n\n'
+        '{"id": "a", "question": "R?", "reference_answer": "B"}',
+        "t.jsonl: line 3: duplicate id 'a' (first on line 1)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [("t.json", *case) for case in BAD_AUTORAG] + [("t.jsonl", *case) for case in BAD_GISKARD],
+)
+def test_bad_test_set_names_the_file_record_and_field(
+    tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    (tmp_path / name).write_text(content, encoding="utf-8")
+
+    with pytest.raises(RagsweepError) as error:
+        load_testset(str(tmp_path / name))
+
+    assert str(error.value).startswith(f"{tmp_path / name}: ")
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_test_set_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_bytes(b'[{"question": "caf\xe9"}]')
+
+    with pytest.raises(RagsweepError, match=r"t\.json: not UTF-8 text"):
+        load_testset(str(tmp_path / "t.json"))
+
+
+def test_unknown_test_set_format_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RagsweepError, match=r"t.csv: unknown test set format '.csv': use .json"):
+        load_testset(str(tmp_path / "t.csv"))
+    with pytest.raises(RagsweepError, match="unknown test set format"):
+        export_testset(load_testset(write_json(tmp_path / "t.json", AUTORAG)), tmp_path / "t.txt")
+
+
+def test_missing_test_set_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RagsweepError, match=r"missing\.json: no such file"):
+        load_testset(str(tmp_path / "missing.json"))
+
+
+# ---- document ids ----------------------------------------------------------------------------
+
+
+def test_reference_ids_resolve_by_relative_key_and_by_unique_basename(tmp_path: Path) -> None:
+    testset = load_testset(write_json(tmp_path / "t.json", AUTORAG))
+    docs = documents({"guide/options.rst": "x", "api/types.md": "y", "other/types.md": "z"})
+
+    resolved = resolve_testset(testset, docs)
+
+    assert resolved.column("reference_doc_ids").to_pylist() == [
+        ["guide/options.rst"],
+        ["api/types.md", "guide/options.rst"],
+    ]
+
+
+def test_ambiguous_basename_is_an_error_listing_the_candidates(tmp_path: Path) -> None:
+    testset = load_testset(write_json(tmp_path / "t.json", [autorag_item(["A"], ["types.md"])]))
+    docs = documents({"api/types.md": "y", "other/types.md": "z"})
+
+    with pytest.raises(RagsweepError) as error:
+        resolve_testset(testset, docs)
+
+    assert str(error.value).startswith("question q0001 (item 1): reference document 'types.md'")
+    assert "ambiguous" in str(error.value)
+    assert "api/types.md, other/types.md" in str(error.value)
+
+
+def test_unknown_reference_id_is_an_error_naming_question_and_id(tmp_path: Path) -> None:
+    items = [autorag_item(["A"], ["a.md"]), autorag_item(["B"], ["gone.md", "also-gone.md"])]
+    testset = load_testset(write_json(tmp_path / "t.json", items))
+
+    with pytest.raises(RagsweepError) as error:
+        resolve_testset(testset, documents({"docs/a.md": "text"}))
+
+    message = str(error.value)
+    assert message.startswith("question q0002 (item 2): reference document 'gone.md' matches no")
+    assert "e.g. 'docs/a.md'" in message
+    assert message.endswith("(and 1 more unresolved)")
+
+
+# ---- gold spans ------------------------------------------------------------------------------
+
+DOC = "Intro.\n\nThe server listens on\n   port 8080 by default.\nWith TLS it uses 8443.\n"
+
+
+def spans_of(tmp_path: Path, item: dict, texts: dict[str, str]) -> list[dict]:
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", [item]))
+    return resolve_testset(testset, documents(texts)).column("gold_spans")[0].as_py()
+
+
+def test_gold_span_of_a_verbatim_reference_context(tmp_path: Path) -> None:
+    context = "With TLS it uses 8443."
+
+    [span] = spans_of(tmp_path, giskard_item(context), {"doc.md": DOC})
+
+    assert span["doc_id"] == "doc.md"
+    assert DOC[span["start"] : span["end"]] == context
+
+
+def test_gold_span_of_a_context_with_different_whitespace_maps_to_original_offsets(
+    tmp_path: Path,
+) -> None:
+    context = "The server listens on port 8080 by default."
+
+    [span] = spans_of(tmp_path, giskard_item(context), {"doc.md": DOC})
+
+    assert DOC[span["start"] : span["end"]] == "The server listens on\n   port 8080 by default."
+
+
+def test_gold_spans_of_giskard_document_blocks_strip_the_prefix(tmp_path: Path) -> None:
+    other = "Logs go to stdout.\n\nSet LOG_LEVEL to debug."
+    context = (
+        "Document doc.md: The server listens on port 8080\n\n"
+        "Document ops/other.md: Logs go to stdout.\n\nSet LOG_LEVEL to debug."
+    )
+
+    spans = spans_of(tmp_path, giskard_item(context), {"doc.md": DOC, "ops/other.md": other})
+
+    texts = {"doc.md": DOC, "ops/other.md": other}
+    assert [texts[s["doc_id"]][s["start"] : s["end"]] for s in spans] == [
+        "The server listens on\n   port 8080",
+        other,
+    ]
+
+
+def test_context_not_in_the_document_gives_no_span_and_no_error(tmp_path: Path) -> None:
+    assert spans_of(tmp_path, giskard_item("Nowhere to be found."), {"doc.md": DOC}) == []
+
+
+def test_gold_spans_of_autorag_answers_found_verbatim_once(tmp_path: Path) -> None:
+    items = [autorag_item(["port 8080 by default", "8443", "it", "not in the text"], ["doc.md"])]
+    testset = load_testset(write_json(tmp_path / "t.json", items))
+
+    spans = resolve_testset(testset, documents({"doc.md": DOC})).column("gold_spans")[0].as_py()
+
+    # "it" occurs twice, so where the answer lies is unknown: no span for it.
+    assert [DOC[s["start"] : s["end"]] for s in spans] == ["port 8080 by default", "8443"]
+
+
+def test_locate_maps_a_whitespace_insensitive_match_back_to_the_text() -> None:
+    text = "a  b\n\tc d"
+
+    assert locate(text, "b c") == (3, 7)
+    assert locate(text, " d ") == (8, 9)
+    assert locate(text, "x") is None
+    assert locate("ab ab", "ab", unique=True) is None
+    assert locate("ab ab", "ab") == (0, 2)
