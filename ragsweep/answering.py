@@ -1,4 +1,5 @@
-"""Answerers: turn a question and its retrieved passages into an answer.
+"""Answerers: turn questions and their retrieved passages into answers, a batch at a time
+(a model-backed answerer keeps many requests in flight).
 
 ``extractive`` is the offline default: no model, it returns the retrieved sentences that
 share the most informative words with the question.
@@ -12,7 +13,8 @@ from collections.abc import Callable
 
 from ragsweep.text import sentences, words
 
-Answerer = Callable[[str, list[str]], str]
+Question = tuple[str, list[str]]  # a question and its retrieved passages, best first
+Answerer = Callable[[list[Question]], list[str]]  # answers a batch, in order
 
 
 def extractive(question: str, passages: list[str], max_sentences: int = 2) -> str:
@@ -34,4 +36,6 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
     return " ".join(candidates[i] for i in chosen)
 
 
-ANSWERERS: dict[str, Answerer] = {"extractive": extractive}
+ANSWERERS: dict[str, Answerer] = {
+    "extractive": lambda batch: [extractive(question, passages) for question, passages in batch],
+}

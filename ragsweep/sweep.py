@@ -65,28 +65,37 @@ def evaluate(
         search_type: rank_chunks(search_type, question_vectors, chunk_vectors, depth)
         for search_type in {c["search_type"] for c in configs}
     }
-    answered: dict[tuple[str, str, str], str] = {}
-    rows: dict[str, list] = {name: [] for name in ANSWERS.names}
+    rows: dict[str, list] = {name: [] for name in ANSWERS.names if name != "answer"}
+    keys = []  # per row: (answerer, question index, retrieved chunk ids)
     for config in configs:
         ranking = rankings[config["search_type"]][:, : config["top_k"]]
-        answer = ANSWERERS[config["answerer"]]
-        for q, question in enumerate(questions):
+        for q, question_id in enumerate(question_ids):
             picked = ranking[q].tolist()
-            passages = [texts[i] for i in picked]
-            context = "\n\n".join(passages)
-            key = (config["answerer"], question, context)
-            if key not in answered:
-                answered[key] = answer(question, passages)
             rows["config_id"].append(config["config_id"])
-            rows["question_id"].append(question_ids[q])
+            rows["question_id"].append(question_id)
             rows["retrieved_chunk_ids"].append(picked)
             rows["retrieved_doc_ids"].append([doc_ids[i] for i in picked])
-            rows["context"].append(context)
-            rows["answer"].append(answered[key])
+            rows["context"].append("\n\n".join(texts[i] for i in picked))
+            keys.append((config["answerer"], q, tuple(picked)))
+    answers = answer_distinct(set(keys), questions, texts)
+    rows["answer"] = [answers[key] for key in keys]
     log.info(
         "evaluated %d configurations x %d questions (%d distinct answers)",
         len(configs),
         len(questions),
-        len(answered),
+        len(answers),
     )
     return pa.table(rows)
+
+
+def answer_distinct(
+    keys: set[tuple[str, int, tuple[int, ...]]], questions: list[str], texts: list[str]
+) -> dict[tuple[str, int, tuple[int, ...]], str]:
+    """Answer each distinct (answerer, question, retrieved chunks) once, one batch per
+    answerer, so configurations that retrieve the same context share one answer."""
+    answers = {}
+    for name in sorted({key[0] for key in keys}):
+        batch = sorted(key for key in keys if key[0] == name)
+        items = [(questions[q], [texts[i] for i in picked]) for _, q, picked in batch]
+        answers.update(zip(batch, ANSWERERS[name](items), strict=True))
+    return answers
