@@ -5,15 +5,20 @@ from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def chunk_embed(documents: Input[Dataset], chunk_config: dict, chunks: Output[Dataset]):
-    """Chunk the documents with one chunk configuration and embed every chunk.
+def chunk_embed(
+    documents: Input[Dataset], chunk_config: dict, embedding_cache: str, chunks: Output[Dataset]
+):
+    """Chunk the documents with one chunk configuration and embed every chunk, reusing the
+    embeddings stored in ``embedding_cache`` (a folder or s3:// prefix; empty: none).
 
     Output: ``chunks``, an Arrow artifact of kind chunks (text, character span, embedding).
     """
+    from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
     from ragsweep.schemas import read_table, write_table
     from ragsweep.sweep import build_chunks
 
     with pipeline_step():
-        table = build_chunks(read_table(documents.path, "documents"), chunk_config)
+        documents_table = read_table(documents.path, "documents")
+        table = build_chunks(documents_table, chunk_config, EmbeddingCache(embedding_cache))
         write_table(table, chunks.path, "chunks")

@@ -10,12 +10,15 @@ def evaluate(
     questions: Input[Dataset],
     search_space: dict,
     chunk_config: dict,
+    embedding_cache: str,
     answers: Output[Dataset],
 ):
-    """Retrieve and answer every question with every configuration sharing ``chunk_config``.
+    """Retrieve and answer every question with every configuration sharing ``chunk_config``;
+    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty: none).
 
     Output: ``answers``, an Arrow artifact of kind answers (one row per config x question).
     """
+    from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
     from ragsweep.schemas import read_table, write_table
     from ragsweep.space import SearchSpace
@@ -27,5 +30,6 @@ def evaluate(
             read_table(questions.path, "testset"),
             SearchSpace.from_dict(search_space),
             chunk_config,
+            EmbeddingCache(embedding_cache),
         )
         write_table(table, answers.path, "answers")

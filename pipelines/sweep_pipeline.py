@@ -35,17 +35,32 @@ def sweep_pipeline(
     testset: str,
     search_space: dict = DEFAULT_SPACE,
     optimization_metric: str = DEFAULT_METRIC,
+    max_document_bytes: int = 0,
+    max_questions: int = 0,
+    seed: int = 42,
+    embedding_cache: str = "",
 ) -> Results:
-    inputs = ingest(docs=docs, testset=testset)
+    inputs = ingest(
+        docs=docs,
+        testset=testset,
+        max_document_bytes=max_document_bytes,
+        max_questions=max_questions,
+        seed=seed,
+    )
     chunk_configs = plan(search_space=search_space)
 
     with dsl.ParallelFor(chunk_configs.output) as chunk_config:
-        chunks = chunk_embed(documents=inputs.outputs["documents"], chunk_config=chunk_config)
+        chunks = chunk_embed(
+            documents=inputs.outputs["documents"],
+            chunk_config=chunk_config,
+            embedding_cache=embedding_cache,
+        )
         answers = evaluate(
             chunks=chunks.outputs["chunks"],
             questions=inputs.outputs["questions"],
             search_space=search_space,
             chunk_config=chunk_config,
+            embedding_cache=embedding_cache,
         )
         scores = judge(answers=answers.outputs["answers"], questions=inputs.outputs["questions"])
 

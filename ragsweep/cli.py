@@ -30,17 +30,20 @@ def main() -> None:
         raise SystemExit(2) from None
 
 
-def int_list(value: str, flag: str) -> list[int]:
-    try:
-        return [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise RagsweepError(
-            f"{flag}: expected whole numbers separated by commas, got {value!r}"
-        ) from None
-
-
-def str_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+def values(text: str) -> list:
+    """Comma-separated values; numbers become numbers, for the search space to check."""
+    out: list = []
+    for item in (v.strip() for v in text.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(int(item))
+        except ValueError:
+            try:
+                out.append(float(item))
+            except ValueError:
+                out.append(item)
+    return out
 
 
 @app.command()
@@ -49,29 +52,61 @@ def run(
     testset: str = typer.Option(
         ..., help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key."
     ),
-    chunk_sizes: str = typer.Option("64,128,256", help="Chunk sizes in model tokens."),
-    chunk_overlaps: str = typer.Option("16", help="Chunk overlaps in model tokens."),
-    top_k: str = typer.Option("1,3,5", help="Top K values."),
-    search_types: str = typer.Option("similarity,mmr", help="Search types."),
-    embedding_models: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="Embedding models."),
+    space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
+    chunkers: str = typer.Option(None, help="Chunkers: sentence, token. [default: sentence]"),
+    chunk_sizes: str = typer.Option(
+        None, help="Chunk sizes in model tokens. [default: 64,128,192]"
+    ),
+    chunk_overlaps: str = typer.Option(
+        None, help="Overlaps: tokens, or a fraction of the size below 1. [default: 16]"
+    ),
+    embedding_models: str = typer.Option(None, help=f"[default: {DEFAULT_EMBEDDING_MODEL}]"),
+    top_k: str = typer.Option(None, help="Top K values. [default: 1,3,5]"),
+    search_types: str = typer.Option(
+        None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
+    ),
+    mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
     metric: str = typer.Option(DEFAULT_METRIC, help="Metric to rank by."),
+    max_document_bytes: int = typer.Option(
+        0, help="Document budget in bytes of text; cited documents first. 0: all."
+    ),
+    max_questions: int = typer.Option(0, help="Evaluate a random sample of questions. 0: all."),
+    seed: int = typer.Option(42, help="Seed of both samples."),
+    cache: str = typer.Option(
+        None,
+        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
+        "[default: ~/.cache/ragsweep]",
+    ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard."""
+    from ragsweep.embedcache import default_location
     from ragsweep.runner import run_local
+    from ragsweep.settings import RunSettings
 
-    space = SearchSpace.from_dict(
-        {
-            "chunk_sizes": int_list(chunk_sizes, "--chunk-sizes"),
-            "chunk_overlaps": int_list(chunk_overlaps, "--chunk-overlaps"),
-            "top_ks": int_list(top_k, "--top-k"),
-            "search_types": str_list(search_types),
-            "embedding_models": str_list(embedding_models),
-        },
-        source="options",
+    options = {  # search-space field -> the option's text; an option given overrides --space
+        "chunkers": chunkers,
+        "chunk_sizes": chunk_sizes,
+        "chunk_overlaps": chunk_overlaps,
+        "embedding_models": embedding_models,
+        "top_ks": top_k,
+        "search_types": search_types,
+        "mmr_lambdas": mmr_lambdas,
+    }
+    data = SearchSpace.from_yaml(space).to_dict() if space else {}
+    data.update({field: values(text) for field, text in options.items() if text is not None})
+    settings = RunSettings(
+        docs=docs,
+        testset=testset,
+        space=SearchSpace.from_dict(data, source=str(space or "options")),
+        optimization_metric=metric,
+        max_document_bytes=max_document_bytes,
+        max_questions=max_questions,
+        seed=seed,
+        embedding_cache="" if cache == "none" else str(cache or default_location()),
     )
-    run_dir = run_local(docs, testset, space, metric, output)
+    run_dir = run_local(settings, output)
     show(run_dir, top)
 
 

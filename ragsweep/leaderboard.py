@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from ragsweep.errors import RagsweepError
 from ragsweep.metrics import METRICS
-from ragsweep.schemas import CONFIG_FIELDS
+from ragsweep.schemas import LEADERBOARD
 
 DEFAULT_METRIC = "answer_correctness"
 
@@ -30,8 +30,7 @@ def rank_configs(scores: pa.Table, configs: list[dict], metric: str = DEFAULT_ME
     rows.sort(key=lambda r: (-r[metric], r["label"]))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
-    names = ["rank"] + [name for name, _ in CONFIG_FIELDS] + ["questions", *METRICS]
-    return pa.Table.from_pylist(rows).select(names)
+    return pa.Table.from_pylist(rows, schema=LEADERBOARD.remove_metadata())
 
 
 def check_metric(metric: str) -> None:

@@ -8,6 +8,7 @@ and the leaderboard and per-question scores are exported beside them.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import shutil
@@ -16,6 +17,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,37 +25,41 @@ import pyarrow.csv as csv
 import pyarrow.parquet as pq
 
 from ragsweep.errors import RagsweepError
-from ragsweep.leaderboard import check_metric
 from ragsweep.schemas import read_table
-from ragsweep.space import SearchSpace
+from ragsweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
 
 
-def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: Path) -> Path:
+def run_local(settings: RunSettings, output: Path) -> Path:
     """Run the pipeline locally; return the run folder holding leaderboard and scores."""
     from kfp import local
 
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
-    check_metric(metric)
-    docs, testset = absolute(docs, "--docs"), absolute(testset, "--testset")
+    settings = replace(
+        settings,
+        docs=absolute(settings.docs, "--docs"),
+        testset=absolute(settings.testset, "--testset"),
+    )
     run_dir = output / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
+    arguments = settings.pipeline_arguments()
+    (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
+    for reason in settings.space.pruned():
+        log.warning("pruned: %s", reason)
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=str((run_dir / "pipeline").resolve()),
         raise_on_error=False,
     )
-    n = len(space.all_configs())
+    n = len(settings.space.all_configs())
     log.info("sweeping %d configurations; run folder %s", n, run_dir)
     with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log):
-            task = sweep_pipeline(
-                docs=docs, testset=testset, search_space=space.to_dict(), optimization_metric=metric
-            )
+            task = sweep_pipeline(**arguments)
     results = {name: Path(artifact.path) for name, artifact in task.outputs.items()}
     if set(results) != {"leaderboard", "scores"} or not all(p.exists() for p in results.values()):
         raise RagsweepError(

@@ -82,6 +82,8 @@ CONFIG_FIELDS = [
     ("embedding_model", pa.string()),
     ("top_k", pa.int64()),
     ("search_type", pa.string()),
+    ("mmr_lambda", pa.float64()),  # null unless search_type is mmr
+    ("mmr_fetch_k", pa.int64()),
     ("answerer", pa.string()),
 ]
 

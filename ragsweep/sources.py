@@ -203,7 +203,7 @@ def s3_client() -> BaseClient:
         raise RagsweepError(f"AWS_S3_ENDPOINT: {exc} (expected e.g. https://host:9000)") from None
 
 
-def _split_s3(uri: str) -> tuple[str, str]:
+def split_s3(uri: str) -> tuple[str, str]:
     """Bucket and key of ``s3://bucket/key``; an empty bucket is AWS_S3_BUCKET."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     bucket = bucket or os.environ.get("AWS_S3_BUCKET", "")
@@ -213,7 +213,7 @@ def _split_s3(uri: str) -> tuple[str, str]:
 
 
 @contextmanager
-def _s3_errors(uri: str, bucket: str) -> Iterator[None]:
+def s3_errors(uri: str, bucket: str) -> Iterator[None]:
     """Turn botocore's failures into one-line messages that say what to check."""
     try:
         yield
@@ -246,22 +246,22 @@ def _s3_errors(uri: str, bucket: str) -> Iterator[None]:
 
 def _get_object(client: BaseClient, bucket: str, key: str) -> bytes:
     uri = f"s3://{bucket}/{key}"
-    with _s3_errors(uri, bucket):
+    with s3_errors(uri, bucket):
         return client.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def _s3_files(uri: str) -> tuple[list[tuple[str, str]], Callable[[str], bytes]]:
-    bucket, prefix = _split_s3(uri)
+    bucket, prefix = split_s3(uri)
     prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
     client = s3_client()
     keys: list[str] = []
-    with _s3_errors(uri, bucket):
+    with s3_errors(uri, bucket):
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", []))
     files = [(key[len(prefix) :], f"s3://{bucket}/{key}") for key in keys if not key.endswith("/")]
 
     def fetch(source: str) -> bytes:
-        return _get_object(client, *_split_s3(source))
+        return _get_object(client, *split_s3(source))
 
     return sorted(files), fetch
 
@@ -289,7 +289,7 @@ def _read_local(source: str) -> bytes:
 def read_bytes(uri: str) -> bytes:
     """The bytes of one local file or S3 object (``s3://bucket/key``)."""
     if uri.startswith("s3://"):
-        bucket, key = _split_s3(uri)
+        bucket, key = split_s3(uri)
         if not key or key.endswith("/"):
             raise RagsweepError(f"{uri}: names no object: expected s3://bucket/key")
         return _get_object(s3_client(), bucket, key)

@@ -1,9 +1,9 @@
 """The search space: which configurations to evaluate, each with a stable id and a label.
 
 A configuration is one chunk config (chunker, size, overlap, embedding model) crossed with
-one retrieval/answer setting (Top K, search type, answerer). Chunk configs are the expensive
-part (they need embeddings), so the pipeline fans out over them and evaluates every
-retrieval/answer setting of a chunk config in one pass.
+one retrieval/answer setting (Top K, search type and its parameters, answerer). Chunk
+configs are the expensive part (they need embeddings), so the pipeline fans out over them
+and evaluates every retrieval/answer setting of a chunk config in one pass.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ import hashlib
 import itertools
 import json
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ragsweep.errors import RagsweepError
 
@@ -21,49 +24,70 @@ log = logging.getLogger("ragsweep")
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
+# field -> type of its values; every field but mmr_fetch_k is a list of values to sweep
+FIELD_TYPES: dict[str, type] = {
+    "chunkers": str,
+    "chunk_sizes": int,
+    "chunk_overlaps": float,  # tokens (a whole number) or a fraction of the size (below 1)
+    "embedding_models": str,
+    "top_ks": int,
+    "search_types": str,
+    "mmr_lambdas": float,
+    "mmr_fetch_k": int,
+    "answerers": str,
+}
+SCALARS = {"mmr_fetch_k"}
+
 
 @dataclass(frozen=True)
 class SearchSpace:
     """Lists of values to sweep; every combination that makes sense is one configuration."""
 
     chunkers: tuple[str, ...] = ("sentence",)
-    chunk_sizes: tuple[int, ...] = (64, 128, 256)
-    chunk_overlaps: tuple[int, ...] = (16,)
+    chunk_sizes: tuple[int, ...] = (64, 128, 192)
+    chunk_overlaps: tuple[float, ...] = (16,)
     embedding_models: tuple[str, ...] = (DEFAULT_EMBEDDING_MODEL,)
     top_ks: tuple[int, ...] = (1, 3, 5)
     search_types: tuple[str, ...] = ("similarity", "mmr")
+    mmr_lambdas: tuple[float, ...] = (0.5,)
+    mmr_fetch_k: int = 20
     answerers: tuple[str, ...] = ("extractive",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "search space") -> SearchSpace:
         """Build and validate a space from plain data (pipeline parameters, YAML, CLI flags)."""
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
+        if not isinstance(data, dict):
+            raise RagsweepError(
+                f"{source}: expected a mapping of fields, got {type(data).__name__}"
+            )
+        unknown = sorted(set(data) - set(FIELD_TYPES))
         if unknown:
-            raise RagsweepError(f"{source}: unknown field(s) {unknown}; known: {sorted(known)}")
-        values = {}
+            raise RagsweepError(f"{source}: unknown field(s) {unknown}; known: {list(FIELD_TYPES)}")
+        values: dict[str, Any] = {}
         for name, value in data.items():
             if value is None:
                 continue
-            if isinstance(value, (str, int)):
-                value = [value]
-            if not isinstance(value, (list, tuple)) or not value:
-                raise RagsweepError(f"{source}: field '{name}': expected a non-empty list")
-            want = int if name in ("chunk_sizes", "chunk_overlaps", "top_ks") else str
-            if want is int:  # pipeline parameters arrive as JSON numbers: 64.0 means 64
-                value = [int(v) if isinstance(v, float) and v.is_integer() else v for v in value]
-            for item in value:
-                if not isinstance(item, want) or isinstance(item, bool):
-                    raise RagsweepError(
-                        f"{source}: field '{name}': expected {want.__name__} values, got {item!r}"
-                    )
-            values[name] = tuple(dict.fromkeys(value))  # keep order, drop repeats
+            checked = [_value(source, name, v) for v in _as_list(source, name, value)]
+            values[name] = checked[0] if name in SCALARS else tuple(dict.fromkeys(checked))
         space = cls(**values)
         space.validate(source)
         return space
 
-    def to_dict(self) -> dict[str, list]:
-        return {name: list(value) for name, value in asdict(self).items()}
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> SearchSpace:
+        """Read a search-space YAML file: a mapping of the fields of ``SearchSpace``."""
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise RagsweepError(f"{path}: cannot read the search space ({exc.strerror})") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise RagsweepError(f"{path}: malformed YAML{where}") from None
+        return cls.from_dict(data or {}, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v if k in SCALARS else list(v) for k, v in asdict(self).items()}
 
     def validate(self, source: str = "search space") -> None:
         from ragsweep.answering import ANSWERERS
@@ -86,32 +110,58 @@ class SearchSpace:
                 if value < 1:
                     raise RagsweepError(f"{source}: field '{name}': {value} is not positive")
         for value in self.chunk_overlaps:
-            if value < 0:
-                raise RagsweepError(f"{source}: field 'chunk_overlaps': {value} is negative")
+            if value < 0 or (value > 1 and not float(value).is_integer()):
+                raise RagsweepError(
+                    f"{source}: field 'chunk_overlaps': {value} is neither a number of tokens "
+                    "nor a fraction of the chunk size below 1"
+                )
+        for value in self.mmr_lambdas:
+            if not 0 <= value <= 1:
+                raise RagsweepError(f"{source}: field 'mmr_lambdas': {value} is not in [0, 1]")
+        if self.mmr_fetch_k < 1:
+            raise RagsweepError(f"{source}: field 'mmr_fetch_k': {self.mmr_fetch_k} < 1")
         if not self.chunk_configs():
             raise RagsweepError(
-                f"{source}: no valid chunk configuration: every overlap is at least half "
-                "of every chunk size"
+                f"{source}: no valid chunk configuration: " + "; ".join(self.pruned())
             )
 
-    def chunk_configs(self) -> list[dict[str, Any]]:
-        """Every valid (chunker, size, overlap, model); an overlap of half the size or more
-        is pruned with a note, since consecutive chunks would then repeat most of each other."""
-        configs = []
+    def _chunk_candidates(self) -> list[tuple[dict[str, Any], str | None]]:
+        """Every (chunk config, reason it is pruned or None), without repeats."""
+        from ragsweep.embedding import max_input_tokens
+
+        seen, out = set(), []
         for chunker, size, overlap, model in itertools.product(
             self.chunkers, self.chunk_sizes, self.chunk_overlaps, self.embedding_models
         ):
-            if 2 * overlap >= size:
-                log.info("pruned chunk size %d with overlap %d: overlap >= size / 2", size, overlap)
-                continue
+            tokens = round(overlap * size) if 0 < overlap < 1 else int(overlap)
             config = {
                 "chunker": chunker,
                 "chunk_size": size,
-                "chunk_overlap": overlap,
+                "chunk_overlap": tokens,
                 "embedding_model": model,
             }
-            configs.append({"chunk_config_id": config_id(config), **config})
-        return configs
+            key = config_id(config)
+            if key in seen:
+                continue
+            seen.add(key)
+            limit = max_input_tokens(model)
+            reason = None
+            if 2 * tokens >= size:
+                reason = (
+                    f"chunk size {size} with overlap {tokens}: overlap is half the size or more"
+                )
+            elif limit is not None and size > limit:
+                reason = f"chunk size {size} exceeds {model}'s maximum input of {limit} tokens"
+            out.append(({"chunk_config_id": key, **config}, reason))
+        return out
+
+    def chunk_configs(self) -> list[dict[str, Any]]:
+        """Every valid chunk configuration, the unit the pipeline fans out over."""
+        return [config for config, reason in self._chunk_candidates() if reason is None]
+
+    def pruned(self) -> list[str]:
+        """Why each combination that is not evaluated was left out."""
+        return [reason for _, reason in self._chunk_candidates() if reason is not None]
 
     def configs(self, chunk_config: dict[str, Any]) -> list[dict[str, Any]]:
         """The full configurations that share ``chunk_config``, each with id and label."""
@@ -120,12 +170,51 @@ class SearchSpace:
         for top_k, search_type, answerer in itertools.product(
             self.top_ks, self.search_types, self.answerers
         ):
-            config = {**base, "top_k": top_k, "search_type": search_type, "answerer": answerer}
-            out.append({"config_id": config_id(config), "label": label(config), **config})
+            for params in self.search_params(search_type):
+                config = {
+                    **base,
+                    "top_k": top_k,
+                    "search_type": search_type,
+                    **params,
+                    "answerer": answerer,
+                }
+                out.append({"config_id": config_id(config), "label": label(config), **config})
         return out
+
+    def search_params(self, search_type: str) -> list[dict[str, Any]]:
+        """The parameter settings swept for ``search_type`` (one empty one if it has none)."""
+        if search_type == "mmr":
+            return [
+                {"mmr_lambda": lam, "mmr_fetch_k": self.mmr_fetch_k} for lam in self.mmr_lambdas
+            ]
+        return [{}]
 
     def all_configs(self) -> list[dict[str, Any]]:
         return [c for chunk in self.chunk_configs() for c in self.configs(chunk)]
+
+
+def _as_list(source: str, name: str, value: Any) -> list:
+    if name in SCALARS:
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        value = [value]
+    if not value:
+        raise RagsweepError(f"{source}: field '{name}': expected a non-empty list")
+    return list(value)
+
+
+def _value(source: str, name: str, value: Any) -> Any:
+    """One value of field ``name``, type-checked; JSON numbers are coerced (64.0 means 64)."""
+    want = FIELD_TYPES[name]
+    if want is str and isinstance(value, str) and value.strip():
+        return value.strip()
+    if want in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if float(value).is_integer():
+            return int(value)
+        if want is float:
+            return float(value)
+    kind = {str: "text", int: "whole number", float: "number"}[want]
+    raise RagsweepError(f"{source}: field '{name}': expected {kind} values, got {value!r}")
 
 
 def chunk_config_from(data: dict[str, Any]) -> dict[str, Any]:
@@ -146,9 +235,12 @@ def config_id(config: dict[str, Any]) -> str:
 
 
 def label(config: dict[str, Any]) -> str:
-    """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr extractive``."""
+    """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``."""
     model = config["embedding_model"].rstrip("/").rsplit("/", 1)[-1]
+    search = config["search_type"]
+    if "mmr_lambda" in config:
+        search += f":{config['mmr_lambda']:g}"
     return (
         f"{config['chunker']}-{config['chunk_size']}/{config['chunk_overlap']} {model} "
-        f"k={config['top_k']} {config['search_type']} {config['answerer']}"
+        f"k={config['top_k']} {search} {config['answerer']}"
     )

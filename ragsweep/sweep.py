@@ -1,8 +1,9 @@
 """Evaluate a chunk set against its whole retrieval x answer grid in one pass.
 
-Chunks are embedded once per chunk config and questions once per chunk set; one ranking per
-search type, as deep as the largest Top K, serves every K; identical (answerer, question,
-context) triples are answered once.
+Chunks and questions are embedded through the embedding cache (each distinct text once per
+model, and not at all when stored); one ranking per search type and parameters, as deep as
+the largest Top K, serves every K; identical (answerer, question, context) triples are
+answered once.
 """
 
 from __future__ import annotations
@@ -16,16 +17,25 @@ import pyarrow as pa
 from ragsweep import embedding
 from ragsweep.answering import ANSWERERS
 from ragsweep.chunking import chunk_documents
-from ragsweep.retrieval import rank_chunks
+from ragsweep.embedcache import EmbeddingCache
+from ragsweep.retrieval import Index, rank_chunks
 from ragsweep.schemas import ANSWERS
 from ragsweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
 
-EMBED_BATCH = 256
+SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
 
 
-def build_chunks(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
+def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The search type and parameters of a configuration: configurations that differ only
+    in Top K (or answerer) share one ranking."""
+    return config["search_type"], tuple((k, config[k]) for k in SEARCH_PARAMS if k in config)
+
+
+def build_chunks(
+    documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache
+) -> pa.Table:
     """Chunk every document and embed every chunk with the config's model."""
     chunk_config = chunk_config_from(chunk_config)
     model = chunk_config["embedding_model"]
@@ -36,39 +46,44 @@ def build_chunks(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
         chunk_config["chunk_overlap"],
         embedding.load_tokenizer(model),
     )
-    texts = chunks.column("text").to_pylist()
-    vectors = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        vectors.append(embedding.embed(model, texts[start : start + EMBED_BATCH]))
-        log.info("embedded %d/%d chunks", min(start + EMBED_BATCH, len(texts)), len(texts))
-    matrix = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-    return chunks.append_column("embedding", pa.array(list(matrix), type=pa.list_(pa.float32())))
+    log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
+    vectors = cache.embed(model, chunks.column("text").to_pylist())
+    return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
 
 
 def evaluate(
-    chunks: pa.Table, testset: pa.Table, space: SearchSpace, chunk_config: dict[str, Any]
+    chunks: pa.Table,
+    testset: pa.Table,
+    space: SearchSpace,
+    chunk_config: dict[str, Any],
+    cache: EmbeddingCache,
 ) -> pa.Table:
     """Answers of every configuration sharing ``chunk_config``, one row per config x question."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
-    chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))
     texts = chunks.column("text").to_pylist()
     doc_ids = chunks.column("doc_id").to_pylist()
     questions = testset.column("question").to_pylist()
     question_ids = testset.column("question_id").to_pylist()
-    question_vectors = embedding.embed(chunk_config["embedding_model"], questions)
-
+    index = Index(
+        question_vectors=cache.embed(chunk_config["embedding_model"], questions),
+        chunk_vectors=np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False)),
+        questions=questions,
+        chunk_texts=texts,
+    )
     configs = space.configs(chunk_config)
     depth = max(c["top_k"] for c in configs)
-    rankings = {
-        search_type: rank_chunks(search_type, question_vectors, chunk_vectors, depth)
-        for search_type in {c["search_type"] for c in configs}
-    }
+    rankings: dict[tuple, np.ndarray] = {}
+    for config in configs:
+        search_type, params = search = search_of(config)
+        if search not in rankings:
+            rankings[search] = rank_chunks(index, search_type, depth, **dict(params))
+
     rows: dict[str, list] = {name: [] for name in ANSWERS.names if name != "answer"}
     keys = []  # per row: (answerer, question index, retrieved chunk ids)
     for config in configs:
-        ranking = rankings[config["search_type"]][:, : config["top_k"]]
+        ranking = rankings[search_of(config)][:, : config["top_k"]]
         for q, question_id in enumerate(question_ids):
             picked = ranking[q].tolist()
             rows["config_id"].append(config["config_id"])
@@ -80,9 +95,10 @@ def evaluate(
     answers = answer_distinct(set(keys), questions, texts)
     rows["answer"] = [answers[key] for key in keys]
     log.info(
-        "evaluated %d configurations x %d questions (%d distinct answers)",
+        "evaluated %d configurations x %d questions (%d rankings, %d distinct answers)",
         len(configs),
         len(questions),
+        len(rankings),
         len(answers),
     )
     return pa.table(rows)

@@ -44,7 +44,7 @@ def test_missing_docs_folder(kb):
 def test_bad_list_option(kb):
     tmp, docs, good = kb
     result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--top-k", "1,x")
-    assert_user_error(result, "--top-k", "'1,x'")
+    assert_user_error(result, "field 'top_ks'", "'x'")
 
 
 def test_unknown_search_type(kb):

@@ -44,7 +44,13 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
 
     documents, questions = artifact(tmp_path, "documents"), artifact(tmp_path, "questions")
     ingest.python_func(
-        docs=str(docs), testset=str(testset), documents=documents, questions=questions
+        docs=str(docs),
+        testset=str(testset),
+        max_document_bytes=0,
+        max_questions=0,
+        seed=1,
+        documents=documents,
+        questions=questions,
     )
     assert read_table(documents.path, "documents").num_rows == 2
     resolved = read_table(questions.path, "testset").column("reference_doc_ids").to_pylist()
@@ -52,7 +58,10 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
 
     [chunk_config] = plan.python_func(search_space=space)
     chunks = artifact(tmp_path, "chunks")
-    chunk_embed.python_func(documents=documents, chunk_config=chunk_config, chunks=chunks)
+    cache = str(tmp_path / "cache")
+    chunk_embed.python_func(
+        documents=documents, chunk_config=chunk_config, embedding_cache=cache, chunks=chunks
+    )
     assert read_table(chunks.path, "chunks").num_rows >= 3
 
     answers = artifact(tmp_path, "answers")
@@ -61,6 +70,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         questions=questions,
         search_space=space,
         chunk_config=chunk_config,
+        embedding_cache=cache,
         answers=answers,
     )
     assert read_table(answers.path, "answers").num_rows == 4 * 2  # 4 configs x 2 questions
@@ -100,6 +110,9 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
         ingest.python_func(
             docs=str(docs),
             testset=str(bad),
+            max_document_bytes=0,
+            max_questions=0,
+            seed=1,
             documents=artifact(tmp_path, "d"),
             questions=artifact(tmp_path, "q"),
         )

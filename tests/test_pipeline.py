@@ -63,7 +63,8 @@ def test_ragsweep_run_executes_the_pipeline_locally_and_prints_the_leaderboard(t
     docs, testset = example_subset(tmp_path)
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset)]
-        + ["--chunk-sizes", "64,128", "--top-k", "1,3,5", "--output", str(tmp_path / "runs")],
+        + ["--chunk-sizes", "64,128", "--top-k", "1,3,5", "--output", str(tmp_path / "runs")]
+        + ["--cache", str(tmp_path / "cache")],
         capture_output=True,
         text=True,
         timeout=900,
@@ -79,6 +80,10 @@ def test_ragsweep_run_executes_the_pipeline_locally_and_prints_the_leaderboard(t
     best = board.to_pylist()[0]
     assert best["label"] in result.stdout
     assert "12 configurations" in result.stdout
+    settings = json.loads((run_dir / "settings.json").read_text())
+    assert settings["search_space"]["chunk_sizes"] == [64, 128]
+    assert settings["embedding_cache"] == str(tmp_path / "cache")
+    assert any((tmp_path / "cache").rglob("*.arrow"))
     # `ragsweep leaderboard` reads the same run back
     again = subprocess.run(
         [RAGSWEEP, "leaderboard", str(run_dir), "--top", "3"], capture_output=True, text=True

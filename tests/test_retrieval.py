@@ -1,6 +1,6 @@
 import numpy as np
 
-from ragsweep.retrieval import mmr, rank_chunks, similarity
+from ragsweep.retrieval import Index, bm25, rank_chunks
 
 
 def unit(rows):
@@ -8,31 +8,35 @@ def unit(rows):
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
+def index(questions, chunks, question_texts=None, chunk_texts=None):
+    return Index(
+        question_vectors=unit(questions),
+        chunk_vectors=unit(chunks),
+        questions=question_texts or [""] * len(questions),
+        chunk_texts=chunk_texts or [""] * len(chunks),
+    )
+
+
 def test_similarity_ranks_by_cosine_best_first():
-    chunks = unit([[1, 0], [0, 1], [1, 1], [1, 0.1]])
-    question = unit([[1, 0]])
-    assert rank_chunks("similarity", question, chunks, 3).tolist() == [[0, 3, 2]]
+    idx = index([[1, 0]], [[1, 0], [0, 1], [1, 1], [1, 0.1]])
+    assert rank_chunks(idx, "similarity", 3).tolist() == [[0, 3, 2]]
 
 
-def test_top_k_is_a_prefix_of_the_deeper_ranking():
+def test_every_top_k_is_a_prefix_of_the_deepest_ranking():
     rng = np.random.default_rng(0)
-    chunks, questions = unit(rng.normal(size=(50, 8))), unit(rng.normal(size=(5, 8)))
-    deep = rank_chunks("mmr", questions, chunks, 10)
-    for k in (1, 3, 5):
-        assert (rank_chunks("mmr", questions, chunks, k) == deep[:, :k]).all()
-    assert (
-        rank_chunks("similarity", questions, chunks, 3)
-        == similarity(questions @ chunks.T, chunks, 10)[:, :3]
-    ).all()
+    idx = index(rng.normal(size=(5, 8)), rng.normal(size=(50, 8)))
+    for search_type in ("similarity", "mmr", "hybrid"):
+        deep = rank_chunks(idx, search_type, 10)
+        for k in (1, 3, 5):
+            assert (rank_chunks(idx, search_type, k) == deep[:, :k]).all(), search_type
 
 
 def test_mmr_returns_less_redundant_chunks_than_similarity():
     # three near-copies of one passage, and one other passage that is still relevant
     chunks = unit([[1, 0.00, 0], [1, 0.01, 0], [1, 0.02, 0], [0.6, 0, 0.8]])
-    question = unit([[1, 0, 0.3]])
-    sims = question @ chunks.T
-    by_similarity = similarity(sims, chunks, 2)[0]
-    by_mmr = mmr(sims, chunks, 2)[0]
+    idx = index([[1, 0, 0.3]], chunks)
+    by_similarity = rank_chunks(idx, "similarity", 2)[0]
+    by_mmr = rank_chunks(idx, "mmr", 2)[0]
 
     def redundancy(picked):
         return float(chunks[picked[0]] @ chunks[picked[1]])
@@ -42,7 +46,35 @@ def test_mmr_returns_less_redundant_chunks_than_similarity():
     assert redundancy(by_mmr) < redundancy(by_similarity)
 
 
+def test_mmr_with_lambda_one_is_plain_similarity():
+    rng = np.random.default_rng(1)
+    idx = index(rng.normal(size=(4, 6)), rng.normal(size=(30, 6)))
+    assert (rank_chunks(idx, "mmr", 5, mmr_lambda=1.0) == rank_chunks(idx, "similarity", 5)).all()
+
+
+def test_hybrid_finds_the_chunk_with_the_exact_rare_term_that_vectors_miss():
+    texts = [
+        "Sync errors are shown in the activity panel.",
+        "The desktop client reports sync problems in a banner.",
+        "Error TW-4471 means the storage quota is exceeded.",
+    ]
+    # the vectors favour the two generic chunks; only the keywords know TW-4471
+    idx = index([[1, 0.2]], [[1, 0.1], [1, 0.15], [0.2, 1]], ["What does TW-4471 mean?"], texts)
+    assert 2 not in rank_chunks(idx, "similarity", 2)[0]
+    assert rank_chunks(idx, "hybrid", 2)[0].tolist()[0] == 2
+
+
+def test_bm25_scores_rarer_matching_terms_higher_and_unmatched_zero():
+    scores = bm25(
+        ["backup retention days"],
+        ["retention is 30 days", "backup", "days days days", "nothing relevant"],
+    )
+    assert scores.shape == (1, 4)
+    assert scores[0, 3] == 0
+    assert scores[0, 0] > scores[0, 2]  # two distinct terms beat one repeated term
+
+
 def test_depth_beyond_the_number_of_chunks_returns_every_chunk():
-    chunks = unit([[1, 0], [0, 1]])
-    assert rank_chunks("similarity", unit([[0, 1]]), chunks, 5).tolist() == [[1, 0]]
-    assert rank_chunks("mmr", unit([[0, 1]]), chunks, 5).tolist() == [[1, 0]]
+    idx = index([[0, 1]], [[1, 0], [0, 1]], ["q"], ["a", "b"])
+    for search_type in ("similarity", "mmr", "hybrid"):
+        assert sorted(rank_chunks(idx, search_type, 5)[0].tolist()) == [0, 1]

@@ -1,6 +1,7 @@
 import pyarrow as pa
 
-from ragsweep import answering
+from ragsweep import answering, embedding, retrieval
+from ragsweep.embedcache import EmbeddingCache
 from ragsweep.space import SearchSpace
 from ragsweep.sweep import build_chunks, evaluate
 
@@ -36,9 +37,10 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
     # two short documents: with chunks of a whole document, k=2 and k=3 retrieve the same two
     space = SearchSpace(chunk_sizes=(64,), top_ks=(2, 3), search_types=("similarity", "mmr"))
     [chunk_config] = space.chunk_configs()
-    chunks = build_chunks(DOCS, chunk_config)
+    cache = EmbeddingCache()
+    chunks = build_chunks(DOCS, chunk_config, cache)
     assert chunks.num_rows == 2
-    answers = evaluate(chunks, QUESTIONS, space, chunk_config)
+    answers = evaluate(chunks, QUESTIONS, space, chunk_config, cache)
     assert answers.num_rows == 4 * 2
     distinct = {
         (q, tuple(ids))
@@ -57,7 +59,9 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
 def test_every_configuration_of_the_chunk_set_answers_every_question():
     space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2))
     [chunk_config] = space.chunk_configs()
-    answers = evaluate(build_chunks(DOCS, chunk_config), QUESTIONS, space, chunk_config)
+    cache = EmbeddingCache()
+    chunks = build_chunks(DOCS, chunk_config, cache)
+    answers = evaluate(chunks, QUESTIONS, space, chunk_config, cache)
     by_config = answers.group_by("config_id").aggregate([("question_id", "count")])
     assert sorted(by_config["config_id"].to_pylist()) == sorted(
         c["config_id"] for c in space.configs(chunk_config)
@@ -65,3 +69,56 @@ def test_every_configuration_of_the_chunk_set_answers_every_question():
     assert set(by_config["question_id_count"].to_pylist()) == {2}
     texts = answers["answer"].to_pylist()
     assert any("9000" in a for a in texts) and any("90 days" in a for a in texts)
+
+
+def test_a_sweep_embeds_each_distinct_text_once_per_model_and_a_rerun_none(tmp_path, monkeypatch):
+    embedded: list[str] = []
+    encode = embedding.encode
+    monkeypatch.setattr(
+        embedding, "encode", lambda model, texts: embedded.extend(texts) or encode(model, texts)
+    )
+    space = SearchSpace(chunk_sizes=(16, 24, 64), chunk_overlaps=(0, 4), top_ks=(1, 2))
+
+    def sweep() -> list[str]:
+        cache = EmbeddingCache(tmp_path)
+        chunk_texts = []
+        for chunk_config in space.chunk_configs():
+            chunks = build_chunks(DOCS, chunk_config, cache)
+            evaluate(chunks, QUESTIONS, space, chunk_config, cache)
+            chunk_texts += chunks["text"].to_pylist()
+        return chunk_texts
+
+    chunk_texts = sweep()
+    assert len(space.chunk_configs()) == 6 and len(chunk_texts) > len(set(chunk_texts))
+    assert sorted(embedded) == sorted(set(chunk_texts) | set(QUESTIONS["question"].to_pylist()))
+    embedded.clear()
+    sweep()
+    assert embedded == []
+
+
+def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
+    rankings = []
+    rank = retrieval.rank_chunks
+
+    def counting(index, search_type, depth, **params):
+        rankings.append((search_type, depth, params))
+        return rank(index, search_type, depth, **params)
+
+    import ragsweep.sweep
+
+    monkeypatch.setattr(ragsweep.sweep, "rank_chunks", counting)
+    space = SearchSpace(
+        chunk_sizes=(16,),
+        chunk_overlaps=(4,),
+        top_ks=(1, 2, 3, 4),
+        search_types=("similarity", "mmr", "hybrid"),
+        mmr_lambdas=(0.5, 0.9),
+    )
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    answers = evaluate(
+        build_chunks(DOCS, chunk_config, cache), QUESTIONS, space, chunk_config, cache
+    )
+    assert answers.num_rows == 4 * 4 * 2  # Top K x (similarity, mmr:0.5, mmr:0.9, hybrid)
+    assert sorted(r[0] for r in rankings) == ["hybrid", "mmr", "mmr", "similarity"]
+    assert {r[1] for r in rankings} == {4}
