@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint compile clean
+.PHONY: install run test lint compile bench clean
 
 install: $(STAMP)
 
@@ -29,3 +29,6 @@ compile: install
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info .pytest_cache .ruff_cache
+
+bench: install
+	$(BIN)/python benchmarks/bench_sweep.py
