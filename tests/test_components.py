@@ -1,7 +1,10 @@
 """Each component called as a plain Python function, as the pipeline's steps would run it."""
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
+from builders import make_answers, make_testset
 from kfp import dsl
 
 from ragsweep.components.chunk_embed import chunk_embed
@@ -10,7 +13,7 @@ from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
 from ragsweep.components.plan import plan
 from ragsweep.components.rank import rank
-from ragsweep.schemas import read_table
+from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
 
 
@@ -68,19 +71,39 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     scores = artifact(tmp_path, "scores")
     judge.python_func(answers=answers, questions=questions, scores=scores)
 
-    leaderboard, all_scores = artifact(tmp_path, "leaderboard"), artifact(tmp_path, "all")
+    outputs = rank_outputs(tmp_path)
     rank.python_func(
         scores=[scores],
+        answers=[answers],
+        questions=questions,
+        docs=str(docs),
+        testset=str(testset),
         search_space=space,
         optimization_metric="context_correctness",
-        leaderboard=leaderboard,
-        all_scores=all_scores,
+        **outputs,
     )
-    board = read_table(leaderboard.path, "leaderboard")
+    board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("rank").to_pylist() == [1, 2, 3, 4]
     top = board.column("context_correctness").to_pylist()
     assert top == sorted(top, reverse=True)
     assert top[0] == 1.0
+    assert settings_of(board)["docs"] == str(docs)
+    assert read_table(outputs["results"].path, "results").num_rows == 4 * 2
+    assert '<table id="leaderboard">' in Path(outputs["report"].path).read_text()
+    assert "context_correctness" in Path(outputs["summary"].path).read_text()
+    assert outputs["best"].metadata["context_correctness"] == 1.0
+
+
+def rank_outputs(tmp_path):
+    datasets = {
+        n: artifact(tmp_path, n) for n in ("leaderboard", "results", "breakdown", "failures")
+    }
+    return {
+        **datasets,
+        "report": dsl.HTML(uri=str(tmp_path / "report.html")),
+        "summary": dsl.Markdown(uri=str(tmp_path / "summary.md")),
+        "best": dsl.Metrics(uri=str(tmp_path / "metrics")),
+    }
 
 
 def test_plan_step_exits_with_a_message_on_a_bad_search_space(capsys):
@@ -108,9 +131,9 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
 def test_rank_step_concatenates_every_branch(tmp_path):
     space = SearchSpace(chunk_sizes=(64, 128), top_ks=(1,), search_types=("similarity",))
     configs = space.all_configs()
-    from ragsweep.schemas import write_table
-
-    branches = []
+    questions = artifact(tmp_path, "questions")
+    write_table(make_testset(["q1"]), questions.path, "testset")
+    branches, answered = [], []
     for i, config in enumerate(configs):
         table = pa.table(
             {
@@ -124,17 +147,22 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         )
         branches.append(artifact(tmp_path, f"s{i}"))
         write_table(table, branches[-1].path, "scores")
-    leaderboard, all_scores = artifact(tmp_path, "lb"), artifact(tmp_path, "all")
+        answered.append(artifact(tmp_path, f"a{i}"))
+        write_table(make_answers([config["config_id"]], ["q1"]), answered[-1].path, "answers")
+    outputs = rank_outputs(tmp_path)
     rank.python_func(
         scores=branches,
+        answers=answered,
+        questions=questions,
+        docs="docs",
+        testset="testset.json",
         search_space=space.to_dict(),
         optimization_metric="context_correctness",
-        leaderboard=leaderboard,
-        all_scores=all_scores,
+        **outputs,
     )
-    board = read_table(leaderboard.path, "leaderboard")
+    board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("config_id").to_pylist() == [
         configs[1]["config_id"],
         configs[0]["config_id"],
     ]
-    assert read_table(all_scores.path, "scores").num_rows == 2
+    assert read_table(outputs["results"].path, "results").num_rows == 2
