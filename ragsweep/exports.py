@@ -71,7 +71,7 @@ def sorted_board(leaderboard: pa.Table, sort: str | None = None) -> pa.Table:
     if sort in COST_COLUMNS:
         return leaderboard.sort_by([(sort, "ascending"), ("rank", "ascending")])
     raise RagsweepError(
-        f"--sort: unknown column {sort!r}; choose from rank, {', '.join(METRICS + COST_COLUMNS)}"
+        f"--sort: unknown column {sort!r}; choose from rank, {', '.join([*METRICS, *COST_COLUMNS])}"
     )
 
 
