@@ -279,6 +279,8 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
                     "version": version + 1,
                     "content_hash": content_hash,
                     "deleted": True,
+                    **dict.fromkeys(["question", "reference_answers", "reference_doc_ids"]),
+                    **dict.fromkeys(["reference_context", "topic", "question_type"]),
                     "created_at": now,
                 }
             )
