@@ -32,8 +32,8 @@ p.lead{color:#4a5568;margin:0 0 16px}
 .cards{display:flex;gap:12px;flex-wrap:wrap}
 .card{background:#fff;border:1px solid #d9dee7;border-radius:8px;padding:10px 14px;min-width:150px}
 .card b{display:block;font-size:20px}.card span{color:#4a5568;font-size:12px}
-table{border-collapse:collapse;background:#fff;border:1px solid #d9dee7;width:100%}
-th,td{padding:5px 8px;border-bottom:1px solid #e6e9ef;text-align:left;vertical-align:top}
+table{border-collapse:collapse;background:#fff;border:1px solid #d9dee7;min-width:60%}
+th,td{padding:4px 6px;border-bottom:1px solid #e6e9ef;text-align:left;vertical-align:top}
 th{background:#eef1f6;font-weight:600;font-size:12px;white-space:nowrap}
 th.wrap{white-space:normal;min-width:70px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
