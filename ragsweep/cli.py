@@ -92,6 +92,13 @@ def run(
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
     if baseline:
+        from ragsweep.regression import resolve_baseline
+        from ragsweep.schemas import read_table
+
+        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+        engine = results_store.connect(url)
+        baseline = resolve_baseline(engine, baseline, board, run_dir.name)
+        typer.echo(f"\ncompared with run {baseline}:")
         compare(baseline, str(run_dir), metric=None, format="table", store=url)
 
 

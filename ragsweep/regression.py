@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlalchemy.engine import Engine
 
 from ragsweep import statistics
 from ragsweep.errors import RagsweepError
@@ -207,6 +208,17 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
     return "\n".join(out)
 
 
+def resolve_baseline(engine: Engine, baseline: str, leaderboard: pa.Table, run_id: str) -> str:
+    """A baseline run id: as given, or for ``latest`` the latest successful run of the same
+    sweep as ``leaderboard``'s other than ``run_id``."""
+    from ragsweep import store
+
+    if baseline != "latest":
+        return baseline
+    sweep_key = settings_of(leaderboard).get("sweep_key", "")
+    return store.latest_successful(engine, sweep_key, exclude=run_id)
+
+
 def compare_with_store(
     baseline: str, current: tuple[pa.Table, pa.Table], pipeline_run_id: str
 ) -> Comparison:
@@ -223,10 +235,7 @@ def compare_with_store(
             f"{store.ENV} is unset; configure the results-store secret"
         )
     engine = store.connect(url)
-    if baseline == "latest":
-        sweep_key = settings_of(current[0]).get("sweep_key", "")
-        exclude = store.current_run_id(pipeline_run_id)
-        baseline = store.latest_successful(engine, sweep_key, exclude=exclude)
+    baseline = resolve_baseline(engine, baseline, current[0], store.current_run_id(pipeline_run_id))
     log.info("comparing with baseline run %s", baseline)
     stored = (store.load_leaderboard(engine, baseline), store.load_results(engine, baseline))
     return compare_runs(stored, current)

@@ -19,6 +19,7 @@ score (not evaluated, or a judge failure) and is left out of that row's mean.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,7 @@ def bootstrap_intervals(
     Every row is resampled with the same cluster draws, so the intervals of different
     configurations are computed on the same pseudo test sets.
     """
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     data = Clustered.of(values, clusters)
     center = means(values)
     n_rows, n_clusters = data.sums.shape
@@ -103,7 +105,12 @@ def bootstrap_intervals(
             draws[start : start + n] = (weights @ data.sums.T) / (weights @ data.counts.T)
     low, high = np.nanquantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
     widen = small_sample_factor(n_clusters, alpha)
-    return center, center - widen * (center - low), center + widen * (high - center)
+    with warnings.catch_warnings():  # a row with no values has no range: NaN, as wanted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        floor, ceiling = np.nanmin(values, axis=1), np.nanmax(values, axis=1)
+    # a mean cannot leave the range of its values, however few the clusters
+    low = np.maximum(center - widen * (center - low), floor)
+    return center, low, np.minimum(center + widen * (high - center), ceiling)
 
 
 def small_sample_factor(n_clusters: int, alpha: float = ALPHA) -> float:

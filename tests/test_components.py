@@ -2,17 +2,22 @@
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
-from builders import make_answers, make_testset
+from builders import make_answers, make_board, make_testset
 from kfp import dsl
 
+from ragsweep import store
 from ragsweep.components.chunk_embed import chunk_embed
+from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
 from ragsweep.components.plan import plan
+from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
+from ragsweep.regression import compare_runs
 from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
 
@@ -166,3 +171,66 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         configs[0]["config_id"],
     ]
     assert read_table(outputs["results"].path, "results").num_rows == 2
+
+
+def board_artifacts(tmp_path, seed):
+    """A ranked run's leaderboard and results as artifacts, and its test set."""
+    rng = np.random.default_rng(seed)
+    board = make_board((rng.random((3, 30)) < 0.7).astype(float))
+    paths = {name: artifact(tmp_path, f"{name}-{seed}") for name in ("leaderboard", "results")}
+    for name, a in paths.items():
+        write_table(getattr(board, name), a.path, name)
+    questions = artifact(tmp_path, f"questions-{seed}")
+    write_table(
+        make_testset(board.results["question_id"].unique().to_pylist()), questions.path, "testset"
+    )
+    return paths, questions
+
+
+def test_publish_step_skips_without_a_store_and_stores_with_one(tmp_path, monkeypatch):
+    paths, questions = board_artifacts(tmp_path, 0)
+    assert publish.python_func(**paths, questions=questions, pipeline_run_id="k1") == ""
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", url)
+    assert publish.python_func(**paths, questions=questions, pipeline_run_id="k1") == "k1"
+    assert [r["run_id"] for r in store.list_runs(store.connect(url))] == ["k1"]
+
+
+def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    for seed, run_id in [(0, "night-1"), (1, "night-2")]:
+        paths, questions = board_artifacts(tmp_path, seed)
+        publish.python_func(**paths, questions=questions, pipeline_run_id=run_id)
+    comparison, summary = artifact(tmp_path, "comparison"), dsl.Markdown(uri=str(tmp_path / "c.md"))
+    verdict = dsl.Metrics(uri=str(tmp_path / "verdict"))
+    compare.python_func(
+        **paths,
+        baseline="latest",
+        pipeline_run_id="night-2",
+        comparison=comparison,
+        summary=summary,
+        verdict=verdict,
+    )
+    table = read_table(comparison.path, "comparison")
+    current = tuple(read_table(paths[n].path, n) for n in ("leaderboard", "results"))
+    expected = compare_runs(store.open_run("night-1"), current)  # the latest other run
+    assert table.equals(expected.table.replace_schema_metadata(table.schema.metadata))
+    assert verdict.metadata["best_regressed"] == float(expected.best_regressed)
+    assert Path(summary.path).read_text().startswith("| verdict |")
+
+
+def test_compare_step_without_a_store_exits_with_a_message(tmp_path, capsys):
+    paths, _ = board_artifacts(tmp_path, 0)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.python_func(
+            **paths,
+            baseline="latest",
+            pipeline_run_id="k",
+            comparison=artifact(tmp_path, "c"),
+            summary=dsl.Markdown(uri=str(tmp_path / "c.md")),
+            verdict=dsl.Metrics(uri=str(tmp_path / "v")),
+        )
+    assert exit_info.value.code == 2
+    assert "RAGSWEEP_STORE_URL is unset" in capsys.readouterr().err
