@@ -37,7 +37,7 @@ th,td{padding:4px 6px;border-bottom:1px solid #e6e9ef;text-align:left;vertical-a
 th{background:#eef1f6;font-weight:600;font-size:12px;white-space:nowrap}
 th.wrap{white-space:normal;min-width:70px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.label{white-space:nowrap;font-family:ui-monospace,monospace;font-size:12px}
+td.label{white-space:nowrap;font-family:ui-monospace,monospace;font-size:11px}
 .scroll{overflow-x:auto}
 tr.tied td:first-child{border-left:4px solid #2f855a}
 tr.best{background:#f0fff4}
@@ -59,7 +59,7 @@ def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def interval_bar(mean: Any, low: Any, high: Any, width: int = 130) -> str:
+def interval_bar(mean: Any, low: Any, high: Any, width: int = 110) -> str:
     """A small inline SVG: the [0, 1] axis, the interval as a bar, the mean as a dot."""
     if not all(present(v) for v in (mean, low, high)):
         return ""
