@@ -183,6 +183,8 @@ def load_leaderboard(run: str, store: str | None):
         if not path.is_file():
             raise RagsweepError(f"{run}: no leaderboard.arrow here; is it a ragsweep run folder?")
         return read_table(path, "leaderboard")
+    if "/" in run or folder.suffix:
+        raise RagsweepError(f"{run}: no such run folder")
     return load_leaderboard(connect(store), run)
 
 

@@ -72,6 +72,9 @@ def test_unknown_document_id_fails_the_run_with_the_ingest_message(kb):
     result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
     assert_user_error(result, "the pipeline failed")
     assert "b.md" in result.stderr + result.stdout
+    [run_dir] = (tmp / "r").iterdir()
+    listed = ragsweep("runs").stdout  # the default store, in the test's data folder
+    assert f"{run_dir.name:<28} failed" in listed
 
 
 def test_convert_reports_malformed_json_with_its_position(tmp_path):
