@@ -1,7 +1,7 @@
 from typing import List
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Output
+from kfp.dsl import HTML, Dataset, Input, Markdown, Metrics, Output
 
 from ragsweep.components import BASE_IMAGE
 
@@ -9,27 +9,63 @@ from ragsweep.components import BASE_IMAGE
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def rank(
     scores: Input[List[Dataset]],
+    answers: Input[List[Dataset]],
+    questions: Input[Dataset],
+    docs: str,
+    testset: str,
     search_space: dict,
     optimization_metric: str,
+    max_document_bytes: int,
+    max_questions: int,
+    seed: int,
     leaderboard: Output[Dataset],
-    all_scores: Output[Dataset],
+    results: Output[Dataset],
+    breakdown: Output[Dataset],
+    failures: Output[Dataset],
+    report: Output[HTML],
+    summary: Output[Markdown],
+    best: Output[Metrics],
 ):
-    """Rank every configuration by ``optimization_metric`` over the collected scores.
+    """Rank every configuration by ``optimization_metric`` with intervals and paired tests.
 
-    Outputs: ``leaderboard`` (Arrow, kind leaderboard) and ``all_scores`` (Arrow, kind
-    scores: every configuration x question).
+    Outputs: Arrow artifacts ``leaderboard`` (run settings in its metadata), ``results``
+    (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
+    (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
+    best configuration's figures as ``best`` metrics.
     """
     import pyarrow as pa
 
     from ragsweep.errors import pipeline_step
-    from ragsweep.leaderboard import rank_configs
+    from ragsweep.leaderboard import build_board
+    from ragsweep.report import best_metrics, render_html, render_markdown
     from ragsweep.schemas import read_table, write_table
+    from ragsweep.settings import RunSettings
     from ragsweep.space import SearchSpace
 
     with pipeline_step():
-        table = pa.concat_tables([read_table(s.path, "scores") for s in scores])
-        configs = SearchSpace.from_dict(search_space).all_configs()
-        write_table(
-            rank_configs(table, configs, optimization_metric), leaderboard.path, "leaderboard"
+        settings = RunSettings(
+            docs=docs,
+            testset=testset,
+            space=SearchSpace.from_dict(search_space),
+            optimization_metric=optimization_metric,
+            max_document_bytes=max_document_bytes,
+            max_questions=max_questions,
+            seed=seed,
         )
-        write_table(table, all_scores.path, "scores")
+        board = build_board(
+            pa.concat_tables([read_table(s.path, "scores") for s in scores]),
+            pa.concat_tables([read_table(a.path, "answers") for a in answers]),
+            read_table(questions.path, "testset"),
+            settings.space.all_configs(),
+            optimization_metric,
+            settings=settings.record(),
+        )
+        tables = {"leaderboard": leaderboard, "results": results, "breakdown": breakdown}
+        for kind, artifact in {**tables, "failures": failures}.items():
+            write_table(getattr(board, kind), artifact.path, kind)
+        with open(report.path, "w", encoding="utf-8") as f:
+            f.write(render_html(board))
+        with open(summary.path, "w", encoding="utf-8") as f:
+            f.write(render_markdown(board))
+        for name, value in best_metrics(board).items():
+            best.log_metric(name, value)

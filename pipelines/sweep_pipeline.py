@@ -1,4 +1,5 @@
-"""The ragsweep pipeline: ingest, fan out over chunk configurations, judge, rank.
+"""The ragsweep pipeline: ingest, fan out over chunk configurations, judge, rank, publish,
+and compare with a baseline when one is given.
 
 Reads top to bottom like the data flow in the README. Compile with ``make compile``; the
 compiled YAML is committed beside this file.
@@ -7,13 +8,15 @@ compiled YAML is committed beside this file.
 from typing import NamedTuple
 
 from kfp import dsl
-from kfp.dsl import Dataset
+from kfp.dsl import HTML, Dataset
 
 from ragsweep.components.chunk_embed import chunk_embed
+from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
 from ragsweep.components.plan import plan
+from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.leaderboard import DEFAULT_METRIC
 from ragsweep.space import SearchSpace
@@ -23,7 +26,11 @@ DEFAULT_SPACE = SearchSpace().to_dict()
 
 class Results(NamedTuple):
     leaderboard: Dataset
-    scores: Dataset
+    results: Dataset
+    breakdown: Dataset
+    failures: Dataset
+    report: HTML
+    run_id: str
 
 
 @dsl.pipeline(
@@ -39,6 +46,7 @@ def sweep_pipeline(
     max_questions: int = 0,
     seed: int = 42,
     embedding_cache: str = "",
+    baseline: str = "",
 ) -> Results:
     inputs = ingest(
         docs=docs,
@@ -66,10 +74,37 @@ def sweep_pipeline(
 
     ranked = rank(
         scores=dsl.Collected(scores.outputs["scores"]),
+        answers=dsl.Collected(answers.outputs["answers"]),
+        questions=inputs.outputs["questions"],
+        docs=docs,
+        testset=testset,
         search_space=search_space,
         optimization_metric=optimization_metric,
+        max_document_bytes=max_document_bytes,
+        max_questions=max_questions,
+        seed=seed,
     )
-    return Results(leaderboard=ranked.outputs["leaderboard"], scores=ranked.outputs["all_scores"])
+    stored = publish(
+        leaderboard=ranked.outputs["leaderboard"],
+        results=ranked.outputs["results"],
+        questions=inputs.outputs["questions"],
+        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+    )
+    with dsl.If(baseline != "", name="baseline-given"):
+        compare(
+            leaderboard=ranked.outputs["leaderboard"],
+            results=ranked.outputs["results"],
+            baseline=baseline,
+            pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        )
+    return Results(
+        leaderboard=ranked.outputs["leaderboard"],
+        results=ranked.outputs["results"],
+        breakdown=ranked.outputs["breakdown"],
+        failures=ranked.outputs["failures"],
+        report=ranked.outputs["report"],
+        run_id=stored.output,
+    )
 
 
 if __name__ == "__main__":

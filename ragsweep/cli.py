@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ragsweep.errors import RagsweepError
-from ragsweep.leaderboard import DEFAULT_METRIC, render
+from ragsweep.leaderboard import DEFAULT_METRIC
 from ragsweep.space import DEFAULT_EMBEDDING_MODEL, SearchSpace
 
 app = typer.Typer(
@@ -79,8 +79,20 @@ def run(
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
+    store: str = typer.Option(
+        None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not store the run."),
+    baseline: str = typer.Option(
+        "", help="Compare with this stored run id, or `latest` run of the same sweep."
+    ),
 ) -> None:
-    """Sweep the configurations through the pipeline on this machine and print the leaderboard."""
+    """Sweep the configurations through the pipeline on this machine and print the leaderboard.
+
+    The run is stored in the results database (unless --no-store); with --baseline the
+    exit status is 1 when the best configuration regressed (see `ragsweep compare`).
+    """
+    from ragsweep import store as results_store
     from ragsweep.embedcache import default_location
     from ragsweep.runner import run_local
     from ragsweep.settings import RunSettings
@@ -105,28 +117,119 @@ def run(
         max_questions=max_questions,
         seed=seed,
         embedding_cache="" if cache == "none" else str(cache or default_location()),
+        baseline=baseline,
     )
-    run_dir = run_local(settings, output)
+    if baseline and no_store:
+        raise RagsweepError("--baseline reads the results database: drop --no-store")
+    url = None if no_store else results_store.resolve_url(store)
+    if url:
+        results_store.connect(url)  # a dead database fails now, not after the sweep
+    run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
+    typer.echo(f"report: {run_dir / 'report.html'}")
+    if baseline:
+        from ragsweep.regression import resolve_baseline
+        from ragsweep.schemas import read_table
+
+        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+        engine = results_store.connect(url)
+        baseline = resolve_baseline(engine, baseline, board, run_dir.name)
+        typer.echo(f"\ncompared with run {baseline}:")
+        compare(baseline, str(run_dir), metric=None, format="table", store=url)
 
 
 @app.command()
 def leaderboard(
-    run_dir: Path = typer.Argument(..., help="A run folder written by `ragsweep run`."),
+    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
     top: int = typer.Option(20, help="Rows to print (0: all)."),
+    sort: str = typer.Option(None, help="Sort by a metric (best first) or a cost column."),
+    format: str = typer.Option("table", "--format", help="table, csv, json or markdown."),
+    store: str = typer.Option(None, help="Results database URL, for a run id."),
 ) -> None:
     """Print the leaderboard of a finished run."""
-    show(run_dir, top)
+    from ragsweep.exports import render
+
+    table = load_leaderboard(run, store)
+    typer.echo(render(table, format, top or None, sort))
+    if format == "table":
+        typer.echo(f"\n{table.num_rows} configurations")
+
+
+@app.command()
+def best(
+    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
+    store: str = typer.Option(None, help="Results database URL, for a run id."),
+) -> None:
+    """Print the winning configuration as a search-space YAML that reproduces it."""
+    from ragsweep.exports import best_spec
+
+    typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
+
+
+@app.command()
+def runs(
+    store: str = typer.Option(None, help="Results database URL."),
+    limit: int = typer.Option(20, help="How many runs, latest first."),
+) -> None:
+    """List the runs in the results database, latest first."""
+    from ragsweep import store as results_store
+
+    url = results_store.resolve_url(store)
+    rows = results_store.list_runs(results_store.connect(url), limit)
+    if not rows:
+        typer.echo(f"no runs in {results_store.safe_url(url)}")
+        return
+    for r in rows:
+        started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
+        typer.echo(
+            f"{r['run_id']:<28} {r['status']:<9} {started}  {r['optimization_metric'] or '-'}: "
+            f"{r['best_label'] or '-'}"
+        )
+
+
+@app.command()
+def compare(
+    baseline: str = typer.Argument(..., help="Baseline: a run folder or a stored run id."),
+    candidate: str = typer.Argument(..., help="Candidate: a run folder or a stored run id."),
+    metric: str = typer.Option(None, help="Metric to compare [default: the baseline's]."),
+    format: str = typer.Option("table", "--format", help="table or markdown."),
+    store: str = typer.Option(None, help="Results database URL, for run ids."),
+) -> None:
+    """Paired comparison per configuration on the shared questions, with verdicts.
+
+    Exit status: 0 when the best configuration (the baseline's) did not regress, 1 when it
+    regressed significantly (one-sided paired sign-flip test, 5%), 2 on a usage error.
+    """
+    from ragsweep.regression import compare_runs, render
+    from ragsweep.store import open_run
+
+    result = compare_runs(open_run(baseline, store), open_run(candidate, store), metric)
+    typer.echo(render(result, format))
+    if result.best_regressed:
+        raise typer.Exit(1)
+
+
+def load_leaderboard(run: str, store: str | None):
+    from ragsweep.schemas import read_table
+    from ragsweep.store import connect, load_leaderboard
+
+    folder = Path(run)
+    if folder.is_dir():
+        path = folder / "leaderboard.arrow"
+        if not path.is_file():
+            raise RagsweepError(f"{run}: no leaderboard.arrow here; is it a ragsweep run folder?")
+        return read_table(path, "leaderboard")
+    if "/" in run or folder.suffix:
+        raise RagsweepError(f"{run}: no such run folder")
+    return load_leaderboard(connect(store), run)
 
 
 def show(run_dir: Path, top: int) -> None:
+    from ragsweep.exports import render
     from ragsweep.schemas import read_table
 
-    path = run_dir / "leaderboard.arrow"
-    if not path.is_file():
-        raise RagsweepError(f"{run_dir}: no leaderboard.arrow here; is it a ragsweep run folder?")
-    table = read_table(path, "leaderboard")
-    typer.echo(render(table, top or None))
+    table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    typer.echo(render(table, top=top or None))
     typer.echo(f"\n{table.num_rows} configurations; results in {run_dir}")
 
 

@@ -1,36 +1,41 @@
-"""Aggregate per-question scores into a ranked leaderboard, and render it for a terminal."""
+"""Per-question results, the ranked leaderboard with intervals, breakdowns and failures.
+
+Every figure is computed on configs x questions matrices (``ragsweep.statistics``): the
+mean of each metric with a cluster-bootstrap interval, a paired sign-flip test of each
+configuration against the leader (Holm-adjusted), and ``tied_with_best`` for those not
+significantly worse. Metrics are the float columns of the scores (``schemas.METRICS``), so
+a new metric flows through without changes here.
+"""
 
 from __future__ import annotations
 
-import pyarrow as pa
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep import statistics
 from ragsweep.errors import RagsweepError
-from ragsweep.metrics import METRICS
-from ragsweep.schemas import LEADERBOARD
+from ragsweep.schemas import (
+    BREAKDOWN,
+    CONFIG_FIELDS,
+    COSTS,
+    FAILURES,
+    LEADERBOARD,
+    METRICS,
+    RESULTS,
+    SCORES,
+    SETTINGS_KEY,
+)
 
 DEFAULT_METRIC = "answer_correctness"
-
-
-def rank_configs(scores: pa.Table, configs: list[dict], metric: str = DEFAULT_METRIC) -> pa.Table:
-    """Mean of every metric per configuration, best ``metric`` first (ties: by label)."""
-    check_metric(metric)
-    grouped = scores.group_by("config_id").aggregate(
-        [("question_id", "count")] + [(m, "mean") for m in METRICS]
-    )
-    grouped = grouped.rename_columns(
-        {"question_id_count": "questions", **{f"{m}_mean": m for m in METRICS}}
-    )
-    by_id = {c["config_id"]: c for c in configs}
-    missing = set(grouped.column("config_id").to_pylist()) - set(by_id)
-    if missing:
-        raise ValueError(f"scores for unknown configurations: {sorted(missing)}")
-    rows = []
-    for row in grouped.to_pylist():
-        rows.append({**by_id[row["config_id"]], **row})
-    rows.sort(key=lambda r: (-r[metric], r["label"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    return pa.Table.from_pylist(rows, schema=LEADERBOARD.remove_metadata())
+PASS_MARK = 0.5  # an answer metric below this counts as a failure
+BREAKDOWN_DIMENSIONS = ("topic", "question_type")
+NO_VALUE = "(none)"
 
 
 def check_metric(metric: str) -> None:
@@ -38,27 +43,226 @@ def check_metric(metric: str) -> None:
         raise RagsweepError(f"unknown metric {metric!r}; choose from {sorted(METRICS)}")
 
 
-def render(leaderboard: pa.Table, top: int | None = None) -> str:
-    """A plain-text table: rank, label and every metric mean."""
-    table = leaderboard.slice(0, top) if top else leaderboard
-    headers = ["rank", "configuration", *METRICS]
-    short = {m: m.replace("_", " ") for m in METRICS}
-    lines = [
-        [str(r["rank"]), r["label"], *(f"{r[m]:.3f}" for m in METRICS)] for r in table.to_pylist()
-    ]
-    header = [headers[0], headers[1], *(short[m] for m in METRICS)]
-    widths = [
-        max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
-        for i, h in enumerate(header)
-    ]
+@dataclass(frozen=True)
+class Board:
+    """Everything the rank step produces, as Arrow tables of their declared kinds."""
 
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 1 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    leaderboard: pa.Table
+    results: pa.Table
+    breakdown: pa.Table
+    failures: pa.Table
+
+
+def build_board(
+    scores: pa.Table,
+    answers: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str = DEFAULT_METRIC,
+    settings: dict[str, Any] | None = None,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> Board:
+    """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
+    the tables exported beside it."""
+    check_metric(metric)
+    results = per_question(scores, answers, testset)
+    board = rank_configs(results, testset, configs, metric, seed, resamples)
+    settings = {"optimization_metric": metric, **(settings or {})}
+    board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings, sort_keys=True)})
+    return Board(
+        leaderboard=board,
+        results=results,
+        breakdown=breakdown(results, board, testset, seed, resamples),
+        failures=failures(results, board, testset),
+    )
+
+
+def _keys(table: pa.Table) -> pa.ChunkedArray:
+    return pc.binary_join_element_wise(table["config_id"], table["question_id"], "\x1f")
+
+
+def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.Table:
+    """One row per configuration x question: scores, costs, cluster, topic and answer."""
+    at = pc.index_in(_keys(scores), value_set=pa.chunked_array(_keys(answers)).combine_chunks())
+    if at.null_count:
+        missing = scores.filter(pc.is_null(at)).slice(0, 1).to_pylist()[0]
+        raise ValueError(f"no answer for config {missing['config_id']} {missing['question_id']}")
+    answered = answers.take(at)
+    ids = testset["question_id"].combine_chunks()
+    q_at = pc.index_in(scores["question_id"], value_set=ids)
+    if q_at.null_count:
+        raise ValueError("scores for questions that are not in the test set")
+    first_docs = pa.array([refs[0] if refs else None for refs in testset["reference_doc_ids"]])
+    questions = testset.append_column("cluster", first_docs).take(q_at)
+    columns: dict[str, Any] = {name: scores[name] for name in SCORES.names}
+    for name in ("cluster", "topic", "question_type"):
+        columns[name] = questions[name]
+    columns["answer"] = answered["answer"]
+    columns["retrieved_doc_ids"] = answered["retrieved_doc_ids"]
+    for name, kind in COSTS:
+        source = next((t for t in (answered, scores) if name in t.column_names), None)
+        if source is not None:
+            columns[name] = source[name]
+        elif name == "context_chars":
+            columns[name] = pc.utf8_length(answered["context"])
+        else:
+            columns[name] = pa.nulls(scores.num_rows, kind)
+    return pa.table(columns).cast(RESULTS)
+
+
+def matrix(results: pa.Table, column: str, config_ids: list[str], question_ids: list[str]):
+    """``column`` as a configs x questions float matrix; NaN where absent or null."""
+    rows = pc.index_in(results["config_id"], value_set=pa.array(config_ids)).to_numpy()
+    cols = pc.index_in(results["question_id"], value_set=pa.array(question_ids)).to_numpy()
+    out = np.full((len(config_ids), len(question_ids)), np.nan)
+    values = pc.cast(results[column], pa.float64()).to_numpy(zero_copy_only=False)
+    out[rows, cols] = values
+    return out
+
+
+def rank_configs(
+    results: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str = DEFAULT_METRIC,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> pa.Table:
+    """The leaderboard: best ``metric`` first (ties by label), every metric with its interval."""
+    check_metric(metric)
+    by_id = {c["config_id"]: c for c in configs}
+    config_ids = list(dict.fromkeys(results["config_id"].to_pylist()))
+    unknown = sorted(set(config_ids) - set(by_id))
+    if unknown:
+        raise ValueError(f"scores for unknown configurations: {unknown}")
+    question_ids = testset["question_id"].to_pylist()
+    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
+    columns: dict[str, np.ndarray] = {}
+    for m in METRICS:
+        center, low, high = statistics.bootstrap_intervals(data[m], clusters, resamples, seed)
+        columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
+    labels = [by_id[c]["label"] for c in config_ids]
+    score = np.nan_to_num(columns[metric], nan=-np.inf)
+    order = sorted(range(len(config_ids)), key=lambda i: (-score[i], labels[i]))
+    columns = {name: values[order] for name, values in columns.items()}
+    ranked = data[metric][order]
+
+    p_value = np.full(len(order), np.nan)
+    if len(order) > 1:
+        raw = statistics.sign_flip_pvalues(ranked[1:] - ranked[0], clusters, seed=seed)
+        p_value[1:] = statistics.holm(raw)
+    columns["p_value"] = p_value
+    columns["tied_with_best"] = np.isnan(p_value) | (p_value >= statistics.ALPHA)
+    columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
+
+    counts = dict(zip(*np.unique(results["config_id"].to_numpy(), return_counts=True), strict=True))
+    rows = {name: [by_id[config_ids[i]].get(name) for i in order] for name, _ in CONFIG_FIELDS}
+    rows["rank"] = list(range(1, len(order) + 1))
+    rows["questions"] = [int(counts[config_ids[i]]) for i in order]
+    for name, values in columns.items():
+        rows[name] = pa.array(values, from_pandas=True)
+    return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
+
+
+def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) -> dict:
+    """Latency percentiles, token and call totals, mean context size; NaN when unmeasured."""
+    get = {name: matrix(results, name, config_ids, question_ids) for name, _ in COSTS}
+    measured = {name: ~np.isnan(m).all(axis=1) for name, m in get.items()}
+
+    def where(name: str, values: np.ndarray) -> np.ndarray:
+        return np.where(measured[name], values, np.nan)
+
+    with warnings.catch_warnings():  # a row with no measured latency is NaN, as wanted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p50, p95 = np.nanpercentile(get["latency_s"], [50, 95], axis=1)
+    out = {"latency_p50_s": p50, "latency_p95_s": p95}
+    for name in ("prompt_tokens", "completion_tokens", "llm_calls"):
+        out[name] = where(name, np.nansum(get[name], axis=1))
+    out["context_chars"] = statistics.means(get["context_chars"])
+    return out
+
+
+def breakdown(
+    results: pa.Table,
+    leaderboard: pa.Table,
+    testset: pa.Table,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> pa.Table:
+    """Every configuration's metrics per topic and per question type, with counts."""
+    config_ids = leaderboard["config_id"].to_pylist()
+    labels = leaderboard["label"].to_pylist()
+    question_ids = testset["question_id"].to_pylist()
+    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
+    rows: dict[str, list] = {name: [] for name in BREAKDOWN.names}
+    for dimension in BREAKDOWN_DIMENSIONS:
+        values = [v or NO_VALUE for v in testset[dimension].to_pylist()]
+        for value in sorted(set(values)):
+            mask = np.array([v == value for v in values])
+            answered = (~np.isnan(data[METRICS[0]][:, mask])).sum(axis=1)
+            rows["config_id"] += config_ids
+            rows["label"] += labels
+            rows["dimension"] += [dimension] * len(config_ids)
+            rows["value"] += [value] * len(config_ids)
+            rows["questions"] += answered.tolist()
+            for m in METRICS:
+                stats = statistics.bootstrap_intervals(
+                    data[m][:, mask], clusters[mask], resamples, seed
+                )
+                for suffix, column in zip(("", "_low", "_high"), stats, strict=True):
+                    rows[m + suffix] += column.tolist()
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in rows.items()}).cast(BREAKDOWN)
+
+
+def failure_reason(row: dict[str, Any]) -> str | None:
+    """Why a question counts as failed for a configuration, or None when it does not.
+
+    Failed: no chunk from a reference document retrieved (context correctness 0), or the
+    answer judged wrong: the LLM judge's ``correctness`` when there is one, otherwise an
+    ``answer_correctness`` below ``PASS_MARK``.
+    """
+    reasons = []
+    if row.get("context_correctness") == 0:
+        reasons.append("no retrieved chunk comes from a reference document")
+    if row.get("correctness") is not None:
+        if row["correctness"] < PASS_MARK:
+            why = row.get("correctness_reason")
+            reasons.append(f"judged wrong: {why}" if why else "judged wrong")
+    elif row.get("answer_correctness") is not None and row["answer_correctness"] < PASS_MARK:
+        reasons.append(
+            f"the answer holds {row['answer_correctness']:.0%} of the reference answer's words"
         )
+    return "; ".join(reasons) or None
 
-    out = [fmt(header), "  ".join("-" * w for w in widths), *(fmt(line) for line in lines)]
-    if top and leaderboard.num_rows > top:
-        out.append(f"... {leaderboard.num_rows - top} more")
-    return "\n".join(out)
+
+def failures(results: pa.Table, leaderboard: pa.Table, testset: pa.Table) -> pa.Table:
+    """The best configuration's failed questions, with what was asked, expected and given."""
+    rows: dict[str, list] = {name: [] for name in FAILURES.names}
+    if leaderboard.num_rows:
+        best = leaderboard.slice(0, 1).to_pylist()[0]
+        questions = {q["question_id"]: q for q in testset.to_pylist()}
+        mine = results.filter(pc.equal(results["config_id"], best["config_id"]))
+        for row in mine.to_pylist():
+            reason = failure_reason(row)
+            if reason is None:
+                continue
+            question = questions[row["question_id"]]
+            values = {
+                **{m: row[m] for m in METRICS},
+                "config_id": best["config_id"],
+                "label": best["label"],
+                "question_id": row["question_id"],
+                "question": question["question"],
+                "topic": question["topic"],
+                "reference_answer": (question["reference_answers"] or [None])[0],
+                "reference_doc_ids": question["reference_doc_ids"],
+                "answer": row["answer"],
+                "retrieved_doc_ids": row["retrieved_doc_ids"],
+                "reason": reason,
+            }
+            for name in FAILURES.names:
+                rows[name].append(values[name])
+    return pa.table(rows, schema=FAILURES)

@@ -2,7 +2,8 @@
 
 Each step runs as a subprocess of this Python environment
 (``kfp.local.SubprocessRunner(use_venv=False)``); the artifacts land under the run folder,
-and the leaderboard and per-question scores are exported beside them.
+and the leaderboard, per-question results, breakdown, failures and report are exported
+beside them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import sys
@@ -21,18 +23,21 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow.csv as csv
-import pyarrow.parquet as pq
-
+from ragsweep import store
 from ragsweep.errors import RagsweepError
-from ragsweep.schemas import read_table
+from ragsweep.exports import export
 from ragsweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
 
 
-def run_local(settings: RunSettings, output: Path) -> Path:
-    """Run the pipeline locally; return the run folder holding leaderboard and scores."""
+OUTPUTS = ("leaderboard", "results", "breakdown", "failures")
+
+
+def run_local(settings: RunSettings, output: Path, store_url: str | None = None) -> Path:
+    """Run the pipeline locally; return the run folder holding the leaderboard, per-question
+    results, breakdown, failures and report. With ``store_url`` the pipeline's publish step
+    stores the run under the folder's name (and a failed run is noted there)."""
     from kfp import local
 
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
@@ -42,7 +47,8 @@ def run_local(settings: RunSettings, output: Path) -> Path:
         docs=absolute(settings.docs, "--docs"),
         testset=absolute(settings.testset, "--testset"),
     )
-    run_dir = output / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
+    started = datetime.now(UTC)
+    run_dir = output / started.strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
     arguments = settings.pipeline_arguments()
     (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
@@ -55,19 +61,44 @@ def run_local(settings: RunSettings, output: Path) -> Path:
     )
     n = len(settings.space.all_configs())
     log.info("sweeping %d configurations; run folder %s", n, run_dir)
+    env = {store.RUN_ID_ENV: run_dir.name, store.STARTED_ENV: started.isoformat()}
+    if store_url:
+        env[store.ENV] = store_url
     with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
-        with redirect_stdout(step_log), root_logging_to(step_log):
+        with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
             task = sweep_pipeline(**arguments)
-    results = {name: Path(artifact.path) for name, artifact in task.outputs.items()}
-    if set(results) != {"leaderboard", "scores"} or not all(p.exists() for p in results.values()):
+    results = {
+        name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
+    }
+    if set(results) != {*OUTPUTS, "report"} or not all(p.exists() for p in results.values()):
+        if store_url:
+            store.record_failed(store.connect(store_url), run_dir.name, settings.record(), started)
         raise RagsweepError(
             f"the pipeline failed: see the message above and {run_dir}/pipeline.log"
         )
-    for name in ("leaderboard", "scores"):
+    for name in OUTPUTS:
         export(results[name], run_dir / name, kind=name)
+    shutil.copyfile(results["report"], run_dir / "report.html")
+    if task.outputs["run_id"]:
+        log.info("stored as run %s in %s", task.outputs["run_id"], store.safe_url(store_url))
     return run_dir
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the pipeline's steps (subprocesses inherit them)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
@@ -117,14 +148,6 @@ class StepLog(io.TextIOBase):
         self.file.write(self.partial)
         self.file.close()
         super().close()
-
-
-def export(artifact: Path, stem: Path, kind: str) -> None:
-    """Copy an Arrow artifact to ``stem.arrow`` and write it as ``stem.parquet`` and ``.csv``."""
-    table = read_table(artifact, kind)
-    shutil.copyfile(artifact, stem.with_suffix(".arrow"))
-    pq.write_table(table, stem.with_suffix(".parquet"))
-    csv.write_csv(table, stem.with_suffix(".csv"))
 
 
 def absolute(uri: str, flag: str) -> str:

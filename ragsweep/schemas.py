@@ -6,6 +6,7 @@ schema version, so a step fails with a clear message when handed the wrong file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,8 @@ import pyarrow.ipc as ipc
 
 from ragsweep.errors import RagsweepError
 
-SCHEMA_VERSION = "1"
+SETTINGS_KEY = "ragsweep.settings"
+SCHEMA_VERSION = "2"  # 2: leaderboard with intervals and costs; results, breakdown, failures
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -89,13 +91,114 @@ CONFIG_FIELDS = [
 
 CONFIGS = pa.schema(CONFIG_FIELDS)
 
+# Every float column of the scores is a metric: one added there (e.g. an LLM judge's
+# nullable ``correctness``) gets its mean and interval on the leaderboard without more code.
 METRICS = [f.name for f in SCORES if f.type == pa.float64()]
+
+# What answering one question cost; null when not measured (the offline answerer calls no LLM).
+# Taken from the answers (or scores) when a step records them; context_chars always exists.
+COSTS = [
+    ("latency_s", pa.float64()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("llm_calls", pa.int64()),
+    ("context_chars", pa.int64()),
+]
+
+
+def _with_intervals(metrics: list[str]) -> list[tuple[str, pa.DataType]]:
+    fields = []
+    for m in metrics:
+        fields += [(m, pa.float64()), (f"{m}_low", pa.float64()), (f"{m}_high", pa.float64())]
+    return fields
+
 
 LEADERBOARD = pa.schema(
     [("rank", pa.int64())]
     + CONFIG_FIELDS
     + [("questions", pa.int64())]
+    + _with_intervals(METRICS)
+    + [
+        ("p_value", pa.float64()),  # vs the leader on the ranking metric, Holm-adjusted
+        ("tied_with_best", pa.bool_()),  # not significantly worse than the leader
+        ("latency_p50_s", pa.float64()),
+        ("latency_p95_s", pa.float64()),
+        ("prompt_tokens", pa.int64()),  # totals over the questions
+        ("completion_tokens", pa.int64()),
+        ("llm_calls", pa.int64()),
+        ("context_chars", pa.float64()),  # mean retrieved context per question
+    ]
+)
+
+# One row per configuration x question: scores, costs, and what the answer was.
+RESULTS = pa.schema(
+    list(SCORES)
+    + [
+        pa.field("cluster", pa.string()),  # the question's first reference document
+        pa.field("topic", pa.string()),
+        pa.field("question_type", pa.string()),
+        pa.field("answer", pa.string()),
+        pa.field("retrieved_doc_ids", pa.list_(pa.string())),
+    ]
+    + [pa.field(name, kind) for name, kind in COSTS]
+)
+
+BREAKDOWN = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("dimension", pa.string()),  # topic or question_type
+        ("value", pa.string()),
+        ("questions", pa.int64()),
+    ]
+    + _with_intervals(METRICS)
+)
+
+FAILURES = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("topic", pa.string()),
+        ("reference_answer", pa.string()),
+        ("reference_doc_ids", pa.list_(pa.string())),
+        ("answer", pa.string()),
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        ("reason", pa.string()),
+    ]
     + [(m, pa.float64()) for m in METRICS]
+)
+
+# A candidate run against a baseline, per configuration both evaluated.
+COMPARISON = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("is_best", pa.bool_()),  # the baseline's best: its verdict raises the alarm
+        ("questions", pa.int64()),  # shared by both runs
+        ("baseline", pa.float64()),
+        ("candidate", pa.float64()),
+        ("difference", pa.float64()),  # candidate - baseline, paired
+        ("difference_low", pa.float64()),
+        ("difference_high", pa.float64()),
+        ("p_value", pa.float64()),  # one-sided, in the direction of the difference
+        ("verdict", pa.string()),  # regressed | improved | unchanged
+        ("flipped_to_wrong", pa.int64()),
+        ("flipped_to_right", pa.int64()),
+    ]
+)
+
+FLIPS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("question_id", pa.string()),
+        ("direction", pa.string()),  # to wrong | to right
+        ("baseline", pa.float64()),
+        ("candidate", pa.float64()),
+        ("reason", pa.string()),  # why the candidate's answer fails, when it does
+    ]
 )
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -106,14 +209,26 @@ SCHEMAS: dict[str, pa.Schema] = {
     "scores": SCORES,
     "configs": CONFIGS,
     "leaderboard": LEADERBOARD,
+    "results": RESULTS,
+    "breakdown": BREAKDOWN,
+    "failures": FAILURES,
+    "comparison": COMPARISON,
+    "flips": FLIPS,
 }
 
 
-def write_table(table: pa.Table, path: str | Path, kind: str) -> Path:
-    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema."""
+def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | None = None) -> Path:
+    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema.
+
+    The run's ``settings`` (JSON-serialisable; by default those ``table`` carries) travel in
+    the file's metadata.
+    """
     schema = SCHEMAS[kind]
+    settings = settings if settings is not None else settings_of(table) or None
     table = table.select(schema.names).cast(schema)
     meta = {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    if settings is not None:
+        meta[SETTINGS_KEY.encode()] = json.dumps(settings, sort_keys=True).encode()
     table = table.replace_schema_metadata(meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,3 +254,9 @@ def read_table(path: str | Path, kind: str) -> pa.Table:
             f"{path}: {kind} schema version {version}, this ragsweep reads {SCHEMA_VERSION}"
         )
     return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))
+
+
+def settings_of(table: pa.Table) -> dict:
+    """The run settings an artifact carries in its metadata (empty when it has none)."""
+    raw = (table.schema.metadata or {}).get(SETTINGS_KEY.encode())
+    return json.loads(raw) if raw else {}

@@ -86,6 +86,18 @@ class SearchSpace:
             raise RagsweepError(f"{path}: malformed YAML{where}") from None
         return cls.from_dict(data or {}, source=str(path))
 
+    @classmethod
+    def of_config(cls, config: dict[str, Any]) -> SearchSpace:
+        """The space that holds exactly ``config`` (a configuration or a leaderboard row)."""
+        values: dict[str, Any] = {
+            f"{name}s": (config[name],)
+            for name in ("chunker", "chunk_size", "chunk_overlap", "embedding_model", "answerer")
+        }
+        values.update(top_ks=(config["top_k"],), search_types=(config["search_type"],))
+        if config.get("mmr_lambda") is not None:
+            values.update(mmr_lambdas=(config["mmr_lambda"],), mmr_fetch_k=config["mmr_fetch_k"])
+        return cls(**values)
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v if k in SCALARS else list(v) for k, v in asdict(self).items()}
 

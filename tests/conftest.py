@@ -1,11 +1,19 @@
-"""Shared fixtures. S3: a real moto server on 127.0.0.1 speaking HTTP to real boto3 clients."""
+"""Shared fixtures. S3: a real moto server on 127.0.0.1 speaking HTTP to real boto3 clients.
+PostgreSQL: a real server started from the Debian package's binaries."""
 
 from __future__ import annotations
 
+import glob
 import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import boto3
 import pytest
@@ -67,3 +75,54 @@ def moto_auth(moto_endpoint: str) -> Iterator[Callable[[], None]]:
 
     yield lambda: authenticate_after("0")
     authenticate_after("inf")
+
+
+@pytest.fixture(autouse=True)
+def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """No test writes to the user's results database: the default SQLite file lives in a
+    temporary data folder, and no store URL leaks in from the environment."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+    for name in ("RAGSWEEP_STORE_URL", "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server from the Debian package's binaries, on a free port of
+    127.0.0.1, for the session; its URL (trust authentication: any password is accepted).
+
+    initdb refuses to run as root, so as root the server runs as the ``postgres`` user.
+    """
+    initdb = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not initdb:
+        pytest.skip("PostgreSQL server binaries not found (Debian package postgresql)")
+    bindir = Path(initdb[-1]).parent
+    as_user: list[str] = []
+    home = Path(tempfile.mkdtemp(prefix="ragsweep-pg-"))
+    if os.geteuid() == 0:
+        as_user = ["runuser", "-u", "postgres", "--"]
+        shutil.chown(home, "postgres")
+    data, port = home / "data", free_port()
+
+    def pg(*args: str) -> None:
+        subprocess.run(
+            as_user + [str(bindir / args[0]), *args[1:]],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    pg("initdb", "-D", str(data), "-U", "ragsweep", "--auth=trust", "-E", "UTF8")
+    options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
+    pg("pg_ctl", "-D", str(data), "-o", options, "-l", str(home / "log"), "-w", "start")
+    try:
+        yield f"postgresql+psycopg://ragsweep:pw-not-checked@127.0.0.1:{port}/postgres"
+    finally:
+        pg("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(home, ignore_errors=True)

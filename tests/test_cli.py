@@ -72,6 +72,9 @@ def test_unknown_document_id_fails_the_run_with_the_ingest_message(kb):
     result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
     assert_user_error(result, "the pipeline failed")
     assert "b.md" in result.stderr + result.stdout
+    [run_dir] = (tmp / "r").iterdir()
+    listed = ragsweep("runs").stdout  # the default store, in the test's data folder
+    assert f"{run_dir.name:<28} failed" in listed
 
 
 def test_convert_reports_malformed_json_with_its_position(tmp_path):
@@ -86,3 +89,32 @@ def test_convert_writes_the_other_format(kb):
     result = ragsweep("testset", "convert", str(good), str(out), "--docs", str(docs))
     assert result.returncode == 0, result.stderr
     assert '"seed_document_id": "a.md"' in out.read_text()
+
+
+def test_leaderboard_of_an_unknown_run_id_names_it(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    assert_user_error(ragsweep("leaderboard", "nope", "--store", url), "no run 'nope'")
+    assert_user_error(ragsweep("best", "nope", "--store", url), "no run 'nope'")
+
+
+def test_runs_of_an_empty_store_says_so(tmp_path):
+    result = ragsweep("runs", "--store", f"sqlite:///{tmp_path / 'r.db'}")
+    assert result.returncode == 0 and "no runs in sqlite:///" in result.stdout
+
+
+def test_a_dead_store_stops_the_run_before_the_sweep(kb):
+    tmp, docs, good = kb
+    url = "postgresql+psycopg://u:hunter2@127.0.0.1:9/x"  # the discard port: nothing listens
+    args = ["--docs", str(docs), "--testset", str(good), "--output", str(tmp / "runs")]
+    result = ragsweep("run", *args, "--store", url)
+    assert_user_error(result, "cannot connect")
+    assert "hunter2" not in result.stderr + result.stdout
+    assert not (tmp / "runs").exists()
+
+
+def test_baseline_without_a_store_is_refused(kb):
+    tmp, docs, good = kb
+    result = ragsweep(
+        "run", "--docs", str(docs), "--testset", str(good), "--no-store", "--baseline", "latest"
+    )
+    assert_user_error(result, "--baseline reads the results database")

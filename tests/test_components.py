@@ -1,16 +1,24 @@
 """Each component called as a plain Python function, as the pipeline's steps would run it."""
 
+from pathlib import Path
+
+import numpy as np
 import pyarrow as pa
 import pytest
+from builders import make_answers, make_board, make_testset
 from kfp import dsl
 
+from ragsweep import store
 from ragsweep.components.chunk_embed import chunk_embed
+from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
 from ragsweep.components.plan import plan
+from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
-from ragsweep.schemas import read_table
+from ragsweep.regression import compare_runs
+from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
 
 
@@ -78,19 +86,42 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     scores = artifact(tmp_path, "scores")
     judge.python_func(answers=answers, questions=questions, scores=scores)
 
-    leaderboard, all_scores = artifact(tmp_path, "leaderboard"), artifact(tmp_path, "all")
+    outputs = rank_outputs(tmp_path)
     rank.python_func(
         scores=[scores],
+        answers=[answers],
+        questions=questions,
+        docs=str(docs),
+        testset=str(testset),
         search_space=space,
         optimization_metric="context_correctness",
-        leaderboard=leaderboard,
-        all_scores=all_scores,
+        max_document_bytes=0,
+        max_questions=0,
+        seed=1,
+        **outputs,
     )
-    board = read_table(leaderboard.path, "leaderboard")
+    board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("rank").to_pylist() == [1, 2, 3, 4]
     top = board.column("context_correctness").to_pylist()
     assert top == sorted(top, reverse=True)
     assert top[0] == 1.0
+    assert settings_of(board)["docs"] == str(docs)
+    assert read_table(outputs["results"].path, "results").num_rows == 4 * 2
+    assert '<table id="leaderboard">' in Path(outputs["report"].path).read_text()
+    assert "context_correctness" in Path(outputs["summary"].path).read_text()
+    assert outputs["best"].metadata["context_correctness"] == 1.0
+
+
+def rank_outputs(tmp_path):
+    datasets = {
+        n: artifact(tmp_path, n) for n in ("leaderboard", "results", "breakdown", "failures")
+    }
+    return {
+        **datasets,
+        "report": dsl.HTML(uri=str(tmp_path / "report.html")),
+        "summary": dsl.Markdown(uri=str(tmp_path / "summary.md")),
+        "best": dsl.Metrics(uri=str(tmp_path / "metrics")),
+    }
 
 
 def test_plan_step_exits_with_a_message_on_a_bad_search_space(capsys):
@@ -121,9 +152,9 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
 def test_rank_step_concatenates_every_branch(tmp_path):
     space = SearchSpace(chunk_sizes=(64, 128), top_ks=(1,), search_types=("similarity",))
     configs = space.all_configs()
-    from ragsweep.schemas import write_table
-
-    branches = []
+    questions = artifact(tmp_path, "questions")
+    write_table(make_testset(["q1"]), questions.path, "testset")
+    branches, answered = [], []
     for i, config in enumerate(configs):
         table = pa.table(
             {
@@ -137,17 +168,88 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         )
         branches.append(artifact(tmp_path, f"s{i}"))
         write_table(table, branches[-1].path, "scores")
-    leaderboard, all_scores = artifact(tmp_path, "lb"), artifact(tmp_path, "all")
+        answered.append(artifact(tmp_path, f"a{i}"))
+        write_table(make_answers([config["config_id"]], ["q1"]), answered[-1].path, "answers")
+    outputs = rank_outputs(tmp_path)
     rank.python_func(
         scores=branches,
+        answers=answered,
+        questions=questions,
+        docs="docs",
+        testset="testset.json",
         search_space=space.to_dict(),
         optimization_metric="context_correctness",
-        leaderboard=leaderboard,
-        all_scores=all_scores,
+        max_document_bytes=0,
+        max_questions=0,
+        seed=1,
+        **outputs,
     )
-    board = read_table(leaderboard.path, "leaderboard")
+    board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("config_id").to_pylist() == [
         configs[1]["config_id"],
         configs[0]["config_id"],
     ]
-    assert read_table(all_scores.path, "scores").num_rows == 2
+    assert read_table(outputs["results"].path, "results").num_rows == 2
+
+
+def board_artifacts(tmp_path, seed):
+    """A ranked run's leaderboard and results as artifacts, and its test set."""
+    rng = np.random.default_rng(seed)
+    board = make_board((rng.random((3, 30)) < 0.7).astype(float))
+    paths = {name: artifact(tmp_path, f"{name}-{seed}") for name in ("leaderboard", "results")}
+    for name, a in paths.items():
+        write_table(getattr(board, name), a.path, name)
+    questions = artifact(tmp_path, f"questions-{seed}")
+    write_table(
+        make_testset(board.results["question_id"].unique().to_pylist()), questions.path, "testset"
+    )
+    return paths, questions
+
+
+def test_publish_step_skips_without_a_store_and_stores_with_one(tmp_path, monkeypatch):
+    paths, questions = board_artifacts(tmp_path, 0)
+    assert publish.python_func(**paths, questions=questions, pipeline_run_id="k1") == ""
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", url)
+    assert publish.python_func(**paths, questions=questions, pipeline_run_id="k1") == "k1"
+    assert [r["run_id"] for r in store.list_runs(store.connect(url))] == ["k1"]
+
+
+def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    for seed, run_id in [(0, "night-1"), (1, "night-2")]:
+        paths, questions = board_artifacts(tmp_path, seed)
+        publish.python_func(**paths, questions=questions, pipeline_run_id=run_id)
+    comparison, summary = artifact(tmp_path, "comparison"), dsl.Markdown(uri=str(tmp_path / "c.md"))
+    verdict = dsl.Metrics(uri=str(tmp_path / "verdict"))
+    compare.python_func(
+        **paths,
+        baseline="latest",
+        pipeline_run_id="night-2",
+        comparison=comparison,
+        summary=summary,
+        verdict=verdict,
+    )
+    table = read_table(comparison.path, "comparison")
+    current = tuple(read_table(paths[n].path, n) for n in ("leaderboard", "results"))
+    expected = compare_runs(store.open_run("night-1"), current)  # the latest other run
+    assert table.equals(expected.table.replace_schema_metadata(table.schema.metadata))
+    assert verdict.metadata["best_regressed"] == float(expected.best_regressed)
+    assert Path(summary.path).read_text().startswith("| verdict |")
+
+
+def test_compare_step_without_a_store_exits_with_a_message(tmp_path, capsys):
+    paths, _ = board_artifacts(tmp_path, 0)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.python_func(
+            **paths,
+            baseline="latest",
+            pipeline_run_id="k",
+            comparison=artifact(tmp_path, "c"),
+            summary=dsl.Markdown(uri=str(tmp_path / "c.md")),
+            verdict=dsl.Metrics(uri=str(tmp_path / "v")),
+        )
+    assert exit_info.value.code == 2
+    assert "RAGSWEEP_STORE_URL is unset" in capsys.readouterr().err

@@ -59,35 +59,61 @@ def example_subset(tmp_path: Path, questions: int = 6) -> tuple[Path, Path]:
     return docs, testset
 
 
-def test_ragsweep_run_executes_the_pipeline_locally_and_prints_the_leaderboard(tmp_path):
+def ragsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=900)
+
+
+def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp_path):
     docs, testset = example_subset(tmp_path)
-    result = subprocess.run(
-        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset)]
-        + ["--chunk-sizes", "64,128", "--top-k", "1,3,5", "--output", str(tmp_path / "runs")]
-        + ["--cache", str(tmp_path / "cache")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    sweep = ["--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"]
+    sweep += ["--top-k", "1,3,5", "--output", str(tmp_path / "runs"), "--store", url]
+    sweep += ["--cache", str(tmp_path / "cache")]
+    result = ragsweep("run", *sweep)
     assert result.returncode == 0, result.stderr[-3000:]
     [run_dir] = (tmp_path / "runs").iterdir()
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     assert board.num_rows == 2 * 3 * 2  # chunk sizes x top k x search types
     assert board.column("questions").to_pylist() == [6] * 12
+    assert board["tied_with_best"][0].as_py() is True
+    low, high = (
+        board["answer_correctness_low"][0].as_py(),
+        board["answer_correctness_high"][0].as_py(),
+    )
+    assert low <= board["answer_correctness"][0].as_py() <= high
+    for name in ("leaderboard", "results", "breakdown", "failures"):
+        for suffix in (".arrow", ".parquet", ".csv", ".json"):
+            assert (run_dir / name).with_suffix(suffix).is_file(), name + suffix
     assert pq.read_table(run_dir / "leaderboard.parquet").num_rows == 12
     assert (run_dir / "leaderboard.csv").read_text().count("\n") == 13
-    assert read_table(run_dir / "scores.arrow", "scores").num_rows == 12 * 6
+    assert read_table(run_dir / "results.arrow", "results").num_rows == 12 * 6
+    assert 'id="leaderboard"' in (run_dir / "report.html").read_text()
     best = board.to_pylist()[0]
     assert best["label"] in result.stdout
-    assert "12 configurations" in result.stdout
+    assert "12 configurations" in result.stdout and "[95% CI]" in result.stdout
     settings = json.loads((run_dir / "settings.json").read_text())
     assert settings["search_space"]["chunk_sizes"] == [64, 128]
     assert settings["embedding_cache"] == str(tmp_path / "cache")
     assert any((tmp_path / "cache").rglob("*.arrow"))
-    # `ragsweep leaderboard` reads the same run back
-    again = subprocess.run(
-        [RAGSWEEP, "leaderboard", str(run_dir), "--top", "3"], capture_output=True, text=True
+
+    # the publish step stored it under the run folder's name
+    listed = ragsweep("runs", "--store", url)
+    assert listed.returncode == 0 and run_dir.name in listed.stdout
+    stored = ragsweep("leaderboard", run_dir.name, "--store", url, "--format", "json", "--top", "3")
+    assert stored.returncode == 0, stored.stderr
+    assert [r["config_id"] for r in json.loads(stored.stdout)] == board["config_id"].to_pylist()[:3]
+    again = ragsweep("leaderboard", str(run_dir), "--top", "3")
+    assert again.returncode == 0 and best["label"] in again.stdout and "... 9 more" in again.stdout
+    assert f"- {best['chunk_size']}" in ragsweep("best", str(run_dir)).stdout
+
+    # a second night compared with the latest successful run: same results, no alarm
+    second = ragsweep("run", *sweep, "--baseline", "latest")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert (
+        "best configuration" in second.stdout and "unchanged on answer_correctness" in second.stdout
     )
-    assert again.returncode == 0
-    assert best["label"] in again.stdout
-    assert "... 9 more" in again.stdout
+    new_dir = max((tmp_path / "runs").iterdir())
+    assert "Executing task 'compare'" in (new_dir / "pipeline.log").read_text()
+    [comparison] = (new_dir / "pipeline").rglob("comparison")
+    verdicts = read_table(comparison, "comparison")["verdict"].to_pylist()
+    assert verdicts == ["unchanged"] * 12

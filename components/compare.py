@@ -1,0 +1,34 @@
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Markdown, Metrics, Output
+
+from ragsweep.components import BASE_IMAGE
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def compare(
+    leaderboard: Input[Dataset],
+    results: Input[Dataset],
+    baseline: str,
+    pipeline_run_id: str,
+    comparison: Output[Dataset],
+    summary: Output[Markdown],
+    verdict: Output[Metrics],
+):
+    """Compare this run with a baseline from the results database (``RAGSWEEP_STORE_URL``):
+    a run id, or ``latest`` for the latest successful run of the same sweep.
+
+    Outputs: ``comparison`` (Arrow, kind comparison), a Markdown ``summary``, and the
+    ``verdict`` metrics, ``best_regressed`` = 1 when the best configuration regressed.
+    """
+    from ragsweep.errors import pipeline_step
+    from ragsweep.regression import compare_with_store, render, verdict_metrics
+    from ragsweep.schemas import read_table, write_table
+
+    with pipeline_step():
+        current = (read_table(leaderboard.path, "leaderboard"), read_table(results.path, "results"))
+        result = compare_with_store(baseline, current, pipeline_run_id)
+        write_table(result.table, comparison.path, "comparison")
+        with open(summary.path, "w", encoding="utf-8") as f:
+            f.write(render(result, "markdown") + "\n")
+        for name, value in verdict_metrics(result).items():
+            verdict.log_metric(name, value)

@@ -1,0 +1,182 @@
+"""Statistics for leaderboards and regression verdicts, on configs x questions matrices.
+
+Questions that come from one document are not independent, so every figure resamples
+*clusters* of questions (a question's cluster is its first reference document; a question
+without one is its own cluster):
+
+- ``bootstrap_intervals``: mean and percentile bootstrap interval per row, resampling
+  clusters with replacement, widened for the few-cluster bias (``small_sample_factor``);
+- ``sign_flip_pvalues``: the paired test of one row against another over the same
+  questions: under "no difference" the sign of each cluster's summed difference is a coin
+  flip; exact enumeration when few clusters differ, Monte Carlo (fixed seed) otherwise.
+  One-sided by default: "is this configuration worse?" is the question both the
+  leaderboard (against the leader) and the regression alarm (against the baseline) ask;
+- ``holm``: Holm's step-down adjustment for many configurations tested against one leader.
+
+Rows are configurations (or simulated runs), columns are questions; NaN marks a missing
+score (not evaluated, or a judge failure) and is left out of that row's mean.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+SEED = 20261130
+RESAMPLES = 2000
+ALPHA = 0.05
+EXACT_CLUSTERS = 12  # up to 2**12 sign patterns are enumerated; more are sampled
+MIN_FLIPS = 9999
+BLOCK = 1000  # resamples drawn per block: bounds memory for large grids
+
+
+def cluster_ids(reference_doc_ids: Sequence[Sequence[str] | None]) -> np.ndarray:
+    """One integer cluster per question: its first reference document, else its own."""
+    labels: dict[str, int] = {}
+    out = np.empty(len(reference_doc_ids), dtype=np.int64)
+    for i, refs in enumerate(reference_doc_ids):
+        key = f"doc:{refs[0]}" if refs else f"question:{i}"
+        out[i] = labels.setdefault(key, len(labels))
+    return out
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """A configs x questions matrix summed per cluster: what every resample works on."""
+
+    sums: np.ndarray  # rows x clusters: sum of the present values
+    counts: np.ndarray  # rows x clusters: how many values are present
+
+    @classmethod
+    def of(cls, values: np.ndarray, clusters: np.ndarray) -> Clustered:
+        values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+        order = np.argsort(clusters, kind="stable")
+        ordered = clusters[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        present = ~np.isnan(values[:, order])
+        filled = np.where(present, values[:, order], 0.0)
+        return cls(
+            np.add.reduceat(filled, starts, axis=1),
+            np.add.reduceat(present.astype(np.float64), starts, axis=1),
+        )
+
+    @property
+    def n_clusters(self) -> int:
+        return self.sums.shape[1]
+
+
+def means(values: np.ndarray) -> np.ndarray:
+    """Row means over the present (non-NaN) values; NaN for a row with none."""
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    present = (~np.isnan(values)).sum(axis=1)
+    total = np.nansum(values, axis=1)
+    return np.divide(total, present, out=np.full(len(values), np.nan), where=present > 0)
+
+
+def bootstrap_intervals(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    alpha: float = ALPHA,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the mean and a (1 - alpha) cluster-bootstrap interval, as three arrays.
+
+    Every row is resampled with the same cluster draws, so the intervals of different
+    configurations are computed on the same pseudo test sets.
+    """
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    data = Clustered.of(values, clusters)
+    center = means(values)
+    n_rows, n_clusters = data.sums.shape
+    if n_clusters < 2:
+        return center, center.copy(), center.copy()
+    rng = np.random.default_rng(seed)
+    draws = np.empty((resamples, n_rows))
+    for start in range(0, resamples, BLOCK):
+        n = min(BLOCK, resamples - start)
+        weights = rng.multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n)
+        weights = weights.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws[start : start + n] = (weights @ data.sums.T) / (weights @ data.counts.T)
+    quantile = np.nanquantile if np.isnan(draws).any() else np.quantile  # the latter is faster
+    low, high = quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
+    widen = small_sample_factor(n_clusters, alpha)
+    with warnings.catch_warnings():  # a row with no values has no range: NaN, as wanted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        floor, ceiling = np.nanmin(values, axis=1), np.nanmax(values, axis=1)
+    # a mean cannot leave the range of its values, however few the clusters
+    low = np.maximum(center - widen * (center - low), floor)
+    return center, low, np.minimum(center + widen * (high - center), ceiling)
+
+
+def small_sample_factor(n_clusters: int, alpha: float = ALPHA) -> float:
+    """How much to widen a bootstrap interval over few clusters: the bootstrap variance
+    misses a factor G / (G - 1), and Student's t with G - 1 degrees of freedom replaces the
+    normal quantile."""
+    t = stats.t.ppf(1 - alpha / 2, n_clusters - 1) / stats.norm.ppf(1 - alpha / 2)
+    return float(np.sqrt(n_clusters / (n_clusters - 1)) * t)
+
+
+def sign_flip_pvalues(
+    differences: np.ndarray,
+    clusters: np.ndarray,
+    alternative: str = "less",
+    seed: int = SEED,
+) -> np.ndarray:
+    """Per row, the p-value of "the mean paired difference is zero" against ``alternative``:
+    ``less`` (the row is worse: the question a regression alarm asks), ``greater``, or
+    ``two-sided``.
+
+    The statistic is the sum of the present differences; each cluster's sum keeps or flips
+    its sign. Rows with at most ``EXACT_CLUSTERS`` non-zero cluster sums are enumerated
+    exactly; the others draw random sign patterns (enough that Holm can still reject among
+    all the rows) and count the observed one, so p > 0 always.
+    """
+    sums = Clustered.of(differences, clusters).sums
+    if alternative == "greater":
+        sums = -sums
+    elif alternative not in ("less", "two-sided"):
+        raise ValueError(f"unknown alternative {alternative!r}")
+    observed = sums.sum(axis=1)
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(sums).sum(axis=1))
+    if alternative == "two-sided":
+        observed = -np.abs(observed)
+
+    def as_extreme(totals: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        totals = -np.abs(totals) if alternative == "two-sided" else totals
+        return totals <= observed[rows] + tolerance[rows]
+
+    nonzero = np.abs(sums) > 1e-12
+    k = nonzero.sum(axis=1)
+    p = np.ones(len(sums))
+    for size in np.unique(k[(k > 0) & (k <= EXACT_CLUSTERS)]):
+        rows = np.flatnonzero(k == size)
+        compact = sums[rows][nonzero[rows]].reshape(len(rows), size)
+        patterns = 1.0 - 2.0 * ((np.arange(2**size)[:, None] >> np.arange(size)) & 1)
+        p[rows] = as_extreme(compact @ patterns.T, rows[:, None]).mean(axis=1)
+    sampled = np.flatnonzero(k > EXACT_CLUSTERS)
+    if sampled.size:
+        flips = max(MIN_FLIPS, int(np.ceil(2 * len(sums) / ALPHA)))
+        rng = np.random.default_rng(seed)
+        at_least = np.zeros(sampled.size)
+        for start in range(0, flips, BLOCK):
+            signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(BLOCK, flips - start), sums.shape[1]))
+            at_least += as_extreme(signs @ sums[sampled].T, sampled).sum(axis=0)
+        p[sampled] = (1 + at_least) / (1 + flips)
+    return p
+
+
+def holm(pvalues: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control), in input order."""
+    pvalues = np.asarray(pvalues, dtype=np.float64)
+    m = len(pvalues)
+    order = np.argsort(pvalues, kind="stable")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * pvalues[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted

@@ -1,0 +1,85 @@
+"""Small tables of every artifact kind, built in memory for the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ragsweep.leaderboard import Board, build_board
+from ragsweep.settings import RunSettings
+from ragsweep.space import SearchSpace
+
+SPACE = SearchSpace(chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",))
+TOPICS = ["Install", "Backup", "API"]
+
+
+def make_testset(question_ids: list[str], documents: int = 10) -> pa.Table:
+    """Questions spread over ``documents`` reference documents; every tenth has none."""
+    n = len(question_ids)
+    return pa.table(
+        {
+            "question_id": question_ids,
+            "question": [f"What about {q}?" for q in question_ids],
+            "reference_answers": [[f"the answer to {q}"] for q in question_ids],
+            "reference_doc_ids": [
+                [f"doc{i % documents}.md"] if i % 10 != 9 else [] for i in range(n)
+            ],
+            "reference_context": [None] * n,
+            "gold_spans": [[]] * n,
+            "question_type": ["simple" if i % 2 else "complex" for i in range(n)],
+            "topic": [TOPICS[i % 3] for i in range(n)],
+            "conversation_history": ["[]"] * n,
+        }
+    )
+
+
+def make_answers(config_ids: list[str], question_ids: list[str], **extra: list) -> pa.Table:
+    """One answer per configuration x question; ``extra`` columns (costs) appended."""
+    rows = [(c, q) for c in config_ids for q in question_ids]
+    table = pa.table(
+        {
+            "config_id": [c for c, _ in rows],
+            "question_id": [q for _, q in rows],
+            "retrieved_chunk_ids": [[0, 1]] * len(rows),
+            "retrieved_doc_ids": [["doc0.md", "doc1.md"]] * len(rows),
+            "context": ["context " * (1 + i % 5) for i in range(len(rows))],
+            "answer": [f"answer of {c} to {q}" for c, q in rows],
+        }
+    )
+    for name, values in extra.items():
+        table = table.append_column(name, pa.array(values))
+    return table
+
+
+def make_scores(config_ids: list[str], question_ids: list[str], values: np.ndarray) -> pa.Table:
+    """``values`` (configs x questions) as every metric: answer correctness as given, the
+    retrieval metrics equal to it, faithfulness 1."""
+    flat = np.asarray(values, dtype=float).ravel()
+    return pa.table(
+        {
+            "config_id": [c for c in config_ids for _ in question_ids],
+            "question_id": [q for _ in config_ids for q in question_ids],
+            "context_correctness": flat,
+            "document_recall": flat,
+            "answer_correctness": flat,
+            "faithfulness": np.ones_like(flat),
+        }
+    )
+
+
+def make_board(
+    values: np.ndarray, space: SearchSpace = SPACE, metric: str = "answer_correctness", **extra
+) -> Board:
+    """A whole board from a configs x questions matrix of scores."""
+    configs = space.all_configs()[: len(values)]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(np.shape(values)[1])]
+    testset = make_testset(questions)
+    return build_board(
+        make_scores(ids, questions, values),
+        make_answers(ids, questions, **extra),
+        testset,
+        configs,
+        metric,
+        settings=RunSettings("docs", "testset.json", space, metric).record(),
+    )

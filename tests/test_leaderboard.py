@@ -1,0 +1,171 @@
+"""The leaderboard: intervals, the tie with the best, costs, breakdowns, failures, exports."""
+
+import csv
+import io
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import yaml
+from builders import SPACE, make_answers, make_board, make_scores, make_testset
+
+from ragsweep.errors import RagsweepError
+from ragsweep.exports import best_spec, render
+from ragsweep.leaderboard import per_question
+from ragsweep.schemas import read_table, settings_of, write_table
+from ragsweep.space import SearchSpace
+
+
+def scores_matrix(seed=0, questions=80):
+    """Four configurations: a strong one, one a hair behind, one identical to it, a weak one."""
+    rng = np.random.default_rng(seed)
+    strong = (rng.random(questions) < 0.8).astype(float)
+    close = strong.copy()
+    close[:2] = 0.0
+    weak = (rng.random(questions) < 0.3).astype(float)
+    return np.vstack([strong, close, strong, weak])
+
+
+def test_every_metric_has_a_mean_inside_its_interval():
+    board = make_board(scores_matrix()).leaderboard
+    for m in ("answer_correctness", "context_correctness", "faithfulness"):
+        low, mean, high = (board[c].to_numpy() for c in (f"{m}_low", m, f"{m}_high"))
+        assert np.all(low <= mean) and np.all(mean <= high)
+    assert np.all(board["answer_correctness_high"].to_numpy() > board["answer_correctness_low"])
+
+
+def test_the_close_and_identical_configurations_tie_with_the_best_the_weak_one_does_not():
+    board = make_board(scores_matrix()).leaderboard.to_pylist()
+    means = [r["answer_correctness"] for r in board]
+    assert means == sorted(means, reverse=True)
+    assert [r["tied_with_best"] for r in board] == [True, True, True, False]
+    assert board[0]["p_value"] is None
+    assert board[-1]["p_value"] < 0.001
+
+
+def test_figures_are_reproducible_with_the_fixed_seed():
+    first = make_board(scores_matrix()).leaderboard
+    assert first.equals(make_board(scores_matrix()).leaderboard)
+
+
+def test_context_size_is_always_a_cost_and_llm_costs_flow_through_when_recorded():
+    values = scores_matrix(questions=20)
+    plain = make_board(values).leaderboard
+    assert plain["latency_p50_s"].null_count == plain.num_rows
+    assert plain["prompt_tokens"].null_count == plain.num_rows
+    assert all(c > 0 for c in plain["context_chars"].to_pylist())
+
+    n = values.size
+    latencies = [float(i % 20 + 1) for i in range(n)]  # 1..20 s per configuration
+    board = make_board(
+        values, latency_s=latencies, prompt_tokens=[100] * n, llm_calls=[2] * n
+    ).leaderboard.to_pylist()
+    assert {r["latency_p50_s"] for r in board} == {10.5}
+    assert [r["latency_p95_s"] for r in board] == pytest.approx([19.05] * 4)
+    assert {r["prompt_tokens"] for r in board} == {2000}
+    assert {r["llm_calls"] for r in board} == {40}
+    assert {r["completion_tokens"] for r in board} == {None}
+
+
+def test_breakdown_counts_questions_per_topic_and_type():
+    board = make_board(scores_matrix(questions=30))
+    rows = board.breakdown.to_pylist()
+    best = board.leaderboard["config_id"][0].as_py()
+    by_topic = {
+        r["value"]: r["questions"]
+        for r in rows
+        if r["config_id"] == best and r["dimension"] == "topic"
+    }
+    assert by_topic == {"API": 10, "Backup": 10, "Install": 10}
+    types = {r["value"] for r in rows if r["dimension"] == "question_type"}
+    assert types == {"simple", "complex"}
+
+
+def test_failures_list_the_best_configurations_wrong_answers_with_their_reason():
+    values = scores_matrix(questions=20)
+    board = make_board(values)
+    failed = board.failures.to_pylist()
+    assert len(failed) == int((values[0] == 0).sum())
+    assert {f["config_id"] for f in failed} == {board.leaderboard["config_id"][0].as_py()}
+    first = failed[0]
+    assert first["question"].startswith("What about")
+    assert first["reference_answer"].startswith("the answer to")
+    assert "no retrieved chunk comes from a reference document" in first["reason"]
+
+
+def test_scores_without_answers_are_an_error():
+    ids = [c["config_id"] for c in SPACE.all_configs()[:1]]
+    scores = make_scores(ids, ["q1", "q2"], np.ones((1, 2)))
+    with pytest.raises(ValueError, match="no answer"):
+        per_question(scores, make_answers(ids, ["q1"]), make_testset(["q1", "q2"]))
+
+
+def test_leaderboard_round_trips_as_an_artifact_with_its_settings(tmp_path):
+    board = make_board(scores_matrix()).leaderboard
+    path = write_table(board, tmp_path / "lb.arrow", "leaderboard")
+    again = read_table(path, "leaderboard")
+    assert settings_of(again)["optimization_metric"] == "answer_correctness"
+    assert again.drop(["rank"]).equals(board.drop(["rank"]).cast(again.drop(["rank"]).schema))
+
+
+def test_terminal_table_shows_the_interval_and_marks_the_tie():
+    text = render(make_board(scores_matrix()).leaderboard, top=3)
+    header, rule, first, *rest = text.splitlines()
+    assert "answer correctness [95% CI]" in header
+    assert first.split()[:2] == ["1", "="]
+    assert "[" in first and "]" in first
+    assert "... 1 more" in text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
+def test_other_formats_hold_every_row(fmt):
+    board = make_board(scores_matrix()).leaderboard
+    text = render(board, fmt)
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(text)))
+        assert [r["rank"] for r in rows] == ["1", "2", "3", "4"]
+        assert "answer_correctness_low" in rows[0]
+    elif fmt == "json":
+        rows = json.loads(text)
+        assert [r["rank"] for r in rows] == [1, 2, 3, 4]
+        assert rows[0]["p_value"] is None
+    else:
+        lines = text.splitlines()
+        assert lines[1].startswith("| ---")
+        assert len(lines) == 2 + 4
+
+
+def test_sort_by_a_cost_puts_the_cheapest_first_and_unknown_columns_are_refused():
+    board = make_board(scores_matrix()).leaderboard
+    rows = json.loads(render(board, "json", sort="context_chars"))
+    chars = [r["context_chars"] for r in rows]
+    assert chars == sorted(chars)
+    with pytest.raises(RagsweepError, match="--sort: unknown column 'speed'"):
+        render(board, sort="speed")
+    with pytest.raises(RagsweepError, match="--format"):
+        render(board, "xml")
+
+
+def test_best_spec_is_a_search_space_that_reproduces_exactly_the_winner():
+    board = make_board(scores_matrix()).leaderboard
+    spec = best_spec(board)
+    assert spec.startswith("# best configuration: ")
+    space = SearchSpace.from_dict(yaml.safe_load(spec))
+    [config] = space.all_configs()
+    assert config["config_id"] == board["config_id"][0].as_py()
+
+
+def test_best_of_an_empty_leaderboard_is_a_clear_error():
+    empty = make_board(scores_matrix()).leaderboard.slice(0, 0)
+    with pytest.raises(RagsweepError, match="empty"):
+        best_spec(empty)
+
+
+def test_pa_nulls_in_a_metric_are_left_out_of_its_mean():
+    values = scores_matrix(questions=10)
+    values[0, :5] = np.nan  # e.g. judge failures
+    board = make_board(values).leaderboard.to_pylist()
+    row = next(r for r in board if r["config_id"] == SPACE.all_configs()[0]["config_id"])
+    assert row["answer_correctness"] == pytest.approx(np.nanmean(values[0]))
+    assert isinstance(pa.scalar(row["answer_correctness"]).as_py(), float)

@@ -1,0 +1,93 @@
+"""The HTML report: self-contained, escaped, and read by a real headless Chromium."""
+
+import re
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from builders import make_board
+
+from ragsweep.leaderboard import Board
+from ragsweep.report import best_metrics, pareto_front, render_html, render_markdown
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def board() -> Board:
+    rng = np.random.default_rng(4)
+    values = (rng.random((4, 40)) < np.array([[0.8], [0.75], [0.6], [0.3]])).astype(float)
+    n = values.size
+    b = make_board(values, latency_s=list(rng.gamma(2.0, 0.4, n)), llm_calls=[1] * n)
+    failures = b.failures.to_pylist()
+    failures[0]["question"] = "Is <script>alert('x')</script> & co escaped?"
+    return Board(
+        b.leaderboard, b.results, b.breakdown, pa.Table.from_pylist(failures, b.failures.schema)
+    )
+
+
+def test_report_needs_no_network_and_no_script(board):
+    html = render_html(board)
+    assert "<script" not in html.replace("&lt;script", "")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<link" not in html and "@import" not in html
+    assert html.count("<svg") >= board.leaderboard.num_rows + 1  # interval bars + scatter
+
+
+def test_report_escapes_what_the_test_set_and_answers_say(board):
+    html = render_html(board)
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in html
+
+
+def test_pareto_front_keeps_only_the_points_nothing_beats_on_both_axes():
+    points = [(1.0, 0.5, 0), (2.0, 0.7, 1), (2.5, 0.6, 2), (3.0, 0.9, 3), (0.5, 0.2, 4)]
+    assert pareto_front(points) == [4, 0, 1, 3]
+
+
+def test_summary_and_metrics_name_the_best_configuration(board):
+    best = board.leaderboard.slice(0, 1).to_pylist()[0]
+    assert best["label"] in render_markdown(board)
+    metrics = best_metrics(board)
+    assert metrics["answer_correctness"] == best["answer_correctness"]
+    assert metrics["answer_correctness_low"] <= metrics["answer_correctness"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package chromium)")
+def test_report_renders_in_headless_chromium(board, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(render_html(board), encoding="utf-8")
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    rows = re.findall(r'<tr class="config-row[^"]*" data-config-id="([0-9a-f]+)"', dom)
+    assert rows == board.leaderboard["config_id"].to_pylist()
+    assert 'id="pareto"' in dom and 'class="front"' in dom
+    assert len(re.findall(r'<tr class="failure-row"', dom)) == board.failures.num_rows
+    assert 'id="by-topic"' in dom and 'id="settings"' in dom
+
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1400,2000", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    header = shot.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", header[16:24]) == (1400, 2000)

@@ -1,0 +1,130 @@
+"""The statistics, validated by simulation: error rates, power and coverage as claimed."""
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from ragsweep.statistics import (
+    bootstrap_intervals,
+    cluster_ids,
+    holm,
+    means,
+    sign_flip_pvalues,
+)
+
+RUNS = 1000
+
+
+def test_a_question_without_reference_document_is_its_own_cluster():
+    ids = cluster_ids([["a.md", "b.md"], ["a.md"], [], None, ["b.md"]])
+    assert ids[0] == ids[1]
+    assert len({ids[0], ids[2], ids[3], ids[4]}) == 4
+
+
+def test_means_skip_missing_scores():
+    values = np.array([[1.0, np.nan, 0.0], [np.nan, np.nan, np.nan]])
+    center = means(values)
+    assert center[0] == 0.5
+    assert np.isnan(center[1])
+
+
+def test_bootstrap_is_reproducible_with_its_seed_and_varies_without():
+    rng = np.random.default_rng(0)
+    values = rng.random((3, 40))
+    clusters = np.arange(40) // 4
+    first = bootstrap_intervals(values, clusters, seed=1)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(first, bootstrap_intervals(values, clusters, seed=1), strict=True)
+    )
+    assert not np.array_equal(first[1], bootstrap_intervals(values, clusters, seed=2)[1])
+
+
+def beta_binomial(rng, runs, sizes, a=3.5, b=1.5):
+    """Binary scores whose questions share their document's success rate p_d ~ Beta(a, b):
+    questions of one document are correlated (intra-class correlation 1 / (a + b + 1))."""
+    clusters = np.repeat(np.arange(len(sizes)), sizes)
+    p_doc = rng.beta(a, b, (runs, len(sizes)))
+    scores = (rng.random((runs, len(clusters))) < p_doc[:, clusters]).astype(float)
+    return scores, clusters, a / (a + b)
+
+
+def test_clustered_interval_covers_the_true_mean_about_95_percent():
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 7, 30)  # 30 documents, 1 to 6 questions each
+    scores, clusters, truth = beta_binomial(rng, RUNS, sizes)
+    _, low, high = bootstrap_intervals(scores, clusters)
+    coverage = np.mean((low <= truth) & (truth <= high))
+    assert 0.92 <= coverage <= 0.975, coverage
+    # the same data treated as independent questions: the interval is too narrow
+    _, low, high = bootstrap_intervals(scores, np.arange(len(clusters)))
+    assert np.mean((low <= truth) & (truth <= high)) < 0.91
+
+
+EASE_MEAN, DOC_SD, QUESTION_SD, NOISE_SD = 0.5, 0.5, 1.0, 0.25
+
+
+def latent_runs(rng, runs, shift, questions=100, documents=40):
+    """Baseline and candidate correctness of ``runs`` simulated nightly pairs.
+
+    A question is answered correctly when its ease (document effect + question effect)
+    plus run noise (LLM sampling, judge wobble) is positive; the candidate's ease is lower
+    by ``shift``. With shift 0 this is an A/A pair: about 7% of the questions flip.
+    """
+    clusters = rng.integers(0, documents, questions)
+    ease = rng.normal(0, DOC_SD, (runs, documents))[:, clusters]
+    ease += rng.normal(EASE_MEAN, QUESTION_SD, (runs, questions))
+    baseline = ease + rng.normal(0, NOISE_SD, ease.shape) > 0
+    candidate = ease - shift + rng.normal(0, NOISE_SD, ease.shape) > 0
+    return baseline.astype(float), candidate.astype(float), clusters
+
+
+def shift_for_drop(drop):
+    """The ease shift that lowers the expected correctness by exactly ``drop``."""
+    sd = np.sqrt(DOC_SD**2 + QUESTION_SD**2 + NOISE_SD**2)
+    before = norm.cdf(EASE_MEAN / sd)
+    return EASE_MEAN - sd * norm.ppf(before - drop)
+
+
+def regression_alarms(baseline, candidate, clusters):
+    differences = candidate - baseline
+    p = sign_flip_pvalues(differences, clusters)
+    return (p < 0.05) & (means(differences) < 0)
+
+
+def test_a_a_runs_raise_the_regression_alarm_at_most_5_percent():
+    rng = np.random.default_rng(12)
+    baseline, candidate, clusters = latent_runs(rng, RUNS, shift=0.0)
+    assert 0.03 < np.mean(baseline != candidate) < 0.15  # the runs do differ
+    assert np.mean(regression_alarms(baseline, candidate, clusters)) <= 0.05
+
+
+def test_a_true_10_point_drop_at_100_questions_is_detected_80_percent():
+    rng = np.random.default_rng(13)
+    baseline, candidate, clusters = latent_runs(rng, RUNS, shift=shift_for_drop(0.10))
+    assert np.mean(baseline) - np.mean(candidate) == pytest.approx(0.10, abs=0.005)
+    assert np.mean(regression_alarms(baseline, candidate, clusters)) >= 0.80
+
+
+def test_sign_flip_is_exact_for_few_differing_clusters():
+    clusters = np.arange(10)
+    differences = np.zeros((3, 10))
+    differences[0, :5] = -1.0  # five clusters all worse: 1 of 32 sign patterns as low
+    differences[1, :2] = [-1.0, 1.0]  # one worse, one better: no evidence
+    assert sign_flip_pvalues(differences, clusters).tolist() == pytest.approx([1 / 32, 0.75, 1])
+    two_sided = sign_flip_pvalues(differences, clusters, "two-sided")
+    assert two_sided.tolist() == pytest.approx([2 / 32, 1, 1])
+    assert sign_flip_pvalues(differences, clusters, "greater")[0] == 1.0
+
+
+def test_sign_flip_can_reject_among_hundreds_of_configurations_after_holm():
+    rng = np.random.default_rng(3)
+    clusters = np.arange(200) // 2
+    differences = rng.normal(-0.5, 1.0, (300, 200))  # all clearly worse than the leader
+    adjusted = holm(sign_flip_pvalues(differences, clusters))
+    assert np.all(adjusted < 0.05)
+
+
+def test_holm_adjusts_step_down_and_keeps_order():
+    adjusted = holm(np.array([0.04, 0.01, 0.03]))
+    assert adjusted.tolist() == pytest.approx([0.06, 0.03, 0.06])

@@ -1,0 +1,249 @@
+"""The results database on SQLite, a real PostgreSQL server, and Oracle (DDL always; a
+server when RAGSWEEP_TEST_ORACLE_DSN is set)."""
+
+import os
+import re
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from builders import make_board, make_testset
+from sqlalchemy.dialects import oracle
+from sqlalchemy.schema import CreateTable
+
+from ragsweep import store
+from ragsweep.errors import RagsweepError
+
+ORACLE_DSN = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "oracle"])
+def url(request, tmp_path):
+    """An empty store on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.db'}"
+    if request.param == "postgresql":
+        found = request.getfixturevalue("postgres_server")
+    elif not ORACLE_DSN:
+        pytest.skip("set RAGSWEEP_TEST_ORACLE_DSN to test against an Oracle server")
+    else:
+        found = ORACLE_DSN
+    engine = sa.create_engine(found)
+    store.metadata.drop_all(engine)
+    engine.dispose()
+    return found
+
+
+def board(seed=0, questions=12):
+    rng = np.random.default_rng(seed)
+    return make_board((rng.random((3, questions)) < 0.6).astype(float))
+
+
+def same_rows(got, want):
+    """Equal rows; floats to 12 digits (Oracle's FLOAT is a decimal NUMBER)."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.keys() == w.keys()
+        for key, value in w.items():
+            if isinstance(value, float):
+                assert g[key] == pytest.approx(value, rel=1e-12), key
+            else:
+                assert g[key] == value, key
+    return True
+
+
+def counts(engine):
+    tables = [store.runs, store.results, store.leaderboards, store.testsets, store.testset_items]
+    with engine.connect() as conn:
+        return {
+            t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar() for t in tables
+        }
+
+
+def publish(engine, b, run_id="run-1", testset=None):
+    testset = (
+        testset
+        if testset is not None
+        else make_testset(b.results["question_id"].unique().to_pylist())
+    )
+    started = datetime(2026, 11, 30, 2, 0, 0, 123456, tzinfo=UTC)
+    return store.publish(engine, run_id, b.leaderboard, b.results, testset, "kfp-123", started)
+
+
+def test_a_published_run_reads_back_as_it_was_written(url):
+    b = board()
+    results = b.results.to_pylist()
+    results[0]["answer"] = ""  # Oracle stores '' as NULL: it must come back as ''
+    b = type(b)(
+        b.leaderboard,
+        type(b.results).from_pylist(results, schema=b.results.schema),
+        b.breakdown,
+        b.failures,
+    )
+    engine = store.connect(url)
+    publish(engine, b)
+
+    leaderboard = store.load_leaderboard(engine, "run-1")
+    assert same_rows(leaderboard.to_pylist(), b.leaderboard.to_pylist())
+    assert same_rows(store.load_results(engine, "run-1").to_pylist(), b.results.to_pylist())
+    assert leaderboard.schema.metadata  # the settings came back with it
+    [run] = store.list_runs(engine)
+    assert run["run_id"] == "run-1" and run["status"] == "succeeded"
+    assert run["pipeline_run_id"] == "kfp-123"
+    assert run["started_at"].replace(tzinfo=run["started_at"].tzinfo or UTC).microsecond == 123456
+    assert run["best_label"] == b.leaderboard["label"][0].as_py()
+
+
+def test_a_crash_mid_publish_leaves_no_partial_run(url, monkeypatch):
+    engine = store.connect(url)
+
+    def crash(*args):
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setattr(store, "_insert_leaderboard", crash)  # after the results went in
+    with pytest.raises(RuntimeError, match="disk full"):
+        publish(engine, board())
+    assert set(counts(engine).values()) == {0}
+
+
+def test_test_set_edits_and_deletions_are_kept_as_versions(url):
+    engine = store.connect(url)
+    first = make_testset(["q1", "q2", "q3"])
+    with engine.begin() as conn:
+        testset_id, versions = store.save_testset(conn, "tests.json", first)
+    assert versions == {"q1": 1, "q2": 1, "q3": 1}
+    rows = first.to_pylist()
+    rows[0]["question"] = "What about q1, edited?"
+    edited = type(first).from_pylist(rows[:2], schema=first.schema)  # q3 deleted
+    with engine.begin() as conn:
+        again, versions = store.save_testset(conn, "tests.json", edited)
+        assert store.save_testset(conn, "tests.json", edited)[1] == versions  # no change
+    assert again == testset_id and versions == {"q1": 2, "q2": 1}
+    items = store.testset_items
+    with engine.connect() as conn:
+        stored = conn.execute(
+            sa.select(
+                items.c.question_id, items.c.version, items.c.deleted, items.c.question
+            ).order_by(items.c.question_id, items.c.version)
+        ).all()
+    assert [tuple(r) for r in stored] == [
+        ("q1", 1, False, "What about q1?"),
+        ("q1", 2, False, "What about q1, edited?"),
+        ("q2", 1, False, "What about q2?"),
+        ("q3", 1, False, "What about q3?"),
+        ("q3", 2, True, None),
+    ]
+
+
+def test_republishing_a_run_id_replaces_it(tmp_path):
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    publish(engine, board(seed=1))
+    second = board(seed=2)
+    publish(engine, second)
+    assert counts(engine)["ragsweep_runs"] == 1
+    assert store.load_results(engine, "run-1").to_pylist() == second.results.to_pylist()
+
+
+def test_latest_successful_run_skips_failures_other_sweeps_and_the_current_run(tmp_path):
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    b = board()
+    key = store.settings_of(b.leaderboard)["sweep_key"]
+    publish(engine, b, "night-1")
+    store.record_failed(engine, "night-2", {"sweep_key": key}, datetime.now(UTC))
+    store.record_failed(engine, "other", {"sweep_key": "elsewhere"}, datetime.now(UTC))
+    publish(engine, b, "night-3")
+    assert store.latest_successful(engine, key) == "night-3"
+    assert store.latest_successful(engine, key, exclude="night-3") == "night-1"
+    with pytest.raises(RagsweepError, match="no earlier successful run"):
+        store.latest_successful(engine, "elsewhere")
+    with pytest.raises(RagsweepError, match="run 'night-2' failed"):
+        store.load_leaderboard(engine, "night-2")
+    with pytest.raises(RagsweepError, match="no run 'nope'"):
+        store.load_results(engine, "nope")
+
+
+def test_publish_step_skips_cleanly_without_a_store_url(caplog):
+    b = board()
+    with caplog.at_level("INFO", logger="ragsweep"):
+        assert store.publish_from_step(b.leaderboard, b.results, make_testset(["q000"]), "k") == ""
+    assert "RAGSWEEP_STORE_URL is unset" in caplog.text
+
+
+def test_publish_step_stores_under_the_local_run_id_and_never_logs_the_password(
+    postgres_server, monkeypatch, caplog
+):
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", postgres_server)
+    monkeypatch.setenv("RAGSWEEP_RUN_ID", "20261130-020000-000000")
+    b = board()
+    with caplog.at_level("INFO", logger="ragsweep"):
+        run_id = store.publish_from_step(
+            b.leaderboard,
+            b.results,
+            make_testset(b.results["question_id"].unique().to_pylist()),
+            "kfp-9",
+        )
+    assert run_id == "20261130-020000-000000"
+    assert "pw-not-checked" not in caplog.text and "***" in caplog.text
+    engine = store.connect(postgres_server)
+    assert store.load_leaderboard(engine, run_id).num_rows == b.leaderboard.num_rows
+
+
+@pytest.mark.parametrize(
+    "dead",
+    [
+        "postgresql+psycopg://user:s3cret-pw@127.0.0.1:{port}/results",
+        "oracle+oracledb://user:s3cret-pw@127.0.0.1:{port}/?service_name=FREEPDB1",
+    ],
+)
+def test_a_dead_server_fails_fast_with_a_clear_message_and_no_password(dead):
+    from conftest import free_port
+
+    url = dead.format(port=free_port())  # nothing listens there
+    with pytest.raises(RagsweepError) as info:
+        store.connect(url)
+    message = str(info.value)
+    assert "cannot connect" in message and "127.0.0.1" in message
+    assert "s3cret-pw" not in message and "***" in message
+
+
+def test_a_malformed_url_or_unknown_driver_is_a_clear_error():
+    with pytest.raises(RagsweepError, match="not a database URL"):
+        store.connect("results.db")
+    with pytest.raises(RagsweepError, match="no driver"):
+        store.connect("nosuchdb://u:p@h/x")
+
+
+def test_a_store_written_by_a_newer_ragsweep_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = store.connect(url)
+    with engine.begin() as conn:
+        conn.execute(sa.update(store.meta_table).values(setting="99"))
+    with pytest.raises(RagsweepError, match="newer ragsweep"):
+        store.connect(url)
+
+
+def test_default_store_is_a_sqlite_file_in_the_user_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert store.resolve_url() == f"sqlite:///{tmp_path / 'ragsweep' / 'results.db'}"
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", "sqlite:///elsewhere.db")
+    assert store.resolve_url() == "sqlite:///elsewhere.db"
+    assert store.resolve_url("sqlite:///given.db") == "sqlite:///given.db"
+
+
+def test_oracle_ddl_compiles_with_native_json_zoned_timestamps_and_sized_strings():
+    ddl = "\n".join(
+        str(CreateTable(t).compile(dialect=oracle.dialect())) for t in store.metadata.sorted_tables
+    )
+    assert "GENERATED BY DEFAULT AS IDENTITY" in ddl
+    assert "NUMBER(19)" in ddl
+    assert "TIMESTAMP WITH TIME ZONE" in ddl and " DATE" not in ddl
+    assert re.search(r"\bJSON\b", ddl) and "CLOB" in ddl
+    assert not re.search(r"VARCHAR2(?!\(\d+ CHAR\))", ddl)  # every string has a length
+    query = sa.select(store.runs.c.run_id).order_by(store.runs.c.id.desc()).limit(1)
+    assert "FETCH FIRST" in str(query.compile(dialect=oracle.dialect()))
+
+
+def test_sqlite_keys_are_integer_primary_keys():
+    ddl = str(CreateTable(store.runs).compile(dialect=sa.create_engine("sqlite://").dialect))
+    assert "id INTEGER NOT NULL" in ddl
