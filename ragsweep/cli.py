@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
+from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import DEFAULT_METRIC, render
-from ragsweep.space import DEFAULT_EMBEDDING_MODEL, SearchSpace
+from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -18,6 +19,8 @@ app = typer.Typer(
 )
 testset_app = typer.Typer(help="Work with test sets (Red Hat AutoRAG JSON, Giskard JSONL).")
 app.add_typer(testset_app, name="testset")
+app.command()(submit)
+app.add_typer(schedule_app, name="schedule")
 
 
 def main() -> None:
@@ -55,6 +58,9 @@ def run(
     search_types: str = typer.Option("similarity,mmr", help="Search types."),
     embedding_models: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="Embedding models."),
     metric: str = typer.Option(DEFAULT_METRIC, help="Metric to rank by."),
+    max_configs: int = typer.Option(
+        DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
+    ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
 ) -> None:
@@ -71,7 +77,7 @@ def run(
         },
         source="options",
     )
-    run_dir = run_local(docs, testset, space, metric, output)
+    run_dir = run_local(docs, testset, space, metric, output, max_configs)
     show(run_dir, top)
 
 

@@ -25,18 +25,27 @@ import pyarrow.parquet as pq
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import check_metric
 from ragsweep.schemas import read_table
-from ragsweep.space import SearchSpace
+from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
 log = logging.getLogger("ragsweep")
 
 
-def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: Path) -> Path:
+def run_local(
+    docs: str,
+    testset: str,
+    space: SearchSpace,
+    metric: str,
+    output: Path,
+    max_configs: int = DEFAULT_MAX_CONFIGS,
+) -> Path:
     """Run the pipeline locally; return the run folder holding leaderboard and scores."""
     from kfp import local
 
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.platform import for_local_run
 
     check_metric(metric)
+    space.check_budget(max_configs)
     docs, testset = absolute(docs, "--docs"), absolute(testset, "--testset")
     run_dir = output / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
@@ -51,8 +60,12 @@ def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: 
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log):
-            task = sweep_pipeline(
-                docs=docs, testset=testset, search_space=space.to_dict(), optimization_metric=metric
+            task = for_local_run(sweep_pipeline)(
+                input_data_key=docs,
+                test_data_key=testset,
+                **space.to_parameters(),
+                optimization_metric=metric,
+                optimization_max_rag_patterns=max_configs,
             )
     results = {name: Path(artifact.path) for name, artifact in task.outputs.items()}
     if set(results) != {"leaderboard", "scores"} or not all(p.exists() for p in results.values()):
