@@ -114,7 +114,8 @@ class Pipelines(ScriptedServer):
             return 200, run
         if route[0] == "GET" and path.startswith("runs/"):
             run = dict(self.runs[path.split("/")[1]])
-            run["state"] = self.run_states.pop(0) if len(self.run_states) > 1 else self.run_states[0]
+            states = self.run_states
+            run["state"] = states.pop(0) if len(states) > 1 else states[0]
             if run["state"] == "FAILED" and self.failed_step:
                 run["run_details"] = {
                     "task_details": [
@@ -181,4 +182,4 @@ class Kubernetes(ScriptedServer):
 
 
 def _status(code: int, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "code": code}
+    return {"kind": "Status", "status": "Failure", "message": message, "code": code}

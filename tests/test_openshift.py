@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from scripted_servers import Kubernetes, Pipelines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,9 +38,7 @@ def pipelines():
 
 
 def ragsweep(env, *args):
-    return subprocess.run(
-        [RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def with_api(env, server):
@@ -94,7 +91,7 @@ def test_submit_sends_the_run_with_the_token_experiment_and_autorag_parameters(e
     }
     executors = run["pipeline_spec"]["platform_spec"]["platforms"]["kubernetes"]
     secrets = executors["deploymentSpec"]["executors"]["exec-ingest"]["secretAsEnv"]
-    assert secrets[0]["secretNameParameter"] == {"componentInputParameter": "input_data_secret_name"}
+    assert secrets[0]["secretNameParameter"]["componentInputParameter"] == "input_data_secret_name"
     assert f"run {run['run_id']} in experiment 'nightly'" in result.stdout
     assert f"{pipelines.url}/apis/v2beta1/runs/{run['run_id']}" in result.stdout
     assert SECRET_TOKEN not in json.dumps(run)
