@@ -83,7 +83,9 @@ def run(
 
 @app.command()
 def leaderboard(
-    run_dir: Path = typer.Argument(..., help="A run folder written by `ragsweep run`."),
+    run_dir: Path = typer.Argument(
+        ..., help="A run folder of `ragsweep run`, or a leaderboard artifact file."
+    ),
     top: int = typer.Option(20, help="Rows to print (0: all)."),
 ) -> None:
     """Print the leaderboard of a finished run."""
@@ -93,7 +95,7 @@ def leaderboard(
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.schemas import read_table
 
-    path = run_dir / "leaderboard.arrow"
+    path = run_dir if run_dir.is_file() else run_dir / "leaderboard.arrow"
     if not path.is_file():
         raise RagsweepError(f"{run_dir}: no leaderboard.arrow here; is it a ragsweep run folder?")
     table = read_table(path, "leaderboard")

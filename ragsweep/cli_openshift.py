@@ -104,8 +104,8 @@ def submit(
     if run.state != "SUCCEEDED":
         raise RagsweepError(f"run {run_id} ended {run.state}: {openshift.failure(run)}")
     typer.echo(
-        "the leaderboard is output 'leaderboard' of step 'rank' (Arrow), every score output "
-        f"'scores': see or download them on the run's page, {endpoint.run_url(run_id)}"
+        "the leaderboard is output 'leaderboard' of step 'rank' (every score: output 'scores'): "
+        "download it from the run's page and print it with `ragsweep leaderboard FILE`"
     )
 
 

@@ -86,3 +86,11 @@ def test_ragsweep_run_executes_the_pipeline_locally_and_prints_the_leaderboard(t
     assert again.returncode == 0
     assert best["label"] in again.stdout
     assert "... 9 more" in again.stdout
+    # and so does the leaderboard artifact alone, as downloaded from a cluster run's page
+    artifact = tmp_path / "leaderboard"
+    shutil.copyfile(run_dir / "leaderboard.arrow", artifact)
+    downloaded = subprocess.run(
+        [RAGSWEEP, "leaderboard", str(artifact), "--top", "1"], capture_output=True, text=True
+    )
+    assert downloaded.returncode == 0, downloaded.stderr
+    assert best["label"] in downloaded.stdout
