@@ -97,14 +97,21 @@ def test_submit_sends_the_run_with_the_token_experiment_and_autorag_parameters(e
     assert SECRET_TOKEN not in json.dumps(run)
 
 
-def test_submit_compiles_the_pipeline_for_the_image_given(env, pipelines):
+def test_submit_compiles_the_pipeline_for_the_image_and_resources_given(env, pipelines, tmp_path):
+    resources = tmp_path / "resources.yaml"
+    resources.write_text("evaluate: {memory_limit: 9Gi}\n")
     result = ragsweep(
-        with_api(env, pipelines), "submit", *S3_RUN, "--image", "quay.io/team/ragsweep:1.2"
-    )
+        with_api(env, pipelines),
+        "submit", *S3_RUN, "--image", "quay.io/team/ragsweep:1.2", "--resources", str(resources),
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    spec = created_run(pipelines)["pipeline_spec"]["pipeline_spec"]
-    images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
-    assert images == {"quay.io/team/ragsweep:1.2"}
+    executors = created_run(pipelines)["pipeline_spec"]["pipeline_spec"]["deploymentSpec"]
+    containers = {name: e["container"] for name, e in executors["executors"].items()}
+    assert {c["image"] for c in containers.values()} == {"quay.io/team/ragsweep:1.2"}
+    assert containers["exec-evaluate"]["resources"]["resourceMemoryLimit"] == "9Gi"
+    resources.write_text("evaluate: {memory_limit: plenty}\n")
+    bad = ragsweep(with_api(env, pipelines), "submit", *S3_RUN, "--resources", str(resources))
+    assert_user_error(bad, "memory_limit: 'plenty' is not like")
 
 
 def test_dashboard_url_is_printed_when_the_dashboard_is_known(env, pipelines):

@@ -22,13 +22,14 @@ def test_committed_pipeline_yaml_is_current(tmp_path, monkeypatch):
     fresh = tmp_path / "pipeline.yaml"
     compiler.Compiler().compile(sweep_pipeline, str(fresh))
     committed = ROOT / "pipelines" / "sweep_pipeline.yaml"
-    assert yaml.safe_load(fresh.read_text()) == yaml.safe_load(committed.read_text()), (
+    fresh_docs = list(yaml.safe_load_all(fresh.read_text()))  # the pipeline, its platform config
+    assert fresh_docs == list(yaml.safe_load_all(committed.read_text())), (
         "pipelines/sweep_pipeline.yaml is stale: run `make compile` and commit it"
     )
 
 
 def test_pipeline_fans_out_over_chunk_configs_and_collects_scores():
-    spec = yaml.safe_load((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    spec = next(yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text()))
     tasks = spec["root"]["dag"]["tasks"]
     loop = next(t for name, t in tasks.items() if name.startswith("for-loop"))
     assert (
