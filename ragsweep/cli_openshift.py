@@ -12,7 +12,7 @@ import typer
 from ragsweep import openshift
 from ragsweep.cron import normalise
 from ragsweep.errors import RagsweepError
-from ragsweep.platform import DEFAULT_CONNECTION
+from ragsweep.platform import DEFAULT_CONNECTION, load_resources
 
 schedule_app = typer.Typer(
     help="Recurring (nightly) runs on OpenShift AI: create, list, pause, resume, delete.",
@@ -64,6 +64,7 @@ def prepared(
             raise RagsweepError(f"--package {package}: no such file")
         yield package
         return
+    load_resources(resources)  # a bad file first: it needs no cluster to find out
     with tempfile.TemporaryDirectory() as tmp:
         image = image or openshift.default_image(namespace)
         yield openshift.compile_pipeline(Path(tmp) / "ragsweep.yaml", image, resources)

@@ -442,7 +442,7 @@ def compile_pipeline(target: Path, image: str, resources: str | None) -> Path:
 
     from ragsweep.platform import RESOURCES_ENV, load_resources
 
-    load_resources(resources)  # a bad file is one line here, not a traceback there
+    load_resources(resources)  # a bad file is one line here, not a traceback in the child
     env = {**os.environ, "RAGSWEEP_IMAGE": image, RESOURCES_ENV: resources or ""}
     done = subprocess.run(
         [sys.executable, "-m", "ragsweep.pipelines.sweep_pipeline", str(target)],

@@ -5,6 +5,7 @@ DSPAs and routes. Each records the requests it is sent."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ class Request:
 class ScriptedServer:
     """A threaded HTTP server whose ``answer(request)`` returns (status, JSON body)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        """``tls``: a certificate file and its key file, to serve HTTPS."""
         self.requests: list[Request] = []
         owner = self
 
@@ -56,12 +58,17 @@ class ScriptedServer:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.scheme = "https" if tls else "http"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def __enter__(self) -> ScriptedServer:
         self.thread.start()
@@ -81,6 +88,7 @@ class Pipelines(ScriptedServer):
     runs. A request without ``Bearer <token>`` gets 401; with ``forbidden``, 403."""
 
     token: str = "pipelines-token"
+    tls: tuple[str, str] | None = None
     forbidden: bool = False
     run_states: list[str] = field(default_factory=lambda: ["SUCCEEDED"])
     failed_step: str | None = None
@@ -89,7 +97,7 @@ class Pipelines(ScriptedServer):
     recurring: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        ScriptedServer.__init__(self)
+        ScriptedServer.__init__(self, self.tls)
 
     def answer(self, request: Request) -> tuple[int, Any]:
         if request.headers.get("authorization") != f"Bearer {self.token}":

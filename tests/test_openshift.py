@@ -158,10 +158,68 @@ def test_a_forbidden_user_is_a_one_line_error(env, pipelines):
     assert_user_error(result, "403 Forbidden")
 
 
-def test_an_unreachable_host_fails_at_once(env):
-    with socket.socket() as probe:  # a port nothing listens on
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for 127.0.0.1: (certificate file, key file)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ds-pipeline-dspa")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "route.crt", tmp_path / "route.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_file), str(key_file)
+
+
+def test_a_route_with_a_private_ca_needs_ca_cert(env, certificate):
+    with Pipelines(token=SECRET_TOKEN, tls=certificate) as server:
+        env = with_api(env, server)
+        untrusted = ragsweep(env, "submit", *S3_RUN, "--package", str(PACKAGE))
+        assert_user_error(untrusted, "TLS verification failed", "--ca-cert")
+        trusted = ragsweep(
+            env, "submit", *S3_RUN, "--package", str(PACKAGE), "--ca-cert", certificate[0]
+        )
+        assert trusted.returncode == 0, trusted.stderr
+        assert created_run(server)["display_name"].startswith("ragsweep ")
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on."""
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_host_fails_at_once(env):
+    port = free_port()
     env = {**env, "RAGSWEEP_KFP_HOST": f"http://127.0.0.1:{port}", "RAGSWEEP_KFP_TOKEN": "x"}
     result = ragsweep(env, "submit", *S3_RUN, "--package", str(PACKAGE))
     assert_user_error(result, f"cannot reach the pipelines API at http://127.0.0.1:{port}")
@@ -193,7 +251,7 @@ def cluster(pipelines):
         yield server
 
 
-def kubeconfig(tmp_path, server, namespace="team-a", token=SECRET_TOKEN):
+def kubeconfig(tmp_path, url, namespace="team-a", token=SECRET_TOKEN):
     path = tmp_path / "kubeconfig"
     context = {"cluster": "c", "user": "u", **({"namespace": namespace} if namespace else {})}
     path.write_text(
@@ -201,7 +259,7 @@ def kubeconfig(tmp_path, server, namespace="team-a", token=SECRET_TOKEN):
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+                "clusters": [{"name": "c", "cluster": {"server": url}}],
                 "users": [{"name": "u", "user": {"token": token}}],
                 "contexts": [{"name": "ctx", "context": context}],
                 "current-context": "ctx",
@@ -214,7 +272,7 @@ def kubeconfig(tmp_path, server, namespace="team-a", token=SECRET_TOKEN):
 def test_kubeconfig_finds_the_route_of_the_namespace_dspa_and_uses_its_token(
     env, tmp_path, pipelines, cluster
 ):
-    result = ragsweep({**env, **kubeconfig(tmp_path, cluster)}, "submit", *S3_RUN)
+    result = ragsweep({**env, **kubeconfig(tmp_path, cluster.url)}, "submit", *S3_RUN)
     assert result.returncode == 0, result.stderr
     asked = [(r.method, r.path) for r in cluster.requests]
     assert asked == [
@@ -232,7 +290,7 @@ def test_kubeconfig_finds_the_route_of_the_namespace_dspa_and_uses_its_token(
 
 
 def test_kubeconfig_errors_say_what_is_missing(env, tmp_path, cluster):
-    env = {**env, **kubeconfig(tmp_path, cluster)}
+    env = {**env, **kubeconfig(tmp_path, cluster.url)}
     nowhere = ragsweep(env, "schedule", "list", "-n", "nope")
     assert_user_error(nowhere, "namespace 'nope' does not exist")
     no_dspa = ragsweep(env, "schedule", "list", "-n", "empty")
@@ -244,8 +302,14 @@ def test_kubeconfig_errors_say_what_is_missing(env, tmp_path, cluster):
 
 def test_an_expired_kubeconfig_token_is_a_one_line_error(env, tmp_path, cluster):
     cluster.token = "renewed"
-    result = ragsweep({**env, **kubeconfig(tmp_path, cluster)}, "schedule", "list")
+    result = ragsweep({**env, **kubeconfig(tmp_path, cluster.url)}, "schedule", "list")
     assert_user_error(result, "refused the kubeconfig's token (401)", "oc login")
+
+
+def test_an_unreachable_kubernetes_api_is_a_one_line_error(env, tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    result = ragsweep({**env, **kubeconfig(tmp_path, url)}, "schedule", "list")
+    assert_user_error(result, f"cannot reach the Kubernetes API at {url}")
 
 
 def test_no_kubeconfig_and_no_host_says_how_to_connect(env):
