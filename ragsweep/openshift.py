@@ -101,11 +101,10 @@ class _Kube:
     def __init__(self, kubeconfig: str | None) -> None:
         from kubernetes import client, config
 
-        path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
         self.configuration = client.Configuration()
-        try:
-            config.load_kube_config(config_file=path, client_configuration=self.configuration)
-            _, active = config.list_kube_config_contexts(config_file=path)
+        try:  # no file given: KUBECONFIG, else ~/.kube/config
+            config.load_kube_config(kubeconfig, client_configuration=self.configuration)
+            _, active = config.list_kube_config_contexts(kubeconfig)
         except (config.ConfigException, OSError) as exc:
             raise RagsweepError(
                 f"no usable kubeconfig ({exc}): log in with `oc login`, or give --host and "
