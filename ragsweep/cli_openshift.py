@@ -21,34 +21,34 @@ schedule_app = typer.Typer(
 
 # Where the pipelines are (flags, then environment, then the kubeconfig: see ragsweep.openshift)
 HOST = typer.Option(
-    None, help="Pipelines API URL [default: RAGSWEEP_KFP_HOST, or found from the kubeconfig]"
+    None, help="Pipelines API URL (default: RAGSWEEP_KFP_HOST, or found from the kubeconfig)"
 )
 TOKEN = typer.Option(
-    None, help="Bearer token [default: RAGSWEEP_KFP_TOKEN, or the kubeconfig's]", show_default=False
+    None, help="Bearer token (default: RAGSWEEP_KFP_TOKEN, or the kubeconfig's)", show_default=False
 )
 NAMESPACE = typer.Option(
-    None, "--namespace", "-n", help="Project [default: the kubeconfig context's]"
+    None, "--namespace", "-n", help="Project (default: the kubeconfig context's)"
 )
 DSPA = typer.Option(None, help="Pipeline server, when the project has several.")
-KUBECONFIG = typer.Option(None, help="kubeconfig file [default: KUBECONFIG, ~/.kube/config]")
+KUBECONFIG = typer.Option(None, help="kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
 CA_CERT = typer.Option(None, help="CA bundle that signed the pipelines route's certificate.")
 # What to run
 DOCS = typer.Option(..., help="Documents: s3://bucket/prefix, or a folder inside the image.")
 TESTSET = typer.Option(..., help="Test data: s3://bucket/key.json(l), or a file in the image.")
 DOCS_SECRET = typer.Option(DEFAULT_CONNECTION, help="S3 connection (Secret) for the documents.")
 TESTSET_SECRET = typer.Option(
-    None, help="S3 connection for the test data [default: --docs-secret]", show_default=False
+    None, help="S3 connection for the test data (default: --docs-secret)", show_default=False
 )
 PARAM = typer.Option(
     [],
     "--param",
     "-p",
-    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text, e.g. chunk_sizes=[128,256]",
+    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (README: Parameters)",
 )
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
 IMAGE = typer.Option(
     None,
-    help="Image for the steps [default: RAGSWEEP_IMAGE, else the project's ragsweep ImageStream]",
+    help="Image for the steps (default: RAGSWEEP_IMAGE, else the project's ragsweep ImageStream)",
 )
 RESOURCES = typer.Option(None, help="YAML file of per-step CPU and memory (RAGSWEEP_RESOURCES).")
 PACKAGE = typer.Option(None, help="A compiled pipeline YAML to use instead of compiling one.")
@@ -77,7 +77,7 @@ def submit(
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
     experiment: str = EXPERIMENT,
-    run_name: str = typer.Option(None, help="Run name [default: ragsweep and the UTC time]"),
+    run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
     wait: bool = typer.Option(False, help="Follow the run to its end."),
     poll_seconds: float = typer.Option(30.0, help="With --wait: seconds between looks."),
     image: str = IMAGE,
