@@ -151,7 +151,6 @@ class _Kube:
                 _request_timeout=TIMEOUT,
             ),
             "custom",
-            404,
         )
         if route is None:
             raise RagsweepError(
@@ -163,15 +162,13 @@ class _Kube:
 
     def _namespace_missing(self, namespace: str) -> bool:
         """True when the API says so; a user who may not read namespaces cannot tell."""
-        from kubernetes import client
-
         try:
-            self._call(lambda api: api.read_namespace(namespace, _request_timeout=TIMEOUT), "core")
-        except RagsweepError:
+            found = self._call(
+                lambda api: api.read_namespace(namespace, _request_timeout=TIMEOUT), "core"
+            )
+        except RagsweepError:  # 403: this user may not look
             return False
-        except client.ApiException as exc:  # the status _call lets through: 404
-            return exc.status == 404
-        return False
+        return found is None
 
     def _dspas(self, namespace: str) -> list[dict]:
         for version in DSPA_VERSIONS:
@@ -184,7 +181,6 @@ class _Kube:
                     _request_timeout=TIMEOUT,
                 ),
                 "custom",
-                404,
             )
             if found is not None:
                 return found.get("items", [])
@@ -193,9 +189,9 @@ class _Kube:
             "Data Science Pipelines installed?"
         )
 
-    def _call(self, request: Callable[[Any], Any], kind: str, missing: int | None = None) -> Any:
-        """Make a request: None when it answers ``missing``, a 404 as it is when ``missing`` is
-        None, and any other failure as one line."""
+    def _call(self, request: Callable[[Any], Any], kind: str) -> Any:
+        """Make a request: None when it answers 404 (not found), any other failure as one
+        line."""
         from kubernetes import client
         from urllib3.exceptions import HTTPError
 
@@ -203,10 +199,8 @@ class _Kube:
         try:
             return request(api)
         except client.ApiException as exc:
-            if exc.status == missing:
+            if exc.status == 404:
                 return None
-            if exc.status == 404 and missing is None:
-                raise
             if exc.status == 401:
                 raise RagsweepError(
                     f"the Kubernetes API at {self.configuration.host} refused the kubeconfig's "

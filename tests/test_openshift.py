@@ -295,6 +295,12 @@ def test_kubeconfig_errors_say_what_is_missing(env, tmp_path, cluster):
     assert_user_error(nowhere, "namespace 'nope' does not exist")
     no_dspa = ragsweep(env, "schedule", "list", "-n", "empty")
     assert_user_error(no_dspa, "no DataSciencePipelinesApplication in namespace 'empty'")
+    cluster.namespaces.add("two")
+    cluster.dspas["two"] = ["blue", "green"]
+    several = ragsweep(env, "schedule", "list", "-n", "two")
+    assert_user_error(several, "several pipeline servers ['blue', 'green']", "--dspa")
+    not_ready = ragsweep(env, "schedule", "list", "-n", "two", "--dspa", "green")
+    assert_user_error(not_ready, "no route ds-pipeline-green in 'two' yet")
     cluster.dspas = None
     no_api = ragsweep(env, "schedule", "list")
     assert_user_error(no_api, "no DataSciencePipelinesApplication API")
