@@ -142,3 +142,33 @@ def test_kfp_local_gets_the_same_secrets_without_resources_or_retries(tmp_path):
     again = tmp_path / "again.yaml"
     compiler.Compiler().compile(sweep_pipeline, str(again))
     assert documents(again) == (committed_pipeline, committed_executors)
+
+
+def test_a_local_run_reads_s3_with_the_callers_environment(tmp_path, s3, bucket):
+    """kfp.local skips use_secret_as_env: each step reads the AWS_* variables of the caller."""
+    s3.put_object(Bucket=bucket, Key="kb/ports.md", Body=b"Tidewater listens on port 8443.\n")
+    s3.put_object(
+        Bucket=bucket,
+        Key="eval/testset.json",
+        Body=b'[{"question": "Which port?", "correct_answers": ["8443"],'
+        b' "correct_answer_document_ids": ["ports.md"]}]',
+    )
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    result = subprocess.run(
+        [
+            ragsweep,
+            "run",
+            "--docs",
+            f"s3://{bucket}/kb",
+            "--testset",
+            f"s3://{bucket}/eval/testset.json",
+        ]
+        + ["--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"]
+        + ["--output", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "1 configurations" in result.stdout
+    assert "read 1 documents" in result.stdout
