@@ -3,8 +3,10 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+IMAGE ?= localhost/ragsweep:latest
+CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: install run test lint compile bench clean
+.PHONY: install run test lint compile bench clean image constraints
 
 install: $(STAMP)
 
@@ -26,6 +28,22 @@ test: lint
 
 compile: install
 	$(BIN)/python pipelines/sweep_pipeline.py
+
+# The steps' image (Containerfile). Needs podman or docker and its running engine; on
+# OpenShift, build it with the BuildConfig in manifests/ instead.
+image:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
+	  echo "make image: no container engine: install podman or docker, or build on OpenShift (manifests/README.md)" >&2; \
+	  exit 1; fi
+	@if ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
+	  echo "make image: $(CONTAINER_ENGINE) cannot reach its engine (is it running?): nothing built" >&2; \
+	  exit 1; fi
+	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
+
+# constraints.txt: the exact versions of this environment, which the image installs.
+constraints: install
+	{ sed -n '1,2p' constraints.txt; $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
+	mv constraints.new constraints.txt
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info .pytest_cache .ruff_cache

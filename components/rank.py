@@ -11,8 +11,10 @@ def rank(
     scores: Input[List[Dataset]],
     answers: Input[List[Dataset]],
     questions: Input[Dataset],
-    docs: str,
-    testset: str,
+    input_data_bucket_name: str,
+    input_data_key: str,
+    test_data_bucket_name: str,
+    test_data_key: str,
     search_space: dict,
     optimization_metric: str,
     max_document_bytes: int,
@@ -40,14 +42,16 @@ def rank(
     from ragsweep.report import best_metrics, render_html, render_markdown
     from ragsweep.schemas import read_table, write_table
     from ragsweep.settings import RunSettings
+    from ragsweep.sources import location
     from ragsweep.space import SearchSpace
 
     with pipeline_step():
         settings = RunSettings(
-            docs=docs,
-            testset=testset,
+            docs=location(input_data_bucket_name, input_data_key),
+            testset=location(test_data_bucket_name, test_data_key),
             space=SearchSpace.from_dict(search_space),
             optimization_metric=optimization_metric,
+            max_configs=0,  # the budget was checked when the space was built
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
             seed=seed,

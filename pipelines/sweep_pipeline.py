@@ -1,8 +1,8 @@
-"""The ragsweep pipeline: ingest, fan out over chunk configurations, judge, rank, publish,
-and compare with a baseline when one is given.
+"""The ragsweep pipeline: ingest, fan out over chunk configurations, judge, rank.
 
 Reads top to bottom like the data flow in the README. Compile with ``make compile``; the
-compiled YAML is committed beside this file.
+compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's names where
+the concept is the same; ``ragsweep.platform`` says how each step runs on OpenShift AI.
 """
 
 from typing import NamedTuple
@@ -10,18 +10,21 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import HTML, Dataset
 
+from ragsweep import platform
+from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
+from ragsweep.components.load_testset import load_testset
 from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.leaderboard import DEFAULT_METRIC
-from ragsweep.space import SearchSpace
+from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
-DEFAULT_SPACE = SearchSpace().to_dict()
+DEFAULT = SearchSpace().to_parameters()
 
 
 class Results(NamedTuple):
@@ -38,64 +41,142 @@ class Results(NamedTuple):
     description="Evaluate a grid of RAG configurations on a document collection and rank them.",
 )
 def sweep_pipeline(
-    docs: str,
-    testset: str,
-    search_space: dict = DEFAULT_SPACE,
+    input_data_key: str,
+    test_data_key: str,
+    input_data_bucket_name: str = "",
+    test_data_bucket_name: str = "",
+    input_data_secret_name: str = platform.DEFAULT_CONNECTION,
+    test_data_secret_name: str = platform.DEFAULT_CONNECTION,
+    embedding_models: list = DEFAULT["embedding_models"],
+    search_space: dict = DEFAULT["search_space"],
     optimization_metric: str = DEFAULT_METRIC,
+    optimization_max_rag_patterns: int = DEFAULT_MAX_CONFIGS,
     max_document_bytes: int = 0,
     max_questions: int = 0,
     seed: int = 42,
     embedding_cache: str = "",
+    results_store_secret_name: str = platform.DEFAULT_STORE_CONNECTION,
     baseline: str = "",
 ) -> Results:
-    inputs = ingest(
-        docs=docs,
-        testset=testset,
-        max_document_bytes=max_document_bytes,
-        max_questions=max_questions,
-        seed=seed,
-    )
-    chunk_configs = plan(search_space=search_space)
+    """Sweep RAG configurations over a document collection and rank them.
 
-    with dsl.ParallelFor(chunk_configs.output) as chunk_config:
-        chunks = chunk_embed(
-            documents=inputs.outputs["documents"],
-            chunk_config=chunk_config,
-            embedding_cache=embedding_cache,
-        )
-        answers = evaluate(
-            chunks=chunks.outputs["chunks"],
-            questions=inputs.outputs["questions"],
+    Args:
+        input_data_key: The documents: a folder or prefix in input_data_bucket_name; without
+            a bucket, a local path (inside the image on a cluster) or an s3:// URI.
+        test_data_key: The test data (.json Red Hat AutoRAG, .jsonl Giskard): an object in
+            test_data_bucket_name; without a bucket, a local path or an s3:// URI.
+        input_data_bucket_name: The documents' S3 bucket; empty: input_data_key is a location.
+        test_data_bucket_name: The test data's S3 bucket; empty: test_data_key is a location.
+        input_data_secret_name: The OpenShift AI S3 connection (Secret) to read documents with.
+        test_data_secret_name: The OpenShift AI S3 connection (Secret) to read test data with.
+        embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
+        search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
+            model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr) and
+            answerers (extractive: no LLM).
+        optimization_metric: The metric to rank by.
+        optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
+            larger search space stops the run at planning.
+        max_document_bytes: Document budget in bytes of text, the documents the test set
+            cites first (0: every document).
+        max_questions: Evaluate a random sample of this many questions (0: every question).
+        seed: The seed of both samples.
+        embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
+            the input data connection) or a folder; empty: not kept.
+        results_store_secret_name: The Secret holding RAGSWEEP_STORE_URL, the results
+            database the run is published to (optional: without it, nothing is stored).
+        baseline: Compare with this stored run id, or "latest" (the latest successful run of
+            the same sweep); empty: no comparison.
+    """
+    testset = platform.step(
+        load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
+        s3_connection=test_data_secret_name,
+        retry=True,
+        cache=False,
+    )
+    inputs = platform.step(
+        ingest(
+            bucket_name=input_data_bucket_name,
+            key=input_data_key,
+            testset=testset.outputs["testset"],
+            max_document_bytes=max_document_bytes,
+            max_questions=max_questions,
+            seed=seed,
+        ),
+        s3_connection=input_data_secret_name,
+        retry=True,
+        cache=False,
+    )
+    space = platform.step(
+        build_space(
             search_space=search_space,
-            chunk_config=chunk_config,
-            embedding_cache=embedding_cache,
+            embedding_models=embedding_models,
+            max_configs=optimization_max_rag_patterns,
         )
-        scores = judge(answers=answers.outputs["answers"], questions=inputs.outputs["questions"])
+    )
+    chunk_configs = platform.step(plan(search_space=space.outputs["search_space"]))
 
-    ranked = rank(
-        scores=dsl.Collected(scores.outputs["scores"]),
-        answers=dsl.Collected(answers.outputs["answers"]),
-        questions=inputs.outputs["questions"],
-        docs=docs,
-        testset=testset,
-        search_space=search_space,
-        optimization_metric=optimization_metric,
-        max_document_bytes=max_document_bytes,
-        max_questions=max_questions,
-        seed=seed,
+    # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
+    # artifacts: evaluate takes the search_space parameter (its retrieval and answer lists).
+    with dsl.ParallelFor(chunk_configs.output) as chunk_config:
+        chunks = platform.step(
+            chunk_embed(
+                documents=inputs.outputs["documents"],
+                chunk_config=chunk_config,
+                embedding_cache=embedding_cache,
+            ),
+            s3_connection=input_data_secret_name,  # for an s3:// embedding cache
+        )
+        answers = platform.step(
+            evaluate(
+                chunks=chunks.outputs["chunks"],
+                questions=inputs.outputs["questions"],
+                search_space=search_space,
+                chunk_config=chunk_config,
+                embedding_cache=embedding_cache,
+            ),
+            s3_connection=input_data_secret_name,
+        )
+        scores = platform.step(
+            judge(answers=answers.outputs["answers"], questions=inputs.outputs["questions"])
+        )
+
+    ranked = platform.step(
+        rank(
+            scores=dsl.Collected(scores.outputs["scores"]),
+            answers=dsl.Collected(answers.outputs["answers"]),
+            questions=inputs.outputs["questions"],
+            input_data_bucket_name=input_data_bucket_name,
+            input_data_key=input_data_key,
+            test_data_bucket_name=test_data_bucket_name,
+            test_data_key=test_data_key,
+            search_space=space.outputs["search_space"],
+            optimization_metric=optimization_metric,
+            max_document_bytes=max_document_bytes,
+            max_questions=max_questions,
+            seed=seed,
+        )
     )
-    stored = publish(
-        leaderboard=ranked.outputs["leaderboard"],
-        results=ranked.outputs["results"],
-        questions=inputs.outputs["questions"],
-        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-    )
-    with dsl.If(baseline != "", name="baseline-given"):
-        compare(
+    stored = platform.step(
+        publish(
             leaderboard=ranked.outputs["leaderboard"],
             results=ranked.outputs["results"],
-            baseline=baseline,
+            questions=inputs.outputs["questions"],
             pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        ),
+        store_connection=results_store_secret_name,
+        retry=True,
+    )
+    with dsl.If(baseline != "", name="baseline-given"):
+        platform.step(
+            compare(
+                leaderboard=ranked.outputs["leaderboard"],
+                results=ranked.outputs["results"],
+                baseline=baseline,
+                pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            ),
+            store_connection=results_store_secret_name,
+            retry=True,
+            cache=False,  # the baseline may change between runs
         )
     return Results(
         leaderboard=ranked.outputs["leaderboard"],
@@ -108,8 +189,10 @@ def sweep_pipeline(
 
 
 if __name__ == "__main__":
+    import sys
     from pathlib import Path
 
     from kfp import compiler
 
-    compiler.Compiler().compile(sweep_pipeline, str(Path(__file__).with_suffix(".yaml")))
+    target = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).with_suffix(".yaml"))
+    compiler.Compiler().compile(sweep_pipeline, target)

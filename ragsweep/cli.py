@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
+from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import DEFAULT_METRIC
-from ragsweep.space import DEFAULT_EMBEDDING_MODEL, SearchSpace
+from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -18,6 +19,8 @@ app = typer.Typer(
 )
 testset_app = typer.Typer(help="Work with test sets (Red Hat AutoRAG JSON, Giskard JSONL).")
 app.add_typer(testset_app, name="testset")
+app.command()(submit)
+app.add_typer(schedule_app, name="schedule")
 
 
 def main() -> None:
@@ -67,6 +70,9 @@ def run(
     ),
     mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
     metric: str = typer.Option(DEFAULT_METRIC, help="Metric to rank by."),
+    max_configs: int = typer.Option(
+        DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
+    ),
     max_document_bytes: int = typer.Option(
         0, help="Document budget in bytes of text; cited documents first. 0: all."
     ),
@@ -113,6 +119,7 @@ def run(
         testset=testset,
         space=SearchSpace.from_dict(data, source=str(space or "options")),
         optimization_metric=metric,
+        max_configs=max_configs,
         max_document_bytes=max_document_bytes,
         max_questions=max_questions,
         seed=seed,
@@ -140,7 +147,9 @@ def run(
 
 @app.command()
 def leaderboard(
-    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
+    run: str = typer.Argument(
+        ..., help="A run folder, a leaderboard artifact file, or a run id in the results database."
+    ),
     top: int = typer.Option(20, help="Rows to print (0: all)."),
     sort: str = typer.Option(None, help="Sort by a metric (best first) or a cost column."),
     format: str = typer.Option("table", "--format", help="table, csv, json or markdown."),
@@ -214,6 +223,8 @@ def load_leaderboard(run: str, store: str | None):
     from ragsweep.store import connect, load_leaderboard
 
     folder = Path(run)
+    if folder.is_file():  # a leaderboard artifact downloaded from a pipeline run
+        return read_table(folder, "leaderboard")
     if folder.is_dir():
         path = folder / "leaderboard.arrow"
         if not path.is_file():

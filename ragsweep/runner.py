@@ -41,6 +41,7 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     from kfp import local
 
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.platform import for_local_run
 
     settings = replace(
         settings,
@@ -68,7 +69,7 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-            task = sweep_pipeline(**arguments)
+            task = for_local_run(sweep_pipeline)(**arguments)
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }

@@ -1,25 +1,14 @@
-"""Everything a run is asked to do, in one place: what the pipeline receives as parameters,
-what a run folder records in ``settings.json``, and what is stored with its results."""
+"""Everything a run is asked to do, in one place: the pipeline's parameters, what a run
+folder records in ``settings.json``, and what is stored with its results."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragsweep import __version__, statistics
 from ragsweep.leaderboard import DEFAULT_METRIC, check_metric
-from ragsweep.space import SearchSpace, config_id
-
-# what identifies a sweep: nightly runs with the same values are compared with each other
-SWEEP_FIELDS = (
-    "docs",
-    "testset",
-    "search_space",
-    "optimization_metric",
-    "max_document_bytes",
-    "max_questions",
-    "seed",
-)
+from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, config_id
 
 
 @dataclass(frozen=True)
@@ -28,6 +17,7 @@ class RunSettings:
     testset: str  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key
     space: SearchSpace = field(default_factory=SearchSpace)
     optimization_metric: str = DEFAULT_METRIC
+    max_configs: int = DEFAULT_MAX_CONFIGS  # AutoRAG's optimization_max_rag_patterns; 0: any
     max_document_bytes: int = 0  # 0: every document
     max_questions: int = 0  # 0: every question
     seed: int = 42  # for both samples
@@ -36,17 +26,35 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
+        self.space.check_budget(self.max_configs)
 
     def pipeline_arguments(self) -> dict[str, Any]:
-        """The pipeline's parameters for this run."""
-        arguments = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "space"}
-        return {**arguments, "search_space": self.space.to_dict()}
+        """The pipeline's parameters for this run (locations as keys without a bucket)."""
+        return {
+            "input_data_key": self.docs,
+            "test_data_key": self.testset,
+            **self.space.to_parameters(),
+            "optimization_metric": self.optimization_metric,
+            "optimization_max_rag_patterns": self.max_configs,
+            "max_document_bytes": self.max_document_bytes,
+            "max_questions": self.max_questions,
+            "seed": self.seed,
+            "embedding_cache": self.embedding_cache,
+            "baseline": self.baseline,
+        }
 
     def record(self) -> dict[str, Any]:
         """What the run evaluated, stored with its results. ``sweep_key`` identifies the
         sweep, so that nightly runs of it can be compared."""
-        arguments = self.pipeline_arguments()
-        sweep = {name: arguments[name] for name in SWEEP_FIELDS}
+        sweep = {
+            "docs": self.docs,
+            "testset": self.testset,
+            "search_space": self.space.to_dict(),
+            "optimization_metric": self.optimization_metric,
+            "max_document_bytes": self.max_document_bytes,
+            "max_questions": self.max_questions,
+            "seed": self.seed,
+        }
         return {
             **sweep,
             "sweep_key": config_id(sweep),

@@ -304,6 +304,25 @@ def read_bytes(uri: str) -> bytes:
         raise RagsweepError(f"{uri}: cannot read ({exc.strerror})") from None
 
 
+def location(bucket: str, key: str) -> str:
+    """The URI of a (bucket, key) pair, as Red Hat AutoRAG's pipeline parameters name data.
+
+    With a bucket, ``s3://bucket/key``; without one, ``key`` is itself the location: a local
+    path (``ragsweep run``, or a folder inside the image) or an ``s3://`` URI.
+    """
+    if not key:
+        raise RagsweepError("no key: give the document folder / prefix or the test data file")
+    return f"s3://{bucket}/{key.lstrip('/')}" if bucket else key
+
+
+def split_location(uri: str) -> tuple[str, str]:
+    """The (bucket, key) pair of a location; the inverse of ``location``."""
+    if uri.startswith("s3://") and not uri.startswith("s3:///"):
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        return bucket, key
+    return "", uri
+
+
 # ---- the collection --------------------------------------------------------------------------
 
 

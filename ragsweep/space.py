@@ -23,6 +23,7 @@ from ragsweep.errors import RagsweepError
 log = logging.getLogger("ragsweep")
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_MAX_CONFIGS = 100
 
 # field -> type of its values; every field but mmr_fetch_k is a list of values to sweep
 FIELD_TYPES: dict[str, type] = {
@@ -100,6 +101,25 @@ class SearchSpace:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v if k in SCALARS else list(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_parameters(
+        cls, search_space: dict[str, Any], embedding_models: list[str]
+    ) -> SearchSpace:
+        """The space of the pipeline's parameters: ``embedding_models`` (Red Hat AutoRAG's
+        name) and ``search_space``, every other field."""
+        if "embedding_models" in search_space:
+            raise RagsweepError(
+                "search_space: give the embedding models as the embedding_models parameter"
+            )
+        return cls.from_dict(
+            {**search_space, "embedding_models": embedding_models}, "pipeline parameters"
+        )
+
+    def to_parameters(self) -> dict[str, Any]:
+        """The pipeline's ``search_space`` and ``embedding_models`` parameters."""
+        space = self.to_dict()
+        return {"embedding_models": space.pop("embedding_models"), "search_space": space}
 
     def validate(self, source: str = "search space") -> None:
         from ragsweep.answering import ANSWERERS
@@ -203,6 +223,21 @@ class SearchSpace:
 
     def all_configs(self) -> list[dict[str, Any]]:
         return [c for chunk in self.chunk_configs() for c in self.configs(chunk)]
+
+    def check_budget(self, max_configs: int) -> None:
+        """Refuse a grid of more than ``max_configs`` configurations (0: no limit).
+
+        The budget is Red Hat AutoRAG's ``optimization_max_rag_patterns``; ragsweep evaluates
+        its grid exhaustively, so a larger grid is a mistake to fix, not one to sample from.
+        """
+        n = len(self.all_configs())
+        if max_configs < 0:
+            raise RagsweepError(f"the configuration budget must be 0 or more, got {max_configs}")
+        if max_configs and n > max_configs:
+            raise RagsweepError(
+                f"the search space holds {n} configurations, more than the budget of "
+                f"{max_configs} (optimization_max_rag_patterns): narrow the lists or raise it"
+            )
 
 
 def _as_list(source: str, name: str, value: Any) -> list:

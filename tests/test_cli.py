@@ -59,6 +59,12 @@ def test_unknown_metric(kb):
     assert_user_error(result, "unknown metric 'speed'")
 
 
+def test_a_grid_larger_than_max_configs_is_refused(kb):
+    tmp, docs, good = kb
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--max-configs", "5")
+    assert_user_error(result, "holds 18 configurations, more than the budget of 5")
+
+
 def test_leaderboard_of_a_folder_that_is_no_run(tmp_path):
     assert_user_error(ragsweep("leaderboard", str(tmp_path)), "no leaderboard.arrow")
 

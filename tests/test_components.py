@@ -9,11 +9,13 @@ from builders import make_answers, make_board, make_testset
 from kfp import dsl
 
 from ragsweep import store
+from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
+from ragsweep.components.load_testset import load_testset
 from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
@@ -50,10 +52,16 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     docs, testset = small_kb
     space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2)).to_dict()
 
+    loaded = artifact(tmp_path, "loaded")
+    load_testset.python_func(bucket_name="", key=str(testset), testset=loaded)
+    as_given = read_table(loaded.path, "testset").column("reference_doc_ids").to_pylist()
+    assert as_given == [["ports.md"], ["plans.txt"]]
+
     documents, questions = artifact(tmp_path, "documents"), artifact(tmp_path, "questions")
     ingest.python_func(
-        docs=str(docs),
-        testset=str(testset),
+        bucket_name="",
+        key=str(docs),
+        testset=loaded,
         max_document_bytes=0,
         max_questions=0,
         seed=1,
@@ -64,6 +72,8 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     resolved = read_table(questions.path, "testset").column("reference_doc_ids").to_pylist()
     assert resolved == [["admin/ports.md"], ["plans.txt"]]
 
+    parameters = SearchSpace.from_dict(space).to_parameters()
+    assert build_space.python_func(**parameters, max_configs=4) == (space,)
     [chunk_config] = plan.python_func(search_space=space)
     chunks = artifact(tmp_path, "chunks")
     cache = str(tmp_path / "cache")
@@ -91,8 +101,10 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         scores=[scores],
         answers=[answers],
         questions=questions,
-        docs=str(docs),
-        testset=str(testset),
+        input_data_bucket_name="",
+        input_data_key=str(docs),
+        test_data_bucket_name="",
+        test_data_key=str(testset),
         search_space=space,
         optimization_metric="context_correctness",
         max_document_bytes=0,
@@ -131,16 +143,37 @@ def test_plan_step_exits_with_a_message_on_a_bad_search_space(capsys):
     assert "field 'top_ks': 0 is not positive" in capsys.readouterr().err
 
 
+def test_build_space_step_refuses_a_grid_larger_than_the_budget(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_space.python_func(**SearchSpace().to_parameters(), max_configs=17)  # 18 configs
+    assert exit_info.value.code == 2
+    assert "holds 18 configurations, more than the budget of 17" in capsys.readouterr().err
+
+
+def test_test_data_in_a_bucket_is_read_from_s3(tmp_path, s3, bucket):
+    s3.put_object(
+        Bucket=bucket,
+        Key="eval/testset.json",
+        Body=b'[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": []}]',
+    )
+    loaded = artifact(tmp_path, "loaded")
+    load_testset.python_func(bucket_name=bucket, key="eval/testset.json", testset=loaded)
+    assert read_table(loaded.path, "testset").column("question").to_pylist() == ["Q?"]
+
+
 def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, small_kb):
     docs, _ = small_kb
     bad = tmp_path / "bad.json"
     bad.write_text(
         '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["nope.md"]}]'
     )
+    loaded = artifact(tmp_path, "loaded")
+    load_testset.python_func(bucket_name="", key=str(bad), testset=loaded)
     with pytest.raises(SystemExit):
         ingest.python_func(
-            docs=str(docs),
-            testset=str(bad),
+            bucket_name="",
+            key=str(docs),
+            testset=loaded,
             max_document_bytes=0,
             max_questions=0,
             seed=1,
@@ -175,8 +208,10 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         scores=branches,
         answers=answered,
         questions=questions,
-        docs="docs",
-        testset="testset.json",
+        input_data_bucket_name="",
+        input_data_key="docs",
+        test_data_bucket_name="",
+        test_data_key="testset.json",
         search_space=space.to_dict(),
         optimization_metric="context_correctness",
         max_document_bytes=0,

@@ -22,13 +22,14 @@ def test_committed_pipeline_yaml_is_current(tmp_path, monkeypatch):
     fresh = tmp_path / "pipeline.yaml"
     compiler.Compiler().compile(sweep_pipeline, str(fresh))
     committed = ROOT / "pipelines" / "sweep_pipeline.yaml"
-    assert yaml.safe_load(fresh.read_text()) == yaml.safe_load(committed.read_text()), (
+    fresh_docs = list(yaml.safe_load_all(fresh.read_text()))  # the pipeline, its platform config
+    assert fresh_docs == list(yaml.safe_load_all(committed.read_text())), (
         "pipelines/sweep_pipeline.yaml is stale: run `make compile` and commit it"
     )
 
 
 def test_pipeline_fans_out_over_chunk_configs_and_collects_scores():
-    spec = yaml.safe_load((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    spec = next(yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text()))
     tasks = spec["root"]["dag"]["tasks"]
     loop = next(t for name, t in tasks.items() if name.startswith("for-loop"))
     assert (
@@ -105,6 +106,11 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     again = ragsweep("leaderboard", str(run_dir), "--top", "3")
     assert again.returncode == 0 and best["label"] in again.stdout and "... 9 more" in again.stdout
     assert f"- {best['chunk_size']}" in ragsweep("best", str(run_dir)).stdout
+    # and so does the leaderboard artifact alone, as downloaded from a cluster run's page
+    artifact = tmp_path / "leaderboard"
+    shutil.copyfile(run_dir / "leaderboard.arrow", artifact)
+    downloaded = ragsweep("leaderboard", str(artifact), "--top", "1")
+    assert downloaded.returncode == 0 and best["label"] in downloaded.stdout, downloaded.stderr
 
     # a second night compared with the latest successful run: same results, no alarm
     second = ragsweep("run", *sweep, "--baseline", "latest")

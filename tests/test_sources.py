@@ -348,3 +348,15 @@ def test_half_set_credentials_are_an_error(s3, monkeypatch) -> None:
 
     with pytest.raises(RagsweepError, match="set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"):
         read_bytes("s3://bucket/key")
+
+
+def test_autorag_bucket_and_key_name_a_location_and_back() -> None:
+    from ragsweep.sources import location, split_location
+
+    assert location("docs", "kb/") == "s3://docs/kb/"
+    assert location("", "/data/kb") == "/data/kb"  # no bucket: the key is the location
+    assert location("", "s3:///kb") == "s3:///kb"
+    for uri in ("s3://docs/kb/", "/data/kb", "s3:///kb", "relative/testset.json"):
+        assert location(*split_location(uri)) == uri
+    with pytest.raises(RagsweepError, match="no key"):
+        location("docs", "")

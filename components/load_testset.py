@@ -1,0 +1,20 @@
+from kfp import dsl
+from kfp.dsl import Dataset, Output
+
+from ragsweep.components import BASE_IMAGE
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
+    """Read the test data (.json AutoRAG or .jsonl Giskard) from ``s3://bucket_name/key``, or
+    from ``key`` itself when no bucket is given (a local path or an s3:// URI).
+
+    Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
+    """
+    from ragsweep.errors import pipeline_step
+    from ragsweep.schemas import write_table
+    from ragsweep.sources import location
+    from ragsweep.testset import load_testset as load
+
+    with pipeline_step():
+        write_table(load(location(bucket_name, key)), testset.path, "testset")

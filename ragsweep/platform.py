@@ -1,0 +1,194 @@
+"""How each pipeline step runs on OpenShift AI: connection secrets, CPU and memory, retries.
+
+Secrets reach a step only as environment variables taken from a Kubernetes Secret
+(``kfp.kubernetes.use_secret_as_env``): pipeline parameters carry secret *names*, never
+values. The secrets are optional, so a missing secret or key leaves its variable unset and
+the step says which variable it needs, rather than leaving a pod that never starts.
+
+CPU and memory come from ``RESOURCES``, overridden at compile time by the YAML file named by
+``RAGSWEEP_RESOURCES``, a step's fields or ``default`` (every step not listed)::
+
+    chunk_embed: {cpu_limit: "4", memory_limit: 12Gi}
+
+kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
+the resources, but honours retries: ``for_local_run`` builds the same pipeline without
+resources and retries, since on a laptop a failing step is a mistake to fix, not a flaky
+service.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from kfp import dsl, kubernetes
+from kfp.dsl import PipelineTask
+from kfp.dsl.graph_component import GraphComponent
+
+from ragsweep.errors import RagsweepError
+
+RESOURCES_ENV = "RAGSWEEP_RESOURCES"
+DEFAULT_CONNECTION = "ragsweep-s3"
+# The keys of an OpenShift AI S3 connection, each read into the variable of the same name.
+S3_CONNECTION_KEYS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_S3_ENDPOINT",
+    "AWS_DEFAULT_REGION",
+    "AWS_S3_BUCKET",
+)
+DEFAULT_STORE_CONNECTION = "ragsweep-results-store"
+# The key of the results-store Secret: a SQLAlchemy URL, read by the publish and compare steps.
+STORE_CONNECTION_KEYS = ("RAGSWEEP_STORE_URL",)
+RETRIES = 2
+RETRY_BACKOFF = "30s"  # doubled for each further try
+
+_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+_MEMORY = re.compile(r"^\d+(\.\d+)?(E|Ei|P|Pi|T|Ti|G|Gi|M|Mi|K|Ki)?$")
+_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A step's CPU (cores, or millicores as ``500m``) and memory (``512Mi``, ``2Gi``)."""
+
+    cpu_request: str
+    cpu_limit: str
+    memory_request: str
+    memory_limit: str
+
+    def validate(self, where: str) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            pattern = _CPU if field.name.startswith("cpu") else _MEMORY
+            if not isinstance(value, str) or not pattern.match(value):
+                example = "'500m' or '2'" if pattern is _CPU else "'512Mi' or '4Gi'"
+                raise RagsweepError(f"{where}: {field.name}: {value!r} is not like {example}")
+        if _cpu(self.cpu_request) > _cpu(self.cpu_limit):
+            raise RagsweepError(f"{where}: cpu_request exceeds cpu_limit")
+        if _memory(self.memory_request) > _memory(self.memory_limit):
+            raise RagsweepError(f"{where}: memory_request exceeds memory_limit")
+
+    def apply(self, task: PipelineTask) -> None:
+        task.set_cpu_request(self.cpu_request).set_cpu_limit(self.cpu_limit)
+        task.set_memory_request(self.memory_request).set_memory_limit(self.memory_limit)
+
+
+def _cpu(value: str) -> float:
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+def _memory(value: str) -> float:
+    number, unit = re.match(r"^([\d.]+)(\w*)$", value).groups()
+    binary = unit.endswith("i")
+    scale = 1024 ** "KMGTPE".index(unit[0]) * 1024 if binary else _UNITS[unit]
+    return float(number) * scale
+
+
+# Steps are named by their component function. Embedding dominates: chunk_embed holds the
+# model and a chunk set, evaluate the model and one question x chunk similarity matrix.
+RESOURCES: dict[str, Resources] = {
+    "default": Resources("250m", "1", "512Mi", "2Gi"),
+    "load_testset": Resources("250m", "1", "512Mi", "1Gi"),
+    "ingest": Resources("500m", "2", "1Gi", "4Gi"),
+    "build_space": Resources("100m", "500m", "256Mi", "512Mi"),
+    "plan": Resources("100m", "500m", "256Mi", "512Mi"),
+    "chunk_embed": Resources("1", "2", "2Gi", "6Gi"),
+    "evaluate": Resources("1", "2", "2Gi", "4Gi"),
+    "judge": Resources("500m", "1", "1Gi", "2Gi"),
+    "rank": Resources("500m", "2", "1Gi", "4Gi"),
+    "publish": Resources("250m", "1", "512Mi", "2Gi"),
+    "compare": Resources("250m", "1", "512Mi", "2Gi"),
+}
+
+
+def load_resources(path: str | None) -> dict[str, Resources]:
+    """``RESOURCES`` with the overrides of the YAML file at ``path`` (none: as they are)."""
+    resources = dict(RESOURCES)
+    if not path:
+        return resources
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RagsweepError(f"{path}: cannot read the resources file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise RagsweepError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise RagsweepError(f"{path}: expected a mapping of step name to resources")
+    known = {f.name for f in fields(Resources)}
+    for step, values in data.items():
+        where = f"{path}: step '{step}'"
+        if not isinstance(values, dict):
+            raise RagsweepError(f"{where}: expected a mapping of {sorted(known)}")
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise RagsweepError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+        base = resources.get(step, resources["default"])
+        resources[step] = replace(base, **{k: str(v) for k, v in values.items()})
+        resources[step].validate(where)
+    return resources
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ``step`` applies: resources by step name (None: none at all) and retries."""
+
+    resources: dict[str, Resources] | None
+    retries: int
+
+
+_LOCAL = Settings(resources=None, retries=0)
+_active: ContextVar[Settings | None] = ContextVar("ragsweep_platform_settings", default=None)
+
+
+@lru_cache(maxsize=4)
+def _cluster_settings(resources_file: str | None) -> Settings:
+    return Settings(resources=load_resources(resources_file), retries=RETRIES)
+
+
+def step(
+    task: PipelineTask,
+    *,
+    s3_connection: str | dsl.PipelineChannel | None = None,
+    store_connection: str | dsl.PipelineChannel | None = None,
+    retry: bool = False,
+    cache: bool = True,
+) -> PipelineTask:
+    """Set a task's CPU and memory; expose an S3 connection or results-store secret as its
+    environment;
+    retry it when it calls a service (``retry``); turn caching off when its inputs live
+    outside the pipeline and may change between runs (``cache=False``)."""
+    settings = _active.get() or _cluster_settings(os.environ.get(RESOURCES_ENV) or None)
+    if settings.resources is not None:
+        name = task.component_spec.name.replace("-", "_")
+        settings.resources.get(name, settings.resources["default"]).apply(task)
+    for secret, keys in (
+        (s3_connection, S3_CONNECTION_KEYS),
+        (store_connection, STORE_CONNECTION_KEYS),
+    ):
+        if secret is not None:
+            kubernetes.use_secret_as_env(
+                task, secret_name=secret, secret_key_to_env={k: k for k in keys}, optional=True
+            )
+    if retry and settings.retries:
+        task.set_retry(settings.retries, backoff_duration=RETRY_BACKOFF, backoff_factor=2)
+    if not cache:
+        task.set_caching_options(enable_caching=False)
+    return task
+
+
+def for_local_run(pipeline: GraphComponent) -> GraphComponent:
+    """The same pipeline, built for kfp.local: secrets and caching as on the cluster, no
+    resources and no retries."""
+    token = _active.set(_LOCAL)
+    try:
+        return dsl.pipeline(
+            pipeline.pipeline_func, name=pipeline.name, description=pipeline.description
+        )
+    finally:
+        _active.reset(token)

@@ -1,0 +1,58 @@
+"""The steps' image: the Containerfile installs what was tested, and `make image` says plainly
+when it cannot build."""
+
+import configparser
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def install_requires() -> list[Requirement]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    lines = config["options"]["install_requires"].splitlines()
+    return [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_constraints_pin_every_dependency_within_setup_cfg():
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = version
+    for requirement in install_requires():
+        version = pins.get(canonicalize_name(requirement.name))
+        assert version, f"constraints.txt lacks {requirement.name}: run make constraints"
+        assert requirement.specifier.contains(version), f"{requirement}: pinned {version}"
+
+
+def test_containerfile_installs_torch_cpu_and_the_package_offline():
+    text = (ROOT / "Containerfile").read_text()
+    assert re.search(r"^FROM registry\.access\.redhat\.com/ubi9/python-311", text, re.M)
+    [torch] = [r for r in install_requires() if r.name == "torch"]
+    assert f'--index-url "$TORCH_INDEX" torch{torch.specifier}' in text
+    assert "TORCH_INDEX=https://download.pytorch.org/whl/cpu" in text
+    assert "pip install -c constraints.txt ." in text
+    assert "HF_HUB_OFFLINE=1" in text
+
+
+@pytest.mark.parametrize(
+    ("engine", "message"),
+    [("", "no container engine"), ("false", "false cannot reach its engine")],
+)
+def test_make_image_without_a_working_engine_says_so_and_fails(engine, message):
+    result = subprocess.run(
+        ["make", "-s", "image", f"CONTAINER_ENGINE={engine}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "build -f Containerfile" not in result.stdout

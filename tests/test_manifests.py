@@ -1,0 +1,166 @@
+"""manifests/: every resource is well formed, fits the code that uses it, and holds no
+secret; `kubectl kustomize` renders it into the project's namespace."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ragsweep.openshift import DSPA_GROUP, default_image
+from ragsweep.platform import DEFAULT_CONNECTION, S3_CONNECTION_KEYS
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFESTS = ROOT / "manifests"
+# every key whose value is a credential, in the example secrets
+CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "RAGSWEEP_LLM_API_KEY"}
+PLACEHOLDER = "CHANGE-ME"
+
+
+def kustomization() -> dict:
+    return yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+
+
+def resources() -> list[dict]:
+    """The documents of every file the kustomization lists, as written."""
+    docs = []
+    for name in kustomization()["resources"]:
+        docs.extend(d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d)
+    return docs
+
+
+def by_kind(docs: list[dict]) -> dict[str, list[dict]]:
+    kinds: dict[str, list[dict]] = {}
+    for doc in docs:
+        kinds.setdefault(doc["kind"], []).append(doc)
+    return kinds
+
+
+def test_every_resource_has_api_version_kind_and_name_and_no_secret():
+    docs = resources()
+    assert docs
+    for doc in docs:
+        assert doc.get("apiVersion") and doc.get("kind"), doc
+        assert doc["metadata"]["name"], doc
+    kinds = by_kind(docs)
+    assert set(kinds) == {
+        "DataSciencePipelinesApplication",
+        "ImageStream",
+        "BuildConfig",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+    }
+    assert "Secret" not in kinds  # applying the base must never overwrite a real secret
+
+
+def test_pipeline_server_keeps_artifacts_in_external_s3_and_schedules_in_utc():
+    [dspa] = by_kind(resources())["DataSciencePipelinesApplication"]
+    group, version = dspa["apiVersion"].split("/")
+    assert (group, version) == (DSPA_GROUP, "v1")
+    spec = dspa["spec"]
+    assert spec["dspVersion"] == "v2"
+    storage = spec["objectStorage"]["externalStorage"]
+    assert {"host", "bucket", "scheme", "region"} <= set(storage)
+    assert storage["s3CredentialsSecret"] == {
+        "secretName": DEFAULT_CONNECTION,  # the connection the pipeline reads data with
+        "accessKey": "AWS_ACCESS_KEY_ID",
+        "secretKey": "AWS_SECRET_ACCESS_KEY",
+    }
+    assert "minio" not in spec["objectStorage"]
+    assert spec["scheduledWorkflow"]["cronScheduleTimezone"] == "UTC"
+
+
+def test_the_build_makes_the_image_that_submit_uses_by_default():
+    kinds = by_kind(resources())
+    [stream], [build] = kinds["ImageStream"], kinds["BuildConfig"]
+    strategy = build["spec"]["strategy"]
+    assert strategy["type"] == "Docker"
+    assert (ROOT / strategy["dockerStrategy"]["dockerfilePath"]).is_file()
+    target = build["spec"]["output"]["to"]
+    assert target == {"kind": "ImageStreamTag", "name": f"{stream['metadata']['name']}:latest"}
+    namespace = kustomization()["namespace"]
+    assert default_image(namespace).endswith(f"/{namespace}/{target['name']}")
+
+
+def test_the_ci_account_may_find_and_use_the_pipeline_server_and_nothing_else():
+    kinds = by_kind(resources())
+    [account], [role], [binding] = kinds["ServiceAccount"], kinds["Role"], kinds["RoleBinding"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [
+        ("ServiceAccount", account["metadata"]["name"])
+    ]
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert {
+        (DSPA_GROUP, "datasciencepipelinesapplications", "list"),
+        (DSPA_GROUP, "datasciencepipelinesapplications/api", "create"),
+        ("route.openshift.io", "routes", "get"),
+    } <= granted
+    assert not [g for g in granted if g[1] in ("secrets", "*") or g[2] == "*"]
+
+
+def example_secrets() -> list[dict]:
+    return [yaml.safe_load(p.read_text()) for p in sorted((MANIFESTS / "examples").glob("*.yaml"))]
+
+
+def test_example_secrets_hold_placeholders_only():
+    secrets = example_secrets()
+    assert {s["metadata"]["name"] for s in secrets} == {
+        DEFAULT_CONNECTION,
+        "ragsweep-llm",
+        "ragsweep-results-store",
+    }
+    for secret in secrets:
+        assert secret["kind"] == "Secret"
+        assert "data" not in secret  # no base64 literal hides anything
+        for key, value in secret["stringData"].items():
+            if key in CREDENTIALS or key == "RAGSWEEP_STORE_URL":
+                assert PLACEHOLDER in value, f"{secret['metadata']['name']}: {key}"
+
+
+def test_example_s3_connection_is_an_openshift_ai_connection_with_the_pipeline_keys():
+    [s3] = [s for s in example_secrets() if s["metadata"]["name"] == DEFAULT_CONNECTION]
+    assert s3["metadata"]["labels"]["opendatahub.io/dashboard"] == "true"
+    annotations = s3["metadata"]["annotations"]
+    assert annotations["opendatahub.io/connection-type"] == "s3"
+    assert annotations["opendatahub.io/connection-type-ref"] == "s3"
+    assert set(s3["stringData"]) == set(S3_CONNECTION_KEYS)
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("kubectl is missing: .ci/run installs it (Debian kubernetes-client)")
+        pytest.skip("kubectl is not installed (apt-get install kubernetes-client)")
+    return found
+
+
+@pytest.mark.parametrize("namespace", ["ragsweep", "team-b"])
+def test_kustomize_renders_every_resource_into_the_project(tmp_path, namespace):
+    base = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, base)
+    config = kustomization()
+    config["namespace"] = namespace
+    (base / "kustomization.yaml").write_text(yaml.safe_dump(config))
+    rendered = subprocess.run(
+        [kubectl(), "kustomize", str(base)], capture_output=True, text=True, check=True
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    names = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert names == sorted((d["kind"], d["metadata"]["name"]) for d in resources())
+    assert {d["metadata"]["namespace"] for d in docs} == {namespace}
+    [binding] = by_kind(docs)["RoleBinding"]
+    assert [s["namespace"] for s in binding["subjects"]] == [namespace]

@@ -1,0 +1,203 @@
+"""How the steps run on OpenShift AI, as compiled: parameters, secrets, resources, retries."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ragsweep.errors import RagsweepError
+from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.platform import (
+    RESOURCES,
+    S3_CONNECTION_KEYS,
+    STORE_CONNECTION_KEYS,
+    for_local_run,
+    load_resources,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "pipelines" / "sweep_pipeline.yaml"
+# Red Hat AutoRAG's parameters for the same concepts. generation_models waits for the LLM
+# generation step: a parameter nothing reads would be a promise the pipeline does not keep.
+AUTORAG = [
+    "test_data_secret_name",
+    "test_data_bucket_name",
+    "test_data_key",
+    "input_data_secret_name",
+    "input_data_bucket_name",
+    "input_data_key",
+    "embedding_models",
+    "optimization_metric",
+    "optimization_max_rag_patterns",
+]
+
+
+def documents(path: Path) -> tuple[dict, dict]:
+    pipeline, platform = yaml.safe_load_all(path.read_text())
+    return pipeline, platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+
+
+def compile_with(tmp_path: Path, **env: str) -> Path:
+    target = tmp_path / "pipeline.yaml"
+    subprocess.run(
+        [sys.executable, "-m", "ragsweep.pipelines.sweep_pipeline", str(target)],
+        env={**os.environ, **env},
+        check=True,
+    )
+    return target
+
+
+def test_parameters_use_red_hat_autorag_names():
+    pipeline, _ = documents(COMMITTED)
+    parameters = pipeline["root"]["inputDefinitions"]["parameters"]
+    assert set(AUTORAG) <= set(parameters)
+    assert parameters["optimization_max_rag_patterns"]["parameterType"] == "NUMBER_INTEGER"
+    assert parameters["embedding_models"]["parameterType"] == "LIST"
+
+
+def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
+    _, executors = documents(COMMITTED)
+    s3 = {
+        "exec-load-testset": "test_data_secret_name",
+        "exec-ingest": "input_data_secret_name",
+        "exec-chunk-embed": "input_data_secret_name",  # an s3:// embedding cache
+        "exec-evaluate": "input_data_secret_name",
+    }
+    store = {
+        "exec-publish": "results_store_secret_name",
+        "exec-compare": "results_store_secret_name",
+    }
+    with_secrets = {name for name, e in executors.items() if "secretAsEnv" in e}
+    assert with_secrets == set(s3) | set(store)
+    for wanted, keys in ((s3, S3_CONNECTION_KEYS), (store, STORE_CONNECTION_KEYS)):
+        for executor, parameter in wanted.items():
+            [secret] = executors[executor]["secretAsEnv"]
+            # inside a loop or condition, kfp names the pipeline parameter as a channel
+            assert secret["secretNameParameter"]["componentInputParameter"] in (
+                parameter,
+                f"pipelinechannel--{parameter}",
+            )
+            assert secret["optional"] is True
+            assert [(k["secretKey"], k["envVar"]) for k in secret["keyToEnv"]] == [
+                (key, key) for key in keys
+            ]
+
+
+def test_compiled_pipeline_holds_no_secret_value(tmp_path):
+    values = {
+        "AWS_ACCESS_KEY_ID": "AKIA-SENTINEL-ID",
+        "AWS_SECRET_ACCESS_KEY": "sentinel-secret-key",
+        "RAGSWEEP_KFP_TOKEN": "sha256~sentinel-token",
+    }
+    text = compile_with(tmp_path, **values).read_text()
+    assert not [value for value in values.values() if value in text]
+    assert "AWS_SECRET_ACCESS_KEY" in text  # named as a key to read, never given a value
+
+
+def test_steps_that_call_a_service_retry_and_those_reading_outside_data_skip_the_cache():
+    pipeline, _ = documents(COMMITTED)
+    tasks = {
+        name: task
+        for dag in [
+            pipeline["root"]["dag"],
+            *(c["dag"] for c in pipeline["components"].values() if "dag" in c),
+        ]
+        for name, task in dag["tasks"].items()
+        if "componentRef" in task
+        and not task["componentRef"]["name"].startswith("comp-for-loop")
+        and not task["componentRef"]["name"].startswith("comp-condition")
+    }
+    retried = {name for name, task in tasks.items() if "retryPolicy" in task}
+    assert retried == {"load-testset", "ingest", "publish", "compare"}
+    assert tasks["ingest"]["retryPolicy"]["maxRetryCount"] == 2
+    uncached = {name for name, task in tasks.items() if task.get("cachingOptions") == {}}
+    assert uncached == {"load-testset", "ingest", "compare"}
+    assert {name for name, task in tasks.items() if "cachingOptions" not in task} == set()
+
+
+def test_every_step_has_cpu_and_memory_requests_and_limits():
+    pipeline, _ = documents(COMMITTED)
+    for name, executor in pipeline["deploymentSpec"]["executors"].items():
+        resources = executor["container"]["resources"]
+        assert {"cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"} <= set(resources), name
+    embed = pipeline["deploymentSpec"]["executors"]["exec-chunk-embed"]["container"]["resources"]
+    assert embed["resourceMemoryLimit"] == RESOURCES["chunk_embed"].memory_limit
+
+
+def test_a_resources_file_changes_a_step_at_compile_time(tmp_path):
+    overrides = tmp_path / "resources.yaml"
+    overrides.write_text("chunk_embed: {cpu_limit: '4', memory_limit: 12Gi}\n")
+    pipeline, _ = documents(compile_with(tmp_path, RAGSWEEP_RESOURCES=str(overrides)))
+    embed = pipeline["deploymentSpec"]["executors"]["exec-chunk-embed"]["container"]["resources"]
+    assert (embed["resourceCpuLimit"], embed["resourceMemoryLimit"]) == ("4", "12Gi")
+    assert embed["resourceMemoryRequest"] == RESOURCES["chunk_embed"].memory_request
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ingest: {memory_limit: lots}", "memory_limit: 'lots' is not like"),
+        ("ingest: {cpu: 2}", "unknown field(s) ['cpu']"),
+        ("ingest: {cpu_request: '4'}", "cpu_request exceeds cpu_limit"),
+        ("ingest: {memory_request: 8Gi}", "memory_request exceeds memory_limit"),
+        ("- ingest", "expected a mapping of step name"),
+        ("ingest: [1]", "step 'ingest': expected a mapping"),
+    ],
+)
+def test_a_bad_resources_file_is_one_clear_error(tmp_path, text, message):
+    path = tmp_path / "resources.yaml"
+    path.write_text(text)
+    with pytest.raises(RagsweepError) as error:
+        load_resources(str(path))
+    assert message in str(error.value)
+
+
+def test_kfp_local_gets_the_same_secrets_without_resources_or_retries(tmp_path):
+    from kfp import compiler
+
+    target = tmp_path / "local.yaml"
+    compiler.Compiler().compile(for_local_run(sweep_pipeline), str(target))
+    pipeline, executors = documents(target)
+    committed_pipeline, committed_executors = documents(COMMITTED)
+    assert executors == committed_executors  # the Kubernetes config kfp.local must accept
+    assert not [t for t in pipeline["root"]["dag"]["tasks"].values() if "retryPolicy" in t]
+    assert not [
+        e for e in pipeline["deploymentSpec"]["executors"].values() if "resources" in e["container"]
+    ]
+    # and building it did not change the pipeline that make compile writes
+    again = tmp_path / "again.yaml"
+    compiler.Compiler().compile(sweep_pipeline, str(again))
+    assert documents(again) == (committed_pipeline, committed_executors)
+
+
+def test_a_local_run_reads_s3_with_the_callers_environment(tmp_path, s3, bucket):
+    """kfp.local skips use_secret_as_env: each step reads the AWS_* variables of the caller."""
+    s3.put_object(Bucket=bucket, Key="kb/ports.md", Body=b"Tidewater listens on port 8443.\n")
+    s3.put_object(
+        Bucket=bucket,
+        Key="eval/testset.json",
+        Body=b'[{"question": "Which port?", "correct_answers": ["8443"],'
+        b' "correct_answer_document_ids": ["ports.md"]}]',
+    )
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    result = subprocess.run(
+        [
+            ragsweep,
+            "run",
+            "--docs",
+            f"s3://{bucket}/kb",
+            "--testset",
+            f"s3://{bucket}/eval/testset.json",
+        ]
+        + ["--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"]
+        + ["--output", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "1 configurations" in result.stdout
+    assert "read 1 documents" in result.stdout
