@@ -10,13 +10,16 @@ def evaluate(
     questions: Input[Dataset],
     search_space: dict,
     chunk_config: dict,
+    llm: dict,
     answers: Output[Dataset],
 ):
-    """Retrieve and answer every question with every configuration sharing ``chunk_config``.
+    """Retrieve and answer every question with every configuration sharing ``chunk_config``;
+    model answerers (``llm:<model>``) use the ``llm`` settings.
 
     Output: ``answers``, an Arrow artifact of kind answers (one row per config x question).
     """
     from ragsweep.errors import pipeline_step
+    from ragsweep.llm import LLMSettings
     from ragsweep.schemas import read_table, write_table
     from ragsweep.space import SearchSpace
     from ragsweep.sweep import evaluate as evaluate_grid
@@ -27,5 +30,6 @@ def evaluate(
             read_table(questions.path, "testset"),
             SearchSpace.from_dict(search_space),
             chunk_config,
+            LLMSettings.from_dict(llm),
         )
         write_table(table, answers.path, "answers")

@@ -13,7 +13,7 @@ import pyarrow.ipc as ipc
 
 from ragsweep.errors import RagsweepError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -59,6 +59,12 @@ ANSWERS = pa.schema(
         ("retrieved_doc_ids", pa.list_(pa.string())),
         ("context", pa.string()),
         ("answer", pa.string()),
+        ("latency_s", pa.float64()),  # of the model request that answered; null: no model
+        ("prompt_tokens", pa.int64()),  # as the server's usage reports them
+        ("completion_tokens", pa.int64()),
+        ("llm_calls", pa.int64()),  # requests sent for this answer, retries included
+        ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
+        ("answer_error", pa.string()),  # why the model gave no answer; null when it did
     ]
 )
 
@@ -70,6 +76,9 @@ SCORES = pa.schema(
         ("document_recall", pa.float64()),
         ("answer_correctness", pa.float64()),
         ("faithfulness", pa.float64()),
+        ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
+        ("correctness_reason", pa.string()),
+        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
     ]
 )
 
@@ -108,10 +117,16 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 
 def write_table(table: pa.Table, path: str | Path, kind: str) -> Path:
-    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema."""
+    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema.
+
+    Metadata the table carries (e.g. the settings that produced it) is kept.
+    """
     schema = SCHEMAS[kind]
+    meta = dict(table.schema.metadata or {})
     table = table.select(schema.names).cast(schema)
-    meta = {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    meta.update(
+        {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    )
     table = table.replace_schema_metadata(meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
