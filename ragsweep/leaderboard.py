@@ -5,15 +5,18 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ragsweep.errors import RagsweepError
-from ragsweep.metrics import METRICS
-from ragsweep.schemas import CONFIG_FIELDS
+from ragsweep.schemas import CONFIG_FIELDS, METRICS
 
 DEFAULT_METRIC = "answer_correctness"
+AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
+JUDGE_METRIC = "correctness"
 
 
 def rank_configs(scores: pa.Table, configs: list[dict], metric: str = DEFAULT_METRIC) -> pa.Table:
-    """Mean of every metric per configuration, best ``metric`` first (ties: by label)."""
+    """Mean of every metric per configuration, best ``metric`` first (ties: by label;
+    configurations without a value of ``metric`` last)."""
     check_metric(metric)
+    metric = resolve_metric(metric, scores)
     grouped = scores.group_by("config_id").aggregate(
         [("question_id", "count")] + [(m, "mean") for m in METRICS]
     )
@@ -27,27 +30,37 @@ def rank_configs(scores: pa.Table, configs: list[dict], metric: str = DEFAULT_ME
     rows = []
     for row in grouped.to_pylist():
         rows.append({**by_id[row["config_id"]], **row})
-    rows.sort(key=lambda r: (-r[metric], r["label"]))
+    rows.sort(key=lambda r: (r[metric] is None, -(r[metric] or 0.0), r["label"]))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
     names = ["rank"] + [name for name, _ in CONFIG_FIELDS] + ["questions", *METRICS]
-    return pa.Table.from_pylist(rows).select(names)
+    table = pa.Table.from_pylist(rows).select(names)
+    return table.replace_schema_metadata({"ragsweep.ranked_by": metric})
 
 
 def check_metric(metric: str) -> None:
-    if metric not in METRICS:
-        raise RagsweepError(f"unknown metric {metric!r}; choose from {sorted(METRICS)}")
+    if metric not in METRICS and metric != AUTO_METRIC:
+        choices = sorted(METRICS) + [AUTO_METRIC]
+        raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
+
+
+def resolve_metric(metric: str, scores: pa.Table) -> str:
+    """``auto``: the judge's correctness when the scores hold verdicts, else the default."""
+    if metric != AUTO_METRIC:
+        return metric
+    judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
+    return JUDGE_METRIC if judged else DEFAULT_METRIC
 
 
 def render(leaderboard: pa.Table, top: int | None = None) -> str:
-    """A plain-text table: rank, label and every metric mean."""
+    """A plain-text table: rank, label and the mean of every metric that has values."""
     table = leaderboard.slice(0, top) if top else leaderboard
-    headers = ["rank", "configuration", *METRICS]
-    short = {m: m.replace("_", " ") for m in METRICS}
+    shown = [m for m in METRICS if leaderboard.column(m).null_count < leaderboard.num_rows]
     lines = [
-        [str(r["rank"]), r["label"], *(f"{r[m]:.3f}" for m in METRICS)] for r in table.to_pylist()
+        [str(r["rank"]), r["label"], *("-" if r[m] is None else f"{r[m]:.3f}" for m in shown)]
+        for r in table.to_pylist()
     ]
-    header = [headers[0], headers[1], *(short[m] for m in METRICS)]
+    header = ["rank", "configuration", *(m.replace("_", " ") for m in shown)]
     widths = [
         max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
         for i, h in enumerate(header)

@@ -61,12 +61,13 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         questions=questions,
         search_space=space,
         chunk_config=chunk_config,
+        llm={},
         answers=answers,
     )
     assert read_table(answers.path, "answers").num_rows == 4 * 2  # 4 configs x 2 questions
 
     scores = artifact(tmp_path, "scores")
-    judge.python_func(answers=answers, questions=questions, scores=scores)
+    judge.python_func(answers=answers, questions=questions, llm={}, scores=scores)
 
     leaderboard, all_scores = artifact(tmp_path, "leaderboard"), artifact(tmp_path, "all")
     rank.python_func(
@@ -120,6 +121,9 @@ def test_rank_step_concatenates_every_branch(tmp_path):
                 "document_recall": [0.0],
                 "answer_correctness": [0.0],
                 "faithfulness": [0.0],
+                "correctness": [None],
+                "correctness_reason": [None],
+                "judge_error": [None],
             }
         )
         branches.append(artifact(tmp_path, f"s{i}"))
