@@ -212,7 +212,7 @@ class Chat:
     ) -> list[R]:
         """``work(item)`` for every item, at most ``concurrency`` at a time; results in order."""
         done = 0
-        step = max(1, len(items) // 10)
+        step = max(1, len(items) // 4)  # a progress line per quarter
 
         async def one(item: T, slots: asyncio.Semaphore) -> R:
             nonlocal done
