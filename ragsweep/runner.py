@@ -8,6 +8,7 @@ and the leaderboard and per-question scores are exported beside them.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import shutil
@@ -24,20 +25,35 @@ import pyarrow.parquet as pq
 
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import check_metric
+from ragsweep.llm import LLMSettings
 from ragsweep.schemas import read_table
 from ragsweep.space import SearchSpace
 
 log = logging.getLogger("ragsweep")
 
 
-def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: Path) -> Path:
-    """Run the pipeline locally; return the run folder holding leaderboard and scores."""
+def run_local(
+    docs: str,
+    testset: str,
+    space: SearchSpace,
+    metric: str,
+    output: Path,
+    llm: LLMSettings | None = None,
+    qa_generation: dict | None = None,
+) -> Path:
+    """Run the pipeline locally; return the run folder holding leaderboard and scores.
+
+    An empty ``testset`` has the pipeline generate one with ``qa_generation``; model
+    endpoints come from the RAGSWEEP_LLM_* / RAGSWEEP_JUDGE_* environment, which the steps
+    inherit.
+    """
     from kfp import local
 
-    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.pipelines.sweep_pipeline import DEFAULT_QA, sweep_pipeline
 
     check_metric(metric)
-    docs, testset = absolute(docs, "--docs"), absolute(testset, "--testset")
+    docs = absolute(docs, "--docs")
+    testset = absolute(testset, "--testset") if testset else ""
     run_dir = output / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
     local.init(
@@ -45,22 +61,31 @@ def run_local(docs: str, testset: str, space: SearchSpace, metric: str, output: 
         pipeline_root=str((run_dir / "pipeline").resolve()),
         raise_on_error=False,
     )
+    arguments = {
+        "docs": docs,
+        "testset": testset,
+        "search_space": space.to_dict(),
+        "optimization_metric": metric,
+        "llm": (llm or LLMSettings()).to_dict(),
+        "qa_generation": qa_generation or DEFAULT_QA,
+    }
+    (run_dir / "parameters.json").write_text(json.dumps(arguments, indent=2) + "\n")
     n = len(space.all_configs())
     log.info("sweeping %d configurations; run folder %s", n, run_dir)
     with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log):
-            task = sweep_pipeline(
-                docs=docs, testset=testset, search_space=space.to_dict(), optimization_metric=metric
-            )
+            task = sweep_pipeline(**arguments)
     results = {name: Path(artifact.path) for name, artifact in task.outputs.items()}
-    if set(results) != {"leaderboard", "scores"} or not all(p.exists() for p in results.values()):
+    expected = {"leaderboard", "scores", "testset"}
+    if set(results) != expected or not all(p.exists() for p in results.values()):
         raise RagsweepError(
             f"the pipeline failed: see the message above and {run_dir}/pipeline.log"
         )
     for name in ("leaderboard", "scores"):
         export(results[name], run_dir / name, kind=name)
+    export_questions(results["testset"], run_dir / "testset")
     return run_dir
 
 
@@ -119,6 +144,16 @@ def export(artifact: Path, stem: Path, kind: str) -> None:
     shutil.copyfile(artifact, stem.with_suffix(".arrow"))
     pq.write_table(table, stem.with_suffix(".parquet"))
     csv.write_csv(table, stem.with_suffix(".csv"))
+
+
+def export_questions(artifact: Path, stem: Path) -> None:
+    """The run's test set (given or generated) as ``stem.arrow``, ``.jsonl`` and ``.json``."""
+    from ragsweep.testset import export_testset
+
+    table = read_table(artifact, "testset")
+    shutil.copyfile(artifact, stem.with_suffix(".arrow"))
+    for suffix in (".jsonl", ".json"):
+        export_testset(table, stem.with_suffix(suffix))
 
 
 def absolute(uri: str, flag: str) -> str:

@@ -1,0 +1,108 @@
+"""The whole pipeline with a model, a judge and a generated test set, through kfp.local,
+against the scripted OpenAI-compatible server; and a dead endpoint failing fast."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TEST_API_KEY
+from test_llm import free_port
+from test_sweep import DOCS as DOCS_TABLE
+from test_sweep import QUESTIONS
+
+from ragsweep import sweep
+from ragsweep.errors import RagsweepError
+from ragsweep.schemas import read_table
+from ragsweep.space import SearchSpace
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "examples" / "docs"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+SMALL_GRID = ["--chunk-sizes", "128", "--top-k", "1,3", "--search-types", "similarity"]
+
+
+def ragsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+
+
+def files_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judge(
+    llm_server, tmp_path
+):
+    runs = tmp_path / "runs"
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--llm", "answerer", "--judge", "judge",
+        "--qa-llm", "writer", "--num-questions", "4", "--output", str(runs), *SMALL_GRID,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    [run_dir] = runs.iterdir()
+    assert "ranked by correctness" in result.stdout
+    assert f"judged by judge at {llm_server.url}" in result.stdout
+
+    testset = read_table(run_dir / "testset.arrow", "testset")
+    assert testset.num_rows == 4 and all(testset["gold_spans"].to_pylist())
+    assert (run_dir / "testset.jsonl").read_text().count("\n") == 4
+
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    assert board.schema.metadata[b"ragsweep.ranked_by"] == b"correctness"
+    assert board.num_rows == 2 and board["answerer"].to_pylist() == ["llm:answerer"] * 2
+    ranked = board["correctness"].to_pylist()
+    assert ranked == sorted(ranked, reverse=True) and None not in ranked
+    scores = read_table(run_dir / "scores.arrow", "scores")
+    assert scores.num_rows == 2 * 4 and scores["correctness"].null_count == 0
+    assert all(scores["correctness_reason"].to_pylist())
+    judge = json.loads(scores.schema.metadata[b"ragsweep.judge"])
+    assert judge["model"] == "judge" and "You grade the answers" in judge["system_prompt"]
+
+    models = [r["model"] for r in llm_server.requests]
+    assert {"writer", "answerer", "judge"} == set(models)
+    answered = [r for r in llm_server.requests if r["model"] == "answerer"]
+    assert all(r["messages"][1]["content"].startswith("Context:\n") for r in answered)
+    parameters = json.loads((run_dir / "parameters.json").read_text())
+    assert parameters["llm"]["judge"] == "judge" and parameters["testset"] == ""
+    assert parameters["qa_generation"]["model"] == "writer"
+
+    # the key reached the server, and nothing the run wrote or printed
+    assert set(llm_server.authorizations) == {f"Bearer {TEST_API_KEY}"}
+    assert TEST_API_KEY not in result.stdout + result.stderr
+    leaks = [p for p in files_under(run_dir) if TEST_API_KEY.encode() in p.read_bytes()]
+    assert leaks == []
+
+    # the generated test set is usable by the next run, which finds every reply cached
+    calls = llm_server.chat_calls
+    rerun = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(run_dir / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert llm_server.chat_calls == calls  # zero calls
+    [second] = [d for d in runs.iterdir() if d != run_dir]
+    again = read_table(second / "leaderboard.arrow", "leaderboard")
+    assert again["correctness"].to_pylist() == ranked
+
+
+def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.json"),
+        "--llm", "answerer", "--output", str(tmp_path / "runs"),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and TEST_API_KEY not in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "llm endpoint http://127.0.0.1:" in line and "unreachable" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
+    [chunk_config] = space.chunk_configs()
+    with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
+        sweep.evaluate(sweep.build_chunks(DOCS_TABLE, chunk_config), QUESTIONS, space, chunk_config)
