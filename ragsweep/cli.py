@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,6 +13,9 @@ from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC, render
 from ragsweep.llm import LLMSettings
 from ragsweep.space import DEFAULT_EMBEDDING_MODEL, SearchSpace
+
+if TYPE_CHECKING:
+    from ragsweep.curation import FolderStore
 
 LLM_DEFAULTS = LLMSettings()
 
@@ -239,3 +243,124 @@ def generate(
     export_testset(table, out)
     topics = sorted({t for t in table.column("topic").to_pylist() if t})
     typer.echo(f"wrote {table.num_rows} questions to {out}; topics: {', '.join(topics)}")
+
+
+STORE = typer.Option(
+    None, help="Folder of stored test sets (default: $RAGSWEEP_TESTSETS or ./testsets)."
+)
+
+
+def store_at(folder: Path | None) -> FolderStore:
+    from ragsweep.curation import FolderStore
+
+    return FolderStore(folder)
+
+
+@testset_app.command("add")
+def testset_add(
+    name: str = typer.Argument(..., help="Name to store it under."),
+    source: str = typer.Argument(..., help="AutoRAG .json or Giskard .jsonl (path or s3://)."),
+    docs: str = typer.Option(
+        None, help="Documents to resolve IDs against and locate reference spans in."
+    ),
+    store: Path = STORE,
+) -> None:
+    """Store a test set for curation."""
+    from ragsweep.sources import read_documents
+    from ragsweep.testset import load_testset, resolve_testset
+
+    table = load_testset(source)
+    if docs:
+        table = resolve_testset(table, read_documents(docs).table)
+    store_at(store).save(name, table)
+    typer.echo(f"stored {table.num_rows} questions as {name!r}")
+
+
+@testset_app.command("list")
+def testset_list(
+    name: str = typer.Argument(None, help="A stored test set: list its questions."),
+    store: Path = STORE,
+) -> None:
+    """List the stored test sets, or the questions of one."""
+    stored = store_at(store)
+    if name is None:
+        for each in stored.names():
+            typer.echo(f"{each}  {stored.load(each).num_rows} questions")
+        return
+    for row in stored.load(name).to_pylist():
+        kind = row["question_type"] or "-"
+        typer.echo(f"{row['question_id']}  {kind:<12} {row['topic'] or '-'}: {row['question']}")
+
+
+@testset_app.command("show")
+def testset_show(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question's id."),
+    store: Path = STORE,
+) -> None:
+    """Show one question with its references and metadata."""
+    from ragsweep.curation import row_of
+
+    table = store_at(store).load(name)
+    row = table.slice(row_of(table, question_id), 1).to_pylist()[0]
+    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"])
+    for label, value in [
+        ("id", row["question_id"]),
+        ("question", row["question"]),
+        ("reference answers", " | ".join(row["reference_answers"])),
+        ("reference documents", ", ".join(row["reference_doc_ids"])),
+        ("type", row["question_type"]),
+        ("topic", row["topic"]),
+        ("gold spans", spans),
+        ("reference context", row["reference_context"]),
+    ]:
+        typer.echo(f"{label}: {value or '-'}")
+
+
+@testset_app.command("delete")
+def testset_delete(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to delete."),
+    store: Path = STORE,
+) -> None:
+    """Delete a question from a stored test set."""
+    from ragsweep.curation import delete_question
+
+    stored = store_at(store)
+    table = delete_question(stored.load(name), question_id)
+    stored.save(name, table)
+    typer.echo(f"deleted {question_id}; {table.num_rows} questions left in {name!r}")
+
+
+@testset_app.command("edit")
+def testset_edit(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to edit."),
+    question: str = typer.Option(None, help="The new question text."),
+    answer: list[str] = typer.Option(
+        None, help="The new reference answer (repeat for several); replaces the old ones."
+    ),
+    store: Path = STORE,
+) -> None:
+    """Edit a question's text or reference answers; its context and metadata stay."""
+    from ragsweep.curation import edit_question
+
+    if question is None and not answer:
+        raise RagsweepError("edit: give --question and/or --answer")
+    stored = store_at(store)
+    stored.save(name, edit_question(stored.load(name), question_id, question, answer or None))
+    typer.echo(f"edited {question_id} in {name!r}")
+
+
+@testset_app.command("export")
+def testset_export(
+    name: str = typer.Argument(..., help="A stored test set."),
+    target: Path = typer.Argument(..., help="Output file: .json (AutoRAG) or .jsonl (Giskard)."),
+    store: Path = STORE,
+) -> None:
+    """Export a stored test set as AutoRAG JSON or Giskard JSONL."""
+    from ragsweep.testset import export_testset
+
+    table = store_at(store).load(name)
+    export_testset(table, target)
+    typer.echo(f"wrote {table.num_rows} questions to {target}")
