@@ -294,6 +294,9 @@ class Chat:
                     kind = "timed out" if timeout else "no connection"
                     return Reply(calls=calls, error=self._error(kind, exc, calls))
                 wait = retry_delay(None, retries, self.settings.backoff_s)
+            except (ValueError, LookupError, TypeError, AttributeError) as exc:
+                # a 200 whose body is no chat completion (a proxy's page, a cut-off body)
+                return Reply(calls=calls, error=self._error("malformed response", exc, calls))
             else:
                 usage = response.additional_kwargs
                 return Reply(

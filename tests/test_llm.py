@@ -90,6 +90,14 @@ def test_a_client_error_is_not_retried(llm_server):
     assert second.error is None
 
 
+def test_a_reply_that_is_no_chat_completion_is_recorded_not_raised(llm_server):
+    llm_server.then(Step(body="<html>proxy error</html>"), Step(body='{"choices": []}'))
+    first, second, third = llm_answerer("answerer", LLMSettings(concurrency=1))(batch(3))
+    assert first.error.startswith("malformed response after 1 call(s)")
+    assert second.error.startswith("malformed response after 1 call(s)")
+    assert third.error is None
+
+
 def test_a_model_that_answers_nothing_is_one_clear_error(llm_server):
     llm_server.then(*[Step(status=404)] * 3)
     with pytest.raises(RagsweepError, match="'answerer' at .* answered none of 3 questions"):
