@@ -59,8 +59,7 @@ class QASettings:
     question_types: tuple[str, ...] = ("simple", "complex")
     agent_description: str = "An assistant that answers questions about the documentation."
     language: str = "en"
-    chunk_size: int = 256  # in the embedding model's tokens
-    chunk_overlap: int = 32
+    chunk_size: int = 256  # in the embedding model's tokens; chunks do not overlap
     seed: int = 0
 
     @classmethod
@@ -74,8 +73,6 @@ class QASettings:
             )
         if settings.num_questions < 1 or settings.chunk_size < 1:
             raise RagsweepError(f"{source}: num_questions and chunk_size must be positive")
-        if not 0 <= 2 * settings.chunk_overlap < settings.chunk_size:
-            raise RagsweepError(f"{source}: chunk_overlap must be under half of chunk_size")
         return settings
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,13 +88,8 @@ def generate_testset(
             "no test set given and no model to generate one: name a model for Q&A generation "
             "(ragsweep run --qa-llm MODEL, or the pipeline's qa_generation.model)"
         )
-    chunks = chunk_documents(
-        documents,
-        "sentence",
-        settings.chunk_size,
-        settings.chunk_overlap,
-        load_tokenizer(EMBEDDING_MODEL),
-    )
+    tokenize = load_tokenizer(EMBEDDING_MODEL)
+    chunks = chunk_documents(documents, "sentence", settings.chunk_size, 0, tokenize)
     if chunks.num_rows < MIN_CHUNKS:
         raise RagsweepError(too_small(chunks.num_rows, "it needs at least 4"))
     endpoint = Endpoint.from_env(settings.model)
