@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import TEST_API_KEY
 from test_llm import free_port
 from test_sweep import DOCS as DOCS_TABLE
@@ -106,3 +107,15 @@ def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     [chunk_config] = space.chunk_configs()
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
         sweep.evaluate(sweep.build_chunks(DOCS_TABLE, chunk_config), QUESTIONS, space, chunk_config)
+
+
+def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
+    spec = yaml.safe_load((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    parameters = spec["root"]["inputDefinitions"]["parameters"]
+    assert {"llm", "qa_generation"} <= set(parameters)
+    assert parameters["testset"]["defaultValue"] == ""
+    assert parameters["optimization_metric"]["defaultValue"] == "auto"
+    llm = parameters["llm"]["defaultValue"]
+    assert llm["judge"] == "" and "{context}" in llm["prompt_template"]
+    names = json.dumps(spec).lower()
+    assert "api_key" not in names and "RAGSWEEP_LLM" not in json.dumps(spec)

@@ -2,6 +2,7 @@
 formats with document IDs and spans, and Giskard's known failures as clear messages."""
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,29 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     assert [a[0] for a in again["reference_answers"].to_pylist()] == first_answers
 
 
+@pytest.fixture
+def only_localhost(monkeypatch):
+    """Every connection or name lookup for another host is refused and recorded."""
+    elsewhere = []
+    connect, lookup = socket.socket.connect, socket.getaddrinfo
+
+    def guarded_connect(self, address):
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            elsewhere.append(address)
+            raise OSError(f"test: no connection to {address}")
+        return connect(self, address)
+
+    def guarded_lookup(host, *args, **kwargs):
+        if host not in ("127.0.0.1", "::1", "localhost", None):
+            elsewhere.append(host)
+            raise OSError(f"test: no lookup of {host}")
+        return lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_lookup)
+    return elsewhere
+
+
 def giskard_without_question_key(request: dict) -> str:
     """Topic names as Giskard wants them, but Q&A JSON without its 'question' key."""
     if "define the topic" in request["messages"][-1]["content"]:
@@ -75,7 +99,7 @@ def giskard_without_question_key(request: dict) -> str:
     return json.dumps({"query": "Which port?", "answer": "9000"})
 
 
-def test_malformed_llm_json_is_reported_as_such(llm_server):
+def test_malformed_llm_json_is_reported_as_such(llm_server, only_localhost):
     llm_server.responder = giskard_without_question_key
     documents = read_documents(str(DOCS / "admin")).table
     with pytest.raises(RagsweepError) as error:
@@ -83,6 +107,7 @@ def test_malformed_llm_json_is_reported_as_such(llm_server):
     message = str(error.value)
     assert message.startswith("Giskard generated no question: malformed LLM JSON")
     assert "(KeyError: 'question') in 3 attempt(s)" in message
+    assert only_localhost == [] and llm_server.chat_calls >= 3  # no host but the endpoint
 
 
 def test_a_knowledge_base_too_small_for_topic_clustering_is_reported_before_any_call(llm_server):
