@@ -138,6 +138,8 @@ def run(
         },
         source="options",
     )
+    if metric == "correctness" and not judge:
+        raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
     qa_generation = None
     if not testset:
         from ragsweep.qagen import QASettings

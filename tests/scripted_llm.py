@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,13 @@ class Step:
     headers: dict = field(default_factory=dict)
     stall_s: float = 0.0  # wait this long first (past the client's timeout: a stall)
     body: str | None = None  # a raw body instead of a completion
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on: a dead endpoint."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def words(text: str) -> set[str]:

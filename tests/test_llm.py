@@ -1,11 +1,9 @@
 """Model answers against a scripted OpenAI-compatible server: requests in flight, retries,
 timeouts, the reply cache, failures recorded per item, and keys kept out of messages."""
 
-import socket
-
 import pytest
 from conftest import TEST_API_KEY
-from scripted_llm import Step
+from scripted_llm import Step, free_port
 
 from ragsweep.errors import RagsweepError
 from ragsweep.generation import llm_answerer, prompt_messages
@@ -132,12 +130,6 @@ def test_server_error_text_never_carries_the_api_key(llm_server):
     first, _ = llm_answerer("answerer", LLMSettings(concurrency=1))(batch(2))
     assert llm_server.authorizations[0] == f"Bearer {TEST_API_KEY}"  # it was sent
     assert TEST_API_KEY not in first.error and "Bearer ***" in first.error
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_dead_endpoint_fails_fast_with_one_clear_message(monkeypatch):

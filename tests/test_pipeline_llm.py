@@ -6,12 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import yaml
 from conftest import TEST_API_KEY
-from test_llm import free_port
-from test_sweep import DOCS as DOCS_TABLE
-from test_sweep import QUESTIONS
+from scripted_llm import free_port
 
 from ragsweep import sweep
 from ragsweep.errors import RagsweepError
@@ -101,12 +100,31 @@ def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ([], "--testset: none given; to generate one, name a model (--qa-llm)"),
+        (["--testset", "t.json", "--metric", "correctness"], "needs a judge (--judge MODEL)"),
+        (["--testset", "t.json", "--llm", "m", "--prompt-template", "{question}"], "{context}"),
+    ],
+)
+def test_model_option_mistakes_are_one_line(options, message):
+    result = ragsweep("run", "--docs", str(DOCS), *options)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
 def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    documents = pa.table(
+        {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": ["Port 9000."]}
+    )
+    questions = pa.table({"question_id": ["q1"], "question": ["Which port?"]})
     space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
     [chunk_config] = space.chunk_configs()
+    chunks = sweep.build_chunks(documents, chunk_config)
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
-        sweep.evaluate(sweep.build_chunks(DOCS_TABLE, chunk_config), QUESTIONS, space, chunk_config)
+        sweep.evaluate(chunks, questions, space, chunk_config)
 
 
 def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
