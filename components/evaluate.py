@@ -11,15 +11,18 @@ def evaluate(
     search_space: dict,
     chunk_config: dict,
     embedding_cache: str,
+    llm: dict,
     answers: Output[Dataset],
 ):
     """Retrieve and answer every question with every configuration sharing ``chunk_config``;
-    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty: none).
+    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty:
+    none); model answerers (``llm:<model>``) use the ``llm`` settings.
 
     Output: ``answers``, an Arrow artifact of kind answers (one row per config x question).
     """
     from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
+    from ragsweep.llm import LLMSettings
     from ragsweep.schemas import read_table, write_table
     from ragsweep.space import SearchSpace
     from ragsweep.sweep import evaluate as evaluate_grid
@@ -31,5 +34,6 @@ def evaluate(
             SearchSpace.from_dict(search_space),
             chunk_config,
             EmbeddingCache(embedding_cache),
+            LLMSettings.from_dict(llm),
         )
         write_table(table, answers.path, "answers")

@@ -7,14 +7,16 @@ from ragsweep.components import BASE_IMAGE
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
     """Read the test data (.json AutoRAG or .jsonl Giskard) from ``s3://bucket_name/key``, or
-    from ``key`` itself when no bucket is given (a local path or an s3:// URI).
+    from ``key`` itself when no bucket is given (a local path or an s3:// URI). No key gives
+    an empty test set, which the ``generate_qa`` step then fills.
 
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """
     from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import write_table
+    from ragsweep.schemas import TESTSET, write_table
     from ragsweep.sources import location
     from ragsweep.testset import load_testset as load
 
     with pipeline_step():
-        write_table(load(location(bucket_name, key)), testset.path, "testset")
+        table = load(location(bucket_name, key)) if key else TESTSET.empty_table()
+        write_table(table, testset.path, "testset")

@@ -20,6 +20,8 @@ def rank(
     max_document_bytes: int,
     max_questions: int,
     seed: int,
+    llm: dict,
+    qa_generation: dict,
     leaderboard: Output[Dataset],
     results: Output[Dataset],
     breakdown: Output[Dataset],
@@ -39,6 +41,8 @@ def rank(
 
     from ragsweep.errors import pipeline_step
     from ragsweep.leaderboard import build_board
+    from ragsweep.llm import LLMSettings
+    from ragsweep.qagen import QASettings
     from ragsweep.report import best_metrics, render_html, render_markdown
     from ragsweep.schemas import read_table, write_table
     from ragsweep.settings import RunSettings
@@ -48,13 +52,15 @@ def rank(
     with pipeline_step():
         settings = RunSettings(
             docs=location(input_data_bucket_name, input_data_key),
-            testset=location(test_data_bucket_name, test_data_key),
+            testset=location(test_data_bucket_name, test_data_key) if test_data_key else "",
             space=SearchSpace.from_dict(search_space),
             optimization_metric=optimization_metric,
             max_configs=0,  # the budget was checked when the space was built
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
             seed=seed,
+            llm=LLMSettings.from_dict(llm),
+            qa_generation=QASettings.from_dict(qa_generation),
         )
         board = build_board(
             pa.concat_tables([read_table(s.path, "scores") for s in scores]),

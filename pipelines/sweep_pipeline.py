@@ -15,16 +15,21 @@ from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
+from ragsweep.components.generate_qa import generate_qa
 from ragsweep.components.ingest import ingest
 from ragsweep.components.judge import judge
 from ragsweep.components.load_testset import load_testset
 from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
-from ragsweep.leaderboard import DEFAULT_METRIC
+from ragsweep.leaderboard import AUTO_METRIC
+from ragsweep.llm import LLMSettings
+from ragsweep.qagen import QASettings
 from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
 DEFAULT = SearchSpace().to_parameters()
+DEFAULT_LLM = LLMSettings().to_dict()
+DEFAULT_QA = QASettings().to_dict()
 
 
 class Results(NamedTuple):
@@ -33,6 +38,7 @@ class Results(NamedTuple):
     breakdown: Dataset
     failures: Dataset
     report: HTML
+    testset: Dataset
     run_id: str
 
 
@@ -42,19 +48,22 @@ class Results(NamedTuple):
 )
 def sweep_pipeline(
     input_data_key: str,
-    test_data_key: str,
+    test_data_key: str = "",
     input_data_bucket_name: str = "",
     test_data_bucket_name: str = "",
     input_data_secret_name: str = platform.DEFAULT_CONNECTION,
     test_data_secret_name: str = platform.DEFAULT_CONNECTION,
     embedding_models: list = DEFAULT["embedding_models"],
     search_space: dict = DEFAULT["search_space"],
-    optimization_metric: str = DEFAULT_METRIC,
+    optimization_metric: str = AUTO_METRIC,
     optimization_max_rag_patterns: int = DEFAULT_MAX_CONFIGS,
     max_document_bytes: int = 0,
     max_questions: int = 0,
     seed: int = 42,
     embedding_cache: str = "",
+    llm: dict = DEFAULT_LLM,
+    llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
+    qa_generation: dict = DEFAULT_QA,
     results_store_secret_name: str = platform.DEFAULT_STORE_CONNECTION,
     baseline: str = "",
 ) -> Results:
@@ -64,7 +73,8 @@ def sweep_pipeline(
         input_data_key: The documents: a folder or prefix in input_data_bucket_name; without
             a bucket, a local path (inside the image on a cluster) or an s3:// URI.
         test_data_key: The test data (.json Red Hat AutoRAG, .jsonl Giskard): an object in
-            test_data_bucket_name; without a bucket, a local path or an s3:// URI.
+            test_data_bucket_name; without a bucket, a local path or an s3:// URI; empty:
+            generate a test set with Giskard (qa_generation).
         input_data_bucket_name: The documents' S3 bucket; empty: input_data_key is a location.
         test_data_bucket_name: The test data's S3 bucket; empty: test_data_key is a location.
         input_data_secret_name: The OpenShift AI S3 connection (Secret) to read documents with.
@@ -73,7 +83,8 @@ def sweep_pipeline(
         search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
             model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr) and
             answerers (extractive: no LLM).
-        optimization_metric: The metric to rank by.
+        optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
+            a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
             larger search space stops the run at planning.
         max_document_bytes: Document budget in bytes of text, the documents the test set
@@ -82,6 +93,13 @@ def sweep_pipeline(
         seed: The seed of both samples.
         embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
             the input data connection) or a folder; empty: not kept.
+        llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
+            system_prompt, prompt_template, concurrency. Answering models are answerers
+            llm:<model> in search_space.
+        llm_secret_name: The Secret with the URL and key of the OpenAI-compatible endpoint
+            (and of the judge's, when elsewhere): manifests/examples/llm-endpoint.yaml.
+        qa_generation: How to generate a test set when none is given: llm (model),
+            num_questions, question_types, agent_description, language.
         results_store_secret_name: The Secret holding RAGSWEEP_STORE_URL, the results
             database the run is published to (optional: without it, nothing is stored).
         baseline: Compare with this stored run id, or "latest" (the latest successful run of
@@ -106,6 +124,18 @@ def sweep_pipeline(
         retry=True,
         cache=False,
     )
+    # kfp.local runs no dsl.OneOf of artifacts, so this step always runs: it passes a given
+    # test set through and generates one when none was given
+    questions = platform.step(
+        generate_qa(
+            documents=inputs.outputs["documents"],
+            given=inputs.outputs["questions"],
+            qa_generation=qa_generation,
+            llm=llm,
+        ),
+        llm_connection=llm_secret_name,
+        retry=True,
+    )
     space = platform.step(
         build_space(
             search_space=search_space,
@@ -129,22 +159,31 @@ def sweep_pipeline(
         answers = platform.step(
             evaluate(
                 chunks=chunks.outputs["chunks"],
-                questions=inputs.outputs["questions"],
+                questions=questions.outputs["questions"],
                 search_space=search_space,
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
+                llm=llm,
             ),
             s3_connection=input_data_secret_name,
+            llm_connection=llm_secret_name,
+            retry=True,
         )
         scores = platform.step(
-            judge(answers=answers.outputs["answers"], questions=inputs.outputs["questions"])
+            judge(
+                answers=answers.outputs["answers"],
+                questions=questions.outputs["questions"],
+                llm=llm,
+            ),
+            llm_connection=llm_secret_name,
+            retry=True,
         )
 
     ranked = platform.step(
         rank(
             scores=dsl.Collected(scores.outputs["scores"]),
             answers=dsl.Collected(answers.outputs["answers"]),
-            questions=inputs.outputs["questions"],
+            questions=questions.outputs["questions"],
             input_data_bucket_name=input_data_bucket_name,
             input_data_key=input_data_key,
             test_data_bucket_name=test_data_bucket_name,
@@ -154,13 +193,15 @@ def sweep_pipeline(
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
             seed=seed,
+            llm=llm,
+            qa_generation=qa_generation,
         )
     )
     stored = platform.step(
         publish(
             leaderboard=ranked.outputs["leaderboard"],
             results=ranked.outputs["results"],
-            questions=inputs.outputs["questions"],
+            questions=questions.outputs["questions"],
             pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
         ),
         store_connection=results_store_secret_name,
@@ -184,6 +225,7 @@ def sweep_pipeline(
         breakdown=ranked.outputs["breakdown"],
         failures=ranked.outputs["failures"],
         report=ranked.outputs["report"],
+        testset=questions.outputs["questions"],
         run_id=stored.output,
     )
 

@@ -2,7 +2,8 @@
 (a model-backed answerer keeps many requests in flight).
 
 ``extractive`` is the offline default: no model, it returns the retrieved sentences that
-share the most informative words with the question.
+share the most informative words with the question. ``llm:<model>`` answers with a model
+at the configured OpenAI-compatible endpoint (``ragsweep.generation``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,32 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ragsweep.errors import RagsweepError
 from ragsweep.text import sentences, words
 
+if TYPE_CHECKING:
+    from ragsweep.llm import LLMSettings
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer and what it cost; a model's request that failed after its retries leaves
+    ``text`` empty and says why in ``error``."""
+
+    text: str
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    llm_calls: int = 0
+    cached: bool = False  # taken from the reply cache, no call made now
+    error: str | None = None
+
+
 Question = tuple[str, list[str]]  # a question and its retrieved passages, best first
-Answerer = Callable[[list[Question]], list[str]]  # answers a batch, in order
+Answerer = Callable[[list[Question]], list[Answer]]  # answers a batch, in order
 
 
 def extractive(question: str, passages: list[str], max_sentences: int = 2) -> str:
@@ -37,5 +59,33 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
 
 
 ANSWERERS: dict[str, Answerer] = {
-    "extractive": lambda batch: [extractive(question, passages) for question, passages in batch],
+    "extractive": lambda batch: [Answer(extractive(q, passages)) for q, passages in batch],
 }
+
+
+def _llm(model: str, settings: LLMSettings) -> Answerer:
+    from ragsweep.generation import llm_answerer
+
+    return llm_answerer(model, settings)
+
+
+FAMILIES: dict[str, Callable[[str, LLMSettings], Answerer]] = {"llm": _llm}
+"""Answerers named ``<family>:<argument>``, e.g. ``llm:granite-3.3-8b-instruct``."""
+
+
+def check_answerer(name: str) -> None:
+    """Raise ``RagsweepError`` unless ``name`` is a registered answerer or ``<family>:<arg>``."""
+    family, _, argument = name.partition(":")
+    if name in ANSWERERS or (family in FAMILIES and argument.strip()):
+        return
+    choices = sorted(ANSWERERS) + [f"{f}:<model>" for f in sorted(FAMILIES)]
+    raise RagsweepError(f"unknown answerer {name!r}; choose from {choices}")
+
+
+def get_answerer(name: str, settings: LLMSettings) -> Answerer:
+    """The answerer called ``name``, built with ``settings`` when it uses a model."""
+    check_answerer(name)
+    if name in ANSWERERS:
+        return ANSWERERS[name]
+    family, _, argument = name.partition(":")
+    return FAMILIES[family](argument, settings)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
-from ragsweep.leaderboard import DEFAULT_METRIC
+from ragsweep.leaderboard import AUTO_METRIC
+from ragsweep.llm import LLMSettings
 from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
+
+if TYPE_CHECKING:
+    from ragsweep.curation import FolderStore
+
+LLM_DEFAULTS = LLMSettings()
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -49,11 +56,33 @@ def values(text: str) -> list:
     return out
 
 
+def text_or_file(value: str | None, flag: str) -> str | None:
+    """The option's text, or the contents of the file it names as ``@path``."""
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RagsweepError(f"{flag}: {value[1:]}: {exc.strerror}") from None
+
+
+def check_endpoints(models: list[str], judge: str) -> None:
+    """Fail before the pipeline starts when an endpoint is unconfigured or unreachable."""
+    from ragsweep.llm import Endpoint, check_reachable
+
+    endpoints = [Endpoint.from_env(m) for m in models]
+    endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
+        check_reachable(endpoint)
+
+
 @app.command()
 def run(
     docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
     testset: str = typer.Option(
-        ..., help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key."
+        "",
+        help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key. "
+        "None: generate one with Giskard (--qa-llm).",
     ),
     space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
     chunkers: str = typer.Option(None, help="Chunkers: sentence, token. [default: sentence]"),
@@ -69,7 +98,11 @@ def run(
         None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
     ),
     mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
-    metric: str = typer.Option(DEFAULT_METRIC, help="Metric to rank by."),
+    metric: str = typer.Option(
+        AUTO_METRIC,
+        help="Metric to rank by; auto: the judge's correctness with --judge, else "
+        "answer_correctness.",
+    ),
     max_configs: int = typer.Option(
         DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
     ),
@@ -85,6 +118,26 @@ def run(
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
+    llm: str = typer.Option(
+        "", help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively."
+    ),
+    judge: str = typer.Option(
+        "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
+    ),
+    temperature: float = typer.Option(LLM_DEFAULTS.temperature, help="Answer temperature."),
+    max_tokens: int = typer.Option(LLM_DEFAULTS.max_tokens, help="Longest answer, in tokens."),
+    system_prompt: str = typer.Option(None, help="Answer system prompt: text, or @file."),
+    prompt_template: str = typer.Option(
+        None, help="Answer prompt with {context} and {question}: text, or @file."
+    ),
+    concurrency: int = typer.Option(LLM_DEFAULTS.concurrency, help="Requests in flight."),
+    qa_llm: str = typer.Option(
+        "", help="Without --testset: the model that generates one (default: the first --llm)."
+    ),
+    num_questions: int = typer.Option(20, help="Without --testset: questions to generate."),
+    question_types: str = typer.Option(
+        "simple,complex", help="Without --testset: Giskard question types to generate."
+    ),
     store: str = typer.Option(
         None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
     ),
@@ -97,12 +150,15 @@ def run(
 
     The run is stored in the results database (unless --no-store); with --baseline the
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
+    Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
     from ragsweep import store as results_store
     from ragsweep.embedcache import default_location
+    from ragsweep.qagen import QASettings
     from ragsweep.runner import run_local
     from ragsweep.settings import RunSettings
 
+    models = [m.strip() for m in llm.split(",") if m.strip()]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
         "chunk_sizes": chunk_sizes,
@@ -114,6 +170,24 @@ def run(
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
     data.update({field: values(text) for field, text in options.items() if text is not None})
+    if models:
+        data["answerers"] = [f"llm:{m}" for m in models]
+    llm_settings = LLMSettings.from_dict(
+        {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "system_prompt": text_or_file(system_prompt, "--system-prompt"),
+            "prompt_template": text_or_file(prompt_template, "--prompt-template"),
+            "judge": judge,
+            "concurrency": concurrency,
+        },
+        source="options",
+    )
+    if metric == "correctness" and not judge:
+        raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
+    qa_llm = qa_llm or (models[0] if models else "")
+    if not testset and not qa_llm:
+        raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
     settings = RunSettings(
         docs=docs,
         testset=testset,
@@ -125,12 +199,18 @@ def run(
         seed=seed,
         embedding_cache="" if cache == "none" else str(cache or default_location()),
         baseline=baseline,
+        llm=llm_settings,
+        qa_generation=QASettings.from_dict(
+            {"model": qa_llm, "num_questions": num_questions, "question_types": question_types},
+            source="options",
+        ),
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
     url = None if no_store else results_store.resolve_url(store)
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
+    check_endpoints(models + ([qa_llm] if not testset else []), judge)
     run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
@@ -237,11 +317,19 @@ def load_leaderboard(run: str, store: str | None):
 
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.exports import render
-    from ragsweep.schemas import read_table
+    from ragsweep.schemas import read_table, settings_of
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     typer.echo(render(table, top=top or None))
-    typer.echo(f"\n{table.num_rows} configurations; results in {run_dir}")
+    settings = settings_of(table)
+    judge = settings.get("judge")
+    judged = (
+        f"; judged by {judge['model']} at {judge['endpoint']}" if isinstance(judge, dict) else ""
+    )
+    typer.echo(
+        f"\n{table.num_rows} configurations ranked by {settings.get('optimization_metric')}"
+        f"{judged}; results in {run_dir}"
+    )
 
 
 @testset_app.command("convert")
@@ -261,5 +349,167 @@ def convert(
         from ragsweep.testset import resolve_testset
 
         table = resolve_testset(table, read_documents(docs).table)
+    export_testset(table, target)
+    typer.echo(f"wrote {table.num_rows} questions to {target}")
+
+
+@app.command()
+def generate(
+    docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
+    out: Path = typer.Option(..., help="Test set to write: .jsonl (Giskard) or .json (AutoRAG)."),
+    llm: str = typer.Option(..., help="The model that writes the questions (RAGSWEEP_LLM_*)."),
+    num_questions: int = typer.Option(20, help="Questions to generate."),
+    question_types: str = typer.Option(
+        "simple,complex",
+        help="Giskard question types: simple, complex, distracting, situational, double, "
+        "conversational, out-of-scope.",
+    ),
+    agent_description: str = typer.Option(
+        None, help="What the assistant under test does; Giskard writes questions for it."
+    ),
+    language: str = typer.Option("en", help="Language of the questions and answers."),
+    chunk_size: int = typer.Option(256, help="Chunk size for Giskard's knowledge base, in tokens."),
+) -> None:
+    """Generate a Q&A test set from the documents with Giskard RAGET."""
+    from ragsweep.qagen import QASettings, generate_testset
+    from ragsweep.sources import read_documents
+    from ragsweep.testset import export_testset
+
+    if out.suffix.lower() not in (".json", ".jsonl"):
+        raise RagsweepError(f"--out: {out}: use .jsonl (Giskard) or .json (Red Hat AutoRAG)")
+    settings = QASettings.from_dict(
+        {
+            "model": llm,
+            "num_questions": num_questions,
+            "question_types": question_types,
+            "agent_description": agent_description,
+            "language": language,
+            "chunk_size": chunk_size,
+        },
+        source="options",
+    )
+    table = generate_testset(read_documents(docs).table, settings)
+    export_testset(table, out)
+    topics = sorted({t for t in table.column("topic").to_pylist() if t})
+    typer.echo(f"wrote {table.num_rows} questions to {out}; topics: {', '.join(topics)}")
+
+
+STORE = typer.Option(
+    None, help="Folder of stored test sets (default: $RAGSWEEP_TESTSETS or ./testsets)."
+)
+
+
+def store_at(folder: Path | None) -> FolderStore:
+    from ragsweep.curation import FolderStore
+
+    return FolderStore(folder)
+
+
+@testset_app.command("add")
+def testset_add(
+    name: str = typer.Argument(..., help="Name to store it under."),
+    source: str = typer.Argument(..., help="AutoRAG .json or Giskard .jsonl (path or s3://)."),
+    docs: str = typer.Option(
+        None, help="Documents to resolve IDs against and locate reference spans in."
+    ),
+    store: Path = STORE,
+) -> None:
+    """Store a test set for curation."""
+    from ragsweep.sources import read_documents
+    from ragsweep.testset import load_testset, resolve_testset
+
+    table = load_testset(source)
+    if docs:
+        table = resolve_testset(table, read_documents(docs).table)
+    store_at(store).save(name, table)
+    typer.echo(f"stored {table.num_rows} questions as {name!r}")
+
+
+@testset_app.command("list")
+def testset_list(
+    name: str = typer.Argument(None, help="A stored test set: list its questions."),
+    store: Path = STORE,
+) -> None:
+    """List the stored test sets, or the questions of one."""
+    stored = store_at(store)
+    if name is None:
+        for each in stored.names():
+            typer.echo(f"{each}  {stored.load(each).num_rows} questions")
+        return
+    for row in stored.load(name).to_pylist():
+        kind = row["question_type"] or "-"
+        typer.echo(f"{row['question_id']}  {kind:<12} {row['topic'] or '-'}: {row['question']}")
+
+
+@testset_app.command("show")
+def testset_show(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question's id."),
+    store: Path = STORE,
+) -> None:
+    """Show one question with its references and metadata."""
+    from ragsweep.curation import row_of
+
+    table = store_at(store).load(name)
+    row = table.slice(row_of(table, question_id), 1).to_pylist()[0]
+    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"])
+    for label, value in [
+        ("id", row["question_id"]),
+        ("question", row["question"]),
+        ("reference answers", " | ".join(row["reference_answers"])),
+        ("reference documents", ", ".join(row["reference_doc_ids"])),
+        ("type", row["question_type"]),
+        ("topic", row["topic"]),
+        ("gold spans", spans),
+        ("reference context", row["reference_context"]),
+    ]:
+        typer.echo(f"{label}: {value or '-'}")
+
+
+@testset_app.command("delete")
+def testset_delete(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to delete."),
+    store: Path = STORE,
+) -> None:
+    """Delete a question from a stored test set."""
+    from ragsweep.curation import delete_question
+
+    stored = store_at(store)
+    table = delete_question(stored.load(name), question_id)
+    stored.save(name, table)
+    typer.echo(f"deleted {question_id}; {table.num_rows} questions left in {name!r}")
+
+
+@testset_app.command("edit")
+def testset_edit(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to edit."),
+    question: str = typer.Option(None, help="The new question text."),
+    answer: list[str] = typer.Option(
+        None, help="The new reference answer (repeat for several); replaces the old ones."
+    ),
+    store: Path = STORE,
+) -> None:
+    """Edit a question's text or reference answers; its context and metadata stay."""
+    from ragsweep.curation import edit_question
+
+    if question is None and not answer:
+        raise RagsweepError("edit: give --question and/or --answer")
+    stored = store_at(store)
+    stored.save(name, edit_question(stored.load(name), question_id, question, answer or None))
+    typer.echo(f"edited {question_id} in {name!r}")
+
+
+@testset_app.command("export")
+def testset_export(
+    name: str = typer.Argument(..., help="A stored test set."),
+    target: Path = typer.Argument(..., help="Output file: .json (AutoRAG) or .jsonl (Giskard)."),
+    store: Path = STORE,
+) -> None:
+    """Export a stored test set as AutoRAG JSON or Giskard JSONL."""
+    from ragsweep.testset import export_testset
+
+    table = store_at(store).load(name)
     export_testset(table, target)
     typer.echo(f"wrote {table.num_rows} questions to {target}")

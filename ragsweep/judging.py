@@ -1,23 +1,33 @@
-"""Score every answer with the registered metrics, one row per configuration x question."""
+"""Score every answer with the registered metrics, one row per configuration x question, and
+with the LLM judge when the run names one."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 
+from ragsweep.errors import RagsweepError
+from ragsweep.llm import LLMSettings
 from ragsweep.metrics import METRICS, Answered
 
 
-def score_answers(answers: pa.Table, testset: pa.Table) -> pa.Table:
-    """Join answers to their questions' references and apply every metric."""
+def score_answers(
+    answers: pa.Table, testset: pa.Table, settings: LLMSettings | None = None
+) -> pa.Table:
+    """Join answers to their questions' references and apply every metric; with a judge in
+    ``settings``, add its verdicts (``correctness``, ``correctness_reason``, ``judge_error``)
+    and record the judge and its prompt in the table's metadata (``ragsweep.judge``)."""
     references = {
         row["question_id"]: row
         for row in testset.select(
-            ["question_id", "reference_answers", "reference_doc_ids"]
+            ["question_id", "question", "reference_answers", "reference_doc_ids"]
         ).to_pylist()
     }
     rows: dict[str, list] = {"config_id": [], "question_id": []}
     rows.update({name: [] for name in METRICS})
-    for row in answers.to_pylist():
+    answered = answers.to_pylist()
+    for row in answered:
         ref = references[row["question_id"]]
         item = Answered(
             reference_answers=ref["reference_answers"],
@@ -30,4 +40,38 @@ def score_answers(answers: pa.Table, testset: pa.Table) -> pa.Table:
         rows["question_id"].append(row["question_id"])
         for name, metric in METRICS.items():
             rows[name].append(metric(item))
-    return pa.table(rows)
+    if not (settings and settings.judge):
+        for name in ("correctness", "correctness_reason", "judge_error"):
+            rows[name] = [None] * len(answered)
+        return pa.table(rows)
+    return _judged(rows, answered, references, settings)
+
+
+def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSettings) -> pa.Table:
+    from ragsweep.judge import Judge, Judged
+
+    judge = Judge(settings.judge, settings)
+    todo = [i for i, row in enumerate(answered) if row["answer_error"] is None]
+    items = []
+    for i in todo:
+        ref = references[answered[i]["question_id"]]
+        items.append(Judged(ref["question"], ref["reference_answers"], answered[i]["answer"]))
+    verdicts = dict(zip(todo, judge.judge(items), strict=True))
+    if verdicts and all(v.error for v in verdicts.values()):
+        first = next(iter(verdicts.values())).error
+        raise RagsweepError(
+            f"the judge {settings.judge} gave no verdict on any of {len(verdicts)} answers; "
+            f"first: {first}"
+        )
+    rows["correctness"], rows["correctness_reason"], rows["judge_error"] = [], [], []
+    for i in range(len(answered)):
+        verdict = verdicts.get(i)
+        if verdict is None:
+            correct, reason, error = None, None, "not judged: the answer failed"
+        else:
+            correct, reason, error = verdict.correct, verdict.reason, verdict.error
+        rows["correctness"].append(None if correct is None else float(correct))
+        rows["correctness_reason"].append(reason)
+        rows["judge_error"].append(error)
+    table = pa.table(rows)
+    return table.replace_schema_metadata({"ragsweep.judge": json.dumps(judge.record())})

@@ -33,14 +33,25 @@ from ragsweep.schemas import (
 )
 
 DEFAULT_METRIC = "answer_correctness"
+AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
+JUDGE_METRIC = "correctness"
 PASS_MARK = 0.5  # an answer metric below this counts as a failure
 BREAKDOWN_DIMENSIONS = ("topic", "question_type")
 NO_VALUE = "(none)"
 
 
 def check_metric(metric: str) -> None:
-    if metric not in METRICS:
-        raise RagsweepError(f"unknown metric {metric!r}; choose from {sorted(METRICS)}")
+    if metric not in METRICS and metric != AUTO_METRIC:
+        choices = sorted(METRICS) + [AUTO_METRIC]
+        raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
+
+
+def resolve_metric(metric: str, scores: pa.Table) -> str:
+    """``auto``: the judge's correctness when the scores hold verdicts, else the default."""
+    if metric != AUTO_METRIC:
+        return metric
+    judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
+    return JUDGE_METRIC if judged else DEFAULT_METRIC
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,13 @@ def build_board(
     """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
     the tables exported beside it."""
     check_metric(metric)
+    metric = resolve_metric(metric, scores)
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
-    settings = {"optimization_metric": metric, **(settings or {})}
+    settings = {**(settings or {}), "optimization_metric": metric}
+    judge = (scores.schema.metadata or {}).get(b"ragsweep.judge")
+    if judge:  # the judge model, endpoint and prompt, as the judge step recorded them
+        settings["judge"] = json.loads(judge)
     board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings, sort_keys=True)})
     return Board(
         leaderboard=board,

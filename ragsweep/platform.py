@@ -45,6 +45,14 @@ S3_CONNECTION_KEYS = (
 DEFAULT_STORE_CONNECTION = "ragsweep-results-store"
 # The key of the results-store Secret: a SQLAlchemy URL, read by the publish and compare steps.
 STORE_CONNECTION_KEYS = ("RAGSWEEP_STORE_URL",)
+DEFAULT_LLM_CONNECTION = "ragsweep-llm"
+# The keys of the LLM endpoint Secret; the judge's default to the generator's when absent.
+LLM_CONNECTION_KEYS = (
+    "RAGSWEEP_LLM_BASE_URL",
+    "RAGSWEEP_LLM_API_KEY",
+    "RAGSWEEP_JUDGE_BASE_URL",
+    "RAGSWEEP_JUDGE_API_KEY",
+)
 RETRIES = 2
 RETRY_BACKOFF = "30s"  # doubled for each further try
 
@@ -101,6 +109,7 @@ RESOURCES: dict[str, Resources] = {
     "chunk_embed": Resources("1", "2", "2Gi", "6Gi"),
     "evaluate": Resources("1", "2", "2Gi", "4Gi"),
     "judge": Resources("500m", "1", "1Gi", "2Gi"),
+    "generate_qa": Resources("1", "2", "2Gi", "6Gi"),
     "rank": Resources("500m", "2", "1Gi", "4Gi"),
     "publish": Resources("250m", "1", "512Mi", "2Gi"),
     "compare": Resources("250m", "1", "512Mi", "2Gi"),
@@ -156,11 +165,12 @@ def step(
     *,
     s3_connection: str | dsl.PipelineChannel | None = None,
     store_connection: str | dsl.PipelineChannel | None = None,
+    llm_connection: str | dsl.PipelineChannel | None = None,
     retry: bool = False,
     cache: bool = True,
 ) -> PipelineTask:
-    """Set a task's CPU and memory; expose an S3 connection or results-store secret as its
-    environment;
+    """Set a task's CPU and memory; expose an S3 connection, results-store or LLM endpoint
+    secret as its environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
     settings = _active.get() or _cluster_settings(os.environ.get(RESOURCES_ENV) or None)
@@ -170,6 +180,7 @@ def step(
     for secret, keys in (
         (s3_connection, S3_CONNECTION_KEYS),
         (store_connection, STORE_CONNECTION_KEYS),
+        (llm_connection, LLM_CONNECTION_KEYS),
     ):
         if secret is not None:
             kubernetes.use_secret_as_env(

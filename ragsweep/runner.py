@@ -26,6 +26,7 @@ from pathlib import Path
 from ragsweep import store
 from ragsweep.errors import RagsweepError
 from ragsweep.exports import export
+from ragsweep.schemas import read_table
 from ragsweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
@@ -36,8 +37,10 @@ OUTPUTS = ("leaderboard", "results", "breakdown", "failures")
 
 def run_local(settings: RunSettings, output: Path, store_url: str | None = None) -> Path:
     """Run the pipeline locally; return the run folder holding the leaderboard, per-question
-    results, breakdown, failures and report. With ``store_url`` the pipeline's publish step
-    stores the run under the folder's name (and a failed run is noted there)."""
+    results, breakdown, failures, report and the test set (generated when none was given).
+    With ``store_url`` the pipeline's publish step stores the run under the folder's name
+    (and a failed run is noted there). Model endpoints come from the RAGSWEEP_LLM_* /
+    RAGSWEEP_JUDGE_* environment, which the steps inherit."""
     from kfp import local
 
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
@@ -46,7 +49,7 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     settings = replace(
         settings,
         docs=absolute(settings.docs, "--docs"),
-        testset=absolute(settings.testset, "--testset"),
+        testset=absolute(settings.testset, "--testset") if settings.testset else "",
     )
     started = datetime.now(UTC)
     run_dir = output / started.strftime("%Y%m%d-%H%M%S-%f")
@@ -73,7 +76,9 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }
-    if set(results) != {*OUTPUTS, "report"} or not all(p.exists() for p in results.values()):
+    if set(results) != {*OUTPUTS, "report", "testset"} or not all(
+        p.exists() for p in results.values()
+    ):
         if store_url:
             store.record_failed(store.connect(store_url), run_dir.name, settings.record(), started)
         raise RagsweepError(
@@ -82,6 +87,7 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     for name in OUTPUTS:
         export(results[name], run_dir / name, kind=name)
     shutil.copyfile(results["report"], run_dir / "report.html")
+    export_questions(results["testset"], run_dir / "testset")
     if task.outputs["run_id"]:
         log.info("stored as run %s in %s", task.outputs["run_id"], store.safe_url(store_url))
     return run_dir
@@ -149,6 +155,16 @@ class StepLog(io.TextIOBase):
         self.file.write(self.partial)
         self.file.close()
         super().close()
+
+
+def export_questions(artifact: Path, stem: Path) -> None:
+    """The run's test set (given or generated) as ``stem.arrow``, ``.jsonl`` and ``.json``."""
+    from ragsweep.testset import export_testset
+
+    table = read_table(artifact, "testset")
+    shutil.copyfile(artifact, stem.with_suffix(".arrow"))
+    for suffix in (".jsonl", ".json"):
+        export_testset(table, stem.with_suffix(suffix))
 
 
 def absolute(uri: str, flag: str) -> str:

@@ -61,6 +61,12 @@ ANSWERS = pa.schema(
         ("retrieved_doc_ids", pa.list_(pa.string())),
         ("context", pa.string()),
         ("answer", pa.string()),
+        ("latency_s", pa.float64()),  # of the model request that answered; null: no model
+        ("prompt_tokens", pa.int64()),  # as the server's usage reports them
+        ("completion_tokens", pa.int64()),
+        ("llm_calls", pa.int64()),  # requests sent for this answer, retries included
+        ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
+        ("answer_error", pa.string()),  # why the model gave no answer; null when it did
     ]
 )
 
@@ -72,6 +78,9 @@ SCORES = pa.schema(
         ("document_recall", pa.float64()),
         ("answer_correctness", pa.float64()),
         ("faithfulness", pa.float64()),
+        ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
+        ("correctness_reason", pa.string()),
+        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
     ]
 )
 
@@ -220,13 +229,16 @@ SCHEMAS: dict[str, pa.Schema] = {
 def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | None = None) -> Path:
     """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema.
 
-    The run's ``settings`` (JSON-serialisable; by default those ``table`` carries) travel in
-    the file's metadata.
+    Metadata the table carries (e.g. the judge that produced it) is kept; the run's
+    ``settings`` (JSON-serialisable; by default those ``table`` carries) travel in it too.
     """
     schema = SCHEMAS[kind]
     settings = settings if settings is not None else settings_of(table) or None
+    meta = dict(table.schema.metadata or {})
     table = table.select(schema.names).cast(schema)
-    meta = {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    meta.update(
+        {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    )
     if settings is not None:
         meta[SETTINGS_KEY.encode()] = json.dumps(settings, sort_keys=True).encode()
     table = table.replace_schema_metadata(meta)

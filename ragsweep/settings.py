@@ -7,22 +7,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragsweep import __version__, statistics
-from ragsweep.leaderboard import DEFAULT_METRIC, check_metric
+from ragsweep.leaderboard import AUTO_METRIC, check_metric
+from ragsweep.llm import LLMSettings
+from ragsweep.qagen import QASettings
 from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, config_id
 
 
 @dataclass(frozen=True)
 class RunSettings:
     docs: str  # a folder or s3://bucket/prefix
-    testset: str  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key
+    testset: str  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key; "": generate
     space: SearchSpace = field(default_factory=SearchSpace)
-    optimization_metric: str = DEFAULT_METRIC
+    optimization_metric: str = AUTO_METRIC  # auto: the judge's correctness, if judged
     max_configs: int = DEFAULT_MAX_CONFIGS  # AutoRAG's optimization_max_rag_patterns; 0: any
     max_document_bytes: int = 0  # 0: every document
     max_questions: int = 0  # 0: every question
     seed: int = 42  # for both samples
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
+    llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
+    qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -41,6 +45,8 @@ class RunSettings:
             "seed": self.seed,
             "embedding_cache": self.embedding_cache,
             "baseline": self.baseline,
+            "llm": self.llm.to_dict(),
+            "qa_generation": self.qa_generation.to_dict(),
         }
 
     def record(self) -> dict[str, Any]:
@@ -54,11 +60,14 @@ class RunSettings:
             "max_document_bytes": self.max_document_bytes,
             "max_questions": self.max_questions,
             "seed": self.seed,
+            "llm": self.llm.to_dict(),
         }
+        if not self.testset:
+            sweep["qa_generation"] = self.qa_generation.to_dict()
         return {
             **sweep,
             "sweep_key": config_id(sweep),
-            "judge": "none (metrics computed without an LLM)",
+            "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
                 "interval": "95% cluster bootstrap, clusters = first reference document",
                 "test": "paired one-sided sign-flip vs the leader, Holm-adjusted",

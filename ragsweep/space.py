@@ -122,14 +122,13 @@ class SearchSpace:
         return {"embedding_models": space.pop("embedding_models"), "search_space": space}
 
     def validate(self, source: str = "search space") -> None:
-        from ragsweep.answering import ANSWERERS
+        from ragsweep.answering import check_answerer
         from ragsweep.chunking import CHUNKERS
         from ragsweep.retrieval import SEARCH_TYPES
 
         for name, registry in [
             ("chunkers", CHUNKERS),
             ("search_types", SEARCH_TYPES),
-            ("answerers", ANSWERERS),
         ]:
             for value in getattr(self, name):
                 if value not in registry:
@@ -137,6 +136,11 @@ class SearchSpace:
                         f"{source}: field '{name}': unknown value {value!r}; "
                         f"choose from {sorted(registry)}"
                     )
+        for value in self.answerers:
+            try:
+                check_answerer(value)
+            except RagsweepError as exc:
+                raise RagsweepError(f"{source}: field 'answerers': {exc}") from None
         for name in ("chunk_sizes", "top_ks"):
             for value in getattr(self, name):
                 if value < 1:

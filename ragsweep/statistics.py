@@ -104,10 +104,10 @@ def bootstrap_intervals(
         with np.errstate(invalid="ignore", divide="ignore"):
             draws[start : start + n] = (weights @ data.sums.T) / (weights @ data.counts.T)
     quantile = np.nanquantile if np.isnan(draws).any() else np.quantile  # the latter is faster
-    low, high = quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
     widen = small_sample_factor(n_clusters, alpha)
-    with warnings.catch_warnings():  # a row with no values has no range: NaN, as wanted
+    with warnings.catch_warnings():  # a row with no values (not judged, say) is NaN, as wanted
         warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
         floor, ceiling = np.nanmin(values, axis=1), np.nanmax(values, axis=1)
     # a mean cannot leave the range of its values, however few the clusters
     low = np.maximum(center - widen * (center - low), floor)

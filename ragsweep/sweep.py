@@ -8,6 +8,7 @@ answered once.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -15,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 
 from ragsweep import embedding
-from ragsweep.answering import ANSWERERS
+from ragsweep.answering import Answer, get_answerer
 from ragsweep.chunking import chunk_documents
 from ragsweep.embedcache import EmbeddingCache
+from ragsweep.llm import LLMSettings
 from ragsweep.retrieval import Index, rank_chunks
-from ragsweep.schemas import ANSWERS
 from ragsweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
@@ -57,8 +58,14 @@ def evaluate(
     space: SearchSpace,
     chunk_config: dict[str, Any],
     cache: EmbeddingCache,
+    settings: LLMSettings | None = None,
 ) -> pa.Table:
-    """Answers of every configuration sharing ``chunk_config``, one row per config x question."""
+    """Answers of every configuration sharing ``chunk_config``, one row per config x question.
+
+    Model answerers use ``settings`` (defaults when None); they are recorded in the table's
+    metadata (``ragsweep.answer_settings``).
+    """
+    settings = settings or LLMSettings()
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
@@ -80,7 +87,8 @@ def evaluate(
         if search not in rankings:
             rankings[search] = rank_chunks(index, search_type, depth, **dict(params))
 
-    rows: dict[str, list] = {name: [] for name in ANSWERS.names if name != "answer"}
+    retrieval = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids", "context"]
+    rows: dict[str, list] = {name: [] for name in retrieval}
     keys = []  # per row: (answerer, question index, retrieved chunk ids)
     for config in configs:
         ranking = rankings[search_of(config)][:, : config["top_k"]]
@@ -92,8 +100,9 @@ def evaluate(
             rows["retrieved_doc_ids"].append([doc_ids[i] for i in picked])
             rows["context"].append("\n\n".join(texts[i] for i in picked))
             keys.append((config["answerer"], q, tuple(picked)))
-    answers = answer_distinct(set(keys), questions, texts)
-    rows["answer"] = [answers[key] for key in keys]
+    answers = answer_distinct(set(keys), questions, texts, settings)
+    for name, column in ANSWER_COLUMNS.items():
+        rows[name] = [getattr(answers[key], column) for key in keys]
     log.info(
         "evaluated %d configurations x %d questions (%d rankings, %d distinct answers)",
         len(configs),
@@ -101,17 +110,36 @@ def evaluate(
         len(rankings),
         len(answers),
     )
-    return pa.table(rows)
+    table = pa.table(rows)
+    if any(":" in name for name in space.answerers):
+        record = {"answerers": list(space.answerers), **settings.answer_settings()}
+        table = table.replace_schema_metadata({"ragsweep.answer_settings": json.dumps(record)})
+    return table
+
+
+# an ANSWERS column for each field of an Answer
+ANSWER_COLUMNS = {
+    "answer": "text",
+    "latency_s": "latency_s",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "llm_calls": "llm_calls",
+    "cached": "cached",
+    "answer_error": "error",
+}
 
 
 def answer_distinct(
-    keys: set[tuple[str, int, tuple[int, ...]]], questions: list[str], texts: list[str]
-) -> dict[tuple[str, int, tuple[int, ...]], str]:
+    keys: set[tuple[str, int, tuple[int, ...]]],
+    questions: list[str],
+    texts: list[str],
+    settings: LLMSettings,
+) -> dict[tuple[str, int, tuple[int, ...]], Answer]:
     """Answer each distinct (answerer, question, retrieved chunks) once, one batch per
     answerer, so configurations that retrieve the same context share one answer."""
     answers = {}
     for name in sorted({key[0] for key in keys}):
         batch = sorted(key for key in keys if key[0] == name)
         items = [(questions[q], [texts[i] for i in picked]) for _, q, picked in batch]
-        answers.update(zip(batch, ANSWERERS[name](items), strict=True))
+        answers.update(zip(batch, get_answerer(name, settings)(items), strict=True))
     return answers

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragsweep.leaderboard import Board, build_board
+from ragsweep.schemas import ANSWERS, SCORES
 from ragsweep.settings import RunSettings
 from ragsweep.space import SearchSpace
 
@@ -48,14 +49,14 @@ def make_answers(config_ids: list[str], question_ids: list[str], **extra: list) 
     )
     for name, values in extra.items():
         table = table.append_column(name, pa.array(values))
-    return table
+    return complete(table, ANSWERS)
 
 
 def make_scores(config_ids: list[str], question_ids: list[str], values: np.ndarray) -> pa.Table:
     """``values`` (configs x questions) as every metric: answer correctness as given, the
     retrieval metrics equal to it, faithfulness 1."""
     flat = np.asarray(values, dtype=float).ravel()
-    return pa.table(
+    table = pa.table(
         {
             "config_id": [c for c in config_ids for _ in question_ids],
             "question_id": [q for _ in config_ids for q in question_ids],
@@ -65,6 +66,15 @@ def make_scores(config_ids: list[str], question_ids: list[str], values: np.ndarr
             "faithfulness": np.ones_like(flat),
         }
     )
+    return complete(table, SCORES)
+
+
+def complete(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with the columns of ``schema`` it lacks, all null (not measured)."""
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table
 
 
 def make_board(

@@ -126,3 +126,22 @@ def postgres_server() -> Iterator[str]:
     finally:
         pg("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(home, ignore_errors=True)
+
+
+TEST_API_KEY = "sk-test-do-not-leak-8d41"
+
+
+@pytest.fixture
+def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
+    """A scripted OpenAI-compatible server; RAGSWEEP_LLM_* point at it (the judge defaults
+    to the same), and the reply cache lives in the test's folder."""
+    from scripted_llm import ScriptedLLM
+
+    server = ScriptedLLM().start()
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", server.url)
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
+    monkeypatch.delenv("RAGSWEEP_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("RAGSWEEP_JUDGE_API_KEY", raising=False)
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    yield server
+    server.stop()

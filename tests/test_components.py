@@ -89,12 +89,13 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         search_space=space,
         chunk_config=chunk_config,
         embedding_cache=cache,
+        llm={},
         answers=answers,
     )
     assert read_table(answers.path, "answers").num_rows == 4 * 2  # 4 configs x 2 questions
 
     scores = artifact(tmp_path, "scores")
-    judge.python_func(answers=answers, questions=questions, scores=scores)
+    judge.python_func(answers=answers, questions=questions, llm={}, scores=scores)
 
     outputs = rank_outputs(tmp_path)
     rank.python_func(
@@ -110,6 +111,8 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         max_document_bytes=0,
         max_questions=0,
         seed=1,
+        llm={},
+        qa_generation={},
         **outputs,
     )
     board = read_table(outputs["leaderboard"].path, "leaderboard")
@@ -197,6 +200,9 @@ def test_rank_step_concatenates_every_branch(tmp_path):
                 "document_recall": [0.0],
                 "answer_correctness": [0.0],
                 "faithfulness": [0.0],
+                "correctness": [None],
+                "correctness_reason": [None],
+                "judge_error": [None],
             }
         )
         branches.append(artifact(tmp_path, f"s{i}"))
@@ -217,6 +223,8 @@ def test_rank_step_concatenates_every_branch(tmp_path):
         max_document_bytes=0,
         max_questions=0,
         seed=1,
+        llm={},
+        qa_generation={},
         **outputs,
     )
     board = read_table(outputs["leaderboard"].path, "leaderboard")

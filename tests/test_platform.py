@@ -11,6 +11,7 @@ import yaml
 from ragsweep.errors import RagsweepError
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 from ragsweep.platform import (
+    LLM_CONNECTION_KEYS,
     RESOURCES,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
@@ -60,30 +61,28 @@ def test_parameters_use_red_hat_autorag_names():
 
 def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
     _, executors = documents(COMMITTED)
-    s3 = {
-        "exec-load-testset": "test_data_secret_name",
-        "exec-ingest": "input_data_secret_name",
-        "exec-chunk-embed": "input_data_secret_name",  # an s3:// embedding cache
-        "exec-evaluate": "input_data_secret_name",
+    s3, store, llm = S3_CONNECTION_KEYS, STORE_CONNECTION_KEYS, LLM_CONNECTION_KEYS
+    wanted = {  # step -> the (parameter naming the secret, its keys) it gets
+        "exec-load-testset": [("test_data_secret_name", s3)],
+        "exec-ingest": [("input_data_secret_name", s3)],
+        "exec-generate-qa": [("llm_secret_name", llm)],
+        "exec-chunk-embed": [("input_data_secret_name", s3)],  # an s3:// embedding cache
+        "exec-evaluate": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
+        "exec-judge": [("llm_secret_name", llm)],
+        "exec-publish": [("results_store_secret_name", store)],
+        "exec-compare": [("results_store_secret_name", store)],
     }
-    store = {
-        "exec-publish": "results_store_secret_name",
-        "exec-compare": "results_store_secret_name",
-    }
-    with_secrets = {name for name, e in executors.items() if "secretAsEnv" in e}
-    assert with_secrets == set(s3) | set(store)
-    for wanted, keys in ((s3, S3_CONNECTION_KEYS), (store, STORE_CONNECTION_KEYS)):
-        for executor, parameter in wanted.items():
-            [secret] = executors[executor]["secretAsEnv"]
-            # inside a loop or condition, kfp names the pipeline parameter as a channel
-            assert secret["secretNameParameter"]["componentInputParameter"] in (
-                parameter,
-                f"pipelinechannel--{parameter}",
-            )
+    assert {name for name, e in executors.items() if "secretAsEnv" in e} == set(wanted)
+    for executor, secrets in wanted.items():
+        found = []
+        for secret in executors[executor]["secretAsEnv"]:
             assert secret["optional"] is True
-            assert [(k["secretKey"], k["envVar"]) for k in secret["keyToEnv"]] == [
-                (key, key) for key in keys
-            ]
+            # inside a loop or condition, kfp names the pipeline parameter as a channel
+            parameter = secret["secretNameParameter"]["componentInputParameter"]
+            keys = tuple(k["secretKey"] for k in secret["keyToEnv"])
+            assert [k["envVar"] for k in secret["keyToEnv"]] == list(keys)
+            found.append((parameter.removeprefix("pipelinechannel--"), keys))
+        assert found == secrets, executor
 
 
 def test_compiled_pipeline_holds_no_secret_value(tmp_path):
@@ -111,7 +110,8 @@ def test_steps_that_call_a_service_retry_and_those_reading_outside_data_skip_the
         and not task["componentRef"]["name"].startswith("comp-condition")
     }
     retried = {name for name, task in tasks.items() if "retryPolicy" in task}
-    assert retried == {"load-testset", "ingest", "publish", "compare"}
+    services = {"generate-qa", "evaluate", "judge"}  # an LLM endpoint
+    assert retried == {"load-testset", "ingest", "publish", "compare"} | services
     assert tasks["ingest"]["retryPolicy"]["maxRetryCount"] == 2
     uncached = {name for name, task in tasks.items() if task.get("cachingOptions") == {}}
     assert uncached == {"load-testset", "ingest", "compare"}

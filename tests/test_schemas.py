@@ -14,6 +14,9 @@ def scores(n=2):
             "document_recall": [1.0] * n,
             "answer_correctness": [0.5] * n,
             "faithfulness": [1.0] * n,
+            "correctness": [None] * n,
+            "correctness_reason": [None] * n,
+            "judge_error": [None] * n,
         }
     )
 

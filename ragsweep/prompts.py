@@ -1,0 +1,41 @@
+"""Every prompt ragsweep sends to a model, in one place, so a run can record what it asked.
+
+The answer prompts are defaults: a run may set its own system prompt and template (the
+template's ``{context}`` and ``{question}`` are filled in; nothing else in it is special).
+"""
+
+ANSWER_SYSTEM_PROMPT = (
+    "You answer questions about a product's documentation. Use only the context you are "
+    "given. Answer briefly and precisely. If the context does not contain the answer, say "
+    "that you cannot answer from the documentation."
+)
+
+ANSWER_TEMPLATE = "Context:\n{context}\n\nQuestion: {question}\n\nAnswer:"
+
+JUDGE_SYSTEM_PROMPT = """You grade the answers of a question-answering assistant.
+
+You are given a question, one or more reference answers, and the assistant's answer. Decide
+whether the answer is correct with respect to the references:
+- Correct: it states what a reference states, in any wording (semantic equivalence), and it
+  contains no statement that contradicts the references. Extra detail that does not
+  contradict them is fine.
+- Incorrect: it contradicts a reference, misses the information the question asks for, is
+  about something else, or says it cannot answer (unless the reference itself says that the
+  question cannot be answered).
+
+Reply with one JSON object and nothing else:
+{"correctness": true or false, "correctness_reason": "one sentence saying why"}"""
+
+JUDGE_TEMPLATE = """Question:
+{question}
+
+Reference answer(s):
+{references}
+
+Assistant's answer:
+{answer}"""
+
+JUDGE_CORRECTION = (
+    "Your reply could not be read: {problem}. Reply again with only one JSON object: "
+    '{{"correctness": true or false, "correctness_reason": "one sentence"}}'
+)

@@ -1,0 +1,222 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 (``/v1/chat/completions``, ``/v1/models``).
+
+Each test scripts the replies it needs (``then``): an answer, an HTTP error with headers (429
+with Retry-After), a stall longer than the client's timeout, malformed JSON. Unscripted
+requests get ``responder``'s reply, by default a plausible one for each prompt ragsweep and
+Giskard send: RAG answers from the context, judge verdicts by word overlap, Giskard's
+question/answer JSON. The server counts requests and the most it had in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ragsweep.text import words as text_words
+
+
+@dataclass
+class Step:
+    """One scripted reply to a chat completion request."""
+
+    status: int = 200
+    content: str | None = None  # the assistant's message; None: the responder's
+    headers: dict = field(default_factory=dict)
+    stall_s: float = 0.0  # wait this long first (past the client's timeout: a stall)
+    body: str | None = None  # a raw body instead of a completion
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on: a dead endpoint."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def words(text: str) -> set[str]:
+    return set(text_words(text))
+
+
+def section(text: str, title: str) -> str:
+    """The lines after ``title`` up to the next blank-line-separated title."""
+    after = text.split(title, 1)[1] if title in text else ""
+    return after.split("\n\n", 1)[0].strip()
+
+
+def rag_answer(prompt: str) -> str:
+    """The context sentence sharing most words with the question."""
+    context = prompt.split("Context:", 1)[1].split("Question:", 1)[0]
+    question = words(prompt.split("Question:", 1)[1])
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", context) if s.strip()]
+    return max(sentences, key=lambda s: len(words(s) & question), default="I cannot answer.")
+
+
+def verdict(prompt: str) -> str:
+    """Correct when the answer holds at least half of a reference's words."""
+    answer = words(section(prompt, "Assistant's answer:"))
+    references = [r.strip("- ") for r in section(prompt, "Reference answer(s):").splitlines()]
+    best = max((len(words(r) & answer) / max(len(words(r)), 1) for r in references), default=0)
+    reason = f"{best:.0%} of the reference's words are in the answer"
+    return json.dumps({"correctness": best >= 0.5, "correctness_reason": reason})
+
+
+def giskard_reply(messages: list[dict]) -> str:
+    """A reply that satisfies each of Giskard RAGET's generation prompts."""
+    system, user = messages[0]["content"], messages[-1]["content"]
+    if "define the topic" in user:
+        return f'"Topic {len(user) % 3}"'
+    if "creative writer" in system:
+        return "A user who is setting up the product for a small team."
+    passages = [p.strip() for p in user.split("------") if p.strip() and "<" not in p[:1]]
+    source = passages[0] if passages else user
+    fact = re.split(r"(?<=[.!?])\s+", source.strip())[0][:300]
+    subject = " ".join(fact.split()[:6])
+    pair = {"question": f"What does the documentation say about {subject}?", "answer": fact}
+    if "two question & answer pairs" in system:
+        return json.dumps([pair, {**pair, "question": f"Why {subject}?"}])
+    extra = {"introduction": "I use the product.", "selected_fact": fact, "fake_fact": "none"}
+    return json.dumps({**pair, **extra})
+
+
+def default_responder(request: dict) -> str:
+    messages = request["messages"]
+    system, last = messages[0]["content"], messages[-1]["content"]
+    if system.startswith("You grade the answers"):
+        return verdict(messages[1]["content"])
+    if "Context:" in last and "Question:" in last:
+        return rag_answer(last)
+    return giskard_reply(messages)
+
+
+class ScriptedLLM:
+    """The server; ``url`` is its OpenAI-compatible base URL."""
+
+    def __init__(self) -> None:
+        self.script: list[Step] = []
+        self.responder: Callable[[dict], str] = default_responder
+        self.requests: list[dict] = []  # chat completion bodies, in arrival order
+        self.authorizations: list[str] = []
+        self.models = ["answerer", "judge", "writer"]
+        self.models_status = 200  # 401: the server refuses the key
+        self.refuse_json_mode = False  # answer 400 to response_format, as some servers do
+        self.hold_until = 0  # keep the first requests until this many have come (or 10 s)
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Condition()
+        self.closing = threading.Event()
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.http.daemon_threads = True
+        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    @property
+    def chat_calls(self) -> int:
+        return len(self.requests)
+
+    def then(self, *steps: Step) -> None:
+        """Reply to the next requests with these steps, in order."""
+        with self.lock:
+            self.script.extend(steps)
+
+    def start(self) -> ScriptedLLM:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.closing.set()
+        self.http.shutdown()
+        self.http.server_close()
+
+    def _next(self, request: dict, authorization: str) -> Step:
+        with self.lock:
+            self.requests.append(request)
+            self.authorizations.append(authorization)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.lock.notify_all()
+            self.lock.wait_for(lambda: len(self.requests) >= self.hold_until, timeout=10)
+            step = self.script.pop(0) if self.script else Step()
+        if self.refuse_json_mode and "response_format" in request:
+            return Step(status=400, body=json.dumps({"error": {"message": "no response_format"}}))
+        return step
+
+    def _done(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def send(self, status: int, body: str, headers: dict | None = None) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
+                    self.send(server.models_status, '{"error": {"message": "refused"}}')
+                elif self.path.rstrip("/").endswith("/models"):
+                    data = [{"id": m, "object": "model"} for m in server.models]
+                    self.send(200, json.dumps({"object": "list", "data": data}))
+                else:
+                    self.send(404, '{"error": {"message": "not found"}}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                step = server._next(request, self.headers.get("Authorization", ""))
+                try:
+                    if step.stall_s and server.closing.wait(step.stall_s):
+                        return
+                    self.reply(request, step)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a stall past its timeout)
+                finally:
+                    server._done()
+
+            def reply(self, request: dict, step: Step) -> None:
+                if step.body is not None or step.status != 200:
+                    message = {"error": {"message": f"scripted {step.status}", "type": "test"}}
+                    self.send(step.status, step.body or json.dumps(message), step.headers)
+                    return
+                content = step.content
+                if content is None:
+                    content = server.responder(request)
+                prompt = sum(len(m["content"].split()) for m in request["messages"])
+                completion = {
+                    "id": f"chatcmpl-{len(server.requests)}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": request.get("model"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": len(content.split()),
+                        "total_tokens": prompt + len(content.split()),
+                    },
+                }
+                self.send(200, json.dumps(completion), step.headers)
+
+        return Handler

@@ -1,0 +1,153 @@
+"""The LLM judge: reading its verdict from every kind of reply, the corrective retry, errors
+recorded per answer, the cache, and its place in the scores."""
+
+import json
+
+import pyarrow as pa
+import pytest
+from scripted_llm import Step
+
+from ragsweep.errors import RagsweepError
+from ragsweep.judge import Judge, Judged, parse_verdict
+from ragsweep.judging import score_answers
+from ragsweep.llm import LLMSettings
+from ragsweep.prompts import JUDGE_SYSTEM_PROMPT
+
+JUDGE = LLMSettings(judge="judge", backoff_s=0.01, concurrency=1)
+RIGHT = Judged("Which port?", ["Port 9000."], "It uses port 9000.")
+WRONG = Judged("Which port?", ["Port 9000."], "It listens on 8443.")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('{"correctness": true, "correctness_reason": "Same port."}', (True, "Same port.")),
+        ('```json\n{"correctness": false, "correctness_reason": "Wrong."}\n```', (False, "Wrong.")),
+        (
+            'Sure! Here is my verdict: {"correctness": true, "correctness_reason": "ok"} Hope '
+            "this helps {not json}.",
+            (True, "ok"),
+        ),
+        ('{"result": {"correctness": "no", "reason": "Contradicts."}}', (False, "Contradicts.")),
+        ('[{"verdict": {"Correctness": "Yes"}}]', (True, "")),
+        (
+            "{'correctness': True, 'correctness_reason': 'python literals'}",
+            (True, "python literals"),
+        ),
+        ('{"eval_passed": false, "reason": "Giskard style"}', (False, "Giskard style")),
+        ('{"correctness": 1, "correctness_reason": null}', (True, "")),
+        ('{"note": {"a": 1}} then {"correctness": "Incorrect.", "reason": "x"}', (False, "x")),
+    ],
+)
+def test_a_verdict_is_read_from_bare_fenced_chatty_or_wrapped_replies(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ("The answer is correct.", "holds no JSON object"),
+        ('{"correctness": "maybe", "reason": "unsure"}', 'no "correctness" true or false'),
+        ('{"correctness": true, "reason": "cut off', "holds no JSON object"),
+    ],
+)
+def test_a_reply_without_a_verdict_says_what_is_missing(reply, problem):
+    with pytest.raises(ValueError, match=problem):
+        parse_verdict(reply)
+
+
+def test_the_judge_asks_for_json_and_gives_verdicts_in_order(llm_server):
+    verdicts = Judge("judge", JUDGE).judge([RIGHT, WRONG])
+    assert [v.correct for v in verdicts] == [True, False]
+    assert all(v.reason and v.error is None and v.llm_calls == 1 for v in verdicts)
+    first = llm_server.requests[0]
+    assert first["response_format"] == {"type": "json_object"}
+    assert first["temperature"] == 0 and first["model"] == "judge"
+    assert first["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT
+    assert "Port 9000." in first["messages"][1]["content"]
+
+
+def test_a_server_without_json_mode_is_asked_again_without_it(llm_server):
+    llm_server.refuse_json_mode = True
+    [verdict] = Judge("judge", JUDGE).judge([RIGHT])
+    assert verdict.correct is True
+    assert ["response_format" in r for r in llm_server.requests] == [True, False]
+
+
+def test_an_unreadable_reply_gets_one_corrective_retry(llm_server):
+    llm_server.then(Step(content="I think the answer is right."))
+    [verdict] = Judge("judge", JUDGE).judge([RIGHT])
+    assert verdict.correct is True and verdict.llm_calls == 2
+    retry = llm_server.requests[1]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": "I think the answer is right."}
+    assert "could not be read: it holds no JSON object" in retry[-1]["content"]
+
+
+def test_a_reply_still_unreadable_is_a_judge_error_not_a_crash(llm_server):
+    llm_server.then(Step(content="Correct!"), Step(content='{"verdict": "fine"}'))
+    verdict, other = Judge("judge", JUDGE).judge([RIGHT, WRONG])
+    assert verdict.correct is None and verdict.llm_calls == 2
+    assert verdict.error.startswith("judge reply unreadable after a corrective retry")
+    assert '\'{"verdict": "fine"}\'' in verdict.error
+    assert other.correct is False
+
+
+def test_a_failed_judge_request_is_a_judge_error(llm_server):
+    llm_server.then(Step(status=500), Step(status=500))
+    [verdict] = Judge("judge", LLMSettings(judge="judge", max_retries=1, backoff_s=0)).judge(
+        [RIGHT]
+    )
+    assert verdict.error.startswith("judge request failed: HTTP 500 after 2 call(s)")
+
+
+def test_verdicts_are_cached_and_identical_answers_judged_once(llm_server):
+    first = Judge("judge", JUDGE).judge([RIGHT, RIGHT, WRONG])
+    assert llm_server.chat_calls == 2
+    again = Judge("judge", JUDGE).judge([WRONG, RIGHT])
+    assert llm_server.chat_calls == 2
+    assert [v.correct for v in again] == [False, True] and all(v.cached for v in again)
+    assert again[1].reason == first[0].reason
+
+
+ANSWERS = pa.table(
+    {
+        "config_id": ["c1", "c1", "c2"],
+        "question_id": ["q1", "q2", "q1"],
+        "retrieved_doc_ids": [["a.md"], ["b.md"], ["b.md"]],
+        "context": ["The console uses port 9000.", "Backups: 90 days.", "Backups: 90 days."],
+        "answer": ["It uses port 9000.", "", "It listens on 8443."],
+        "answer_error": [None, "HTTP 500 after 5 call(s): boom", None],
+    }
+)
+TESTSET = pa.table(
+    {
+        "question_id": ["q1", "q2"],
+        "question": ["Which port does the console use?", "How long are backups kept?"],
+        "reference_answers": [["Port 9000."], ["90 days"]],
+        "reference_doc_ids": [["a.md"], ["b.md"]],
+    }
+)
+
+
+def test_scores_carry_the_judges_verdicts_next_to_the_other_metrics(llm_server):
+    scores = score_answers(ANSWERS, TESTSET, JUDGE)
+    assert scores["correctness"].to_pylist() == [1.0, None, 0.0]
+    assert scores["judge_error"].to_pylist() == [None, "not judged: the answer failed", None]
+    reasons = scores["correctness_reason"].to_pylist()
+    assert reasons[0] and reasons[1] is None and reasons[2]
+    assert scores["answer_correctness"].to_pylist()[0] > 0
+    assert llm_server.chat_calls == 2  # the failed answer is not sent
+    record = json.loads(scores.schema.metadata[b"ragsweep.judge"])
+    assert record["model"] == "judge" and record["system_prompt"] == JUDGE_SYSTEM_PROMPT
+    assert record["endpoint"] == llm_server.url
+
+
+def test_without_a_judge_there_are_no_verdicts_and_no_calls(llm_server):
+    scores = score_answers(ANSWERS, TESTSET, LLMSettings())
+    assert scores["correctness"].null_count == 3 and llm_server.chat_calls == 0
+
+
+def test_a_judge_that_gives_no_verdict_at_all_stops_with_one_message(llm_server):
+    llm_server.responder = lambda request: "no idea"
+    with pytest.raises(RagsweepError, match="the judge judge gave no verdict on any of 2 answers"):
+        score_answers(ANSWERS, TESTSET, JUDGE)

@@ -1,0 +1,146 @@
+"""The whole pipeline with a model, a judge and a generated test set, through kfp.local,
+against the scripted OpenAI-compatible server; and a dead endpoint failing fast."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import yaml
+from conftest import TEST_API_KEY
+from scripted_llm import free_port
+
+from ragsweep import sweep
+from ragsweep.embedcache import EmbeddingCache
+from ragsweep.errors import RagsweepError
+from ragsweep.schemas import read_table, settings_of
+from ragsweep.space import SearchSpace
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "examples" / "docs"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+SMALL_GRID = ["--chunk-sizes", "128", "--top-k", "1,3", "--search-types", "similarity"]
+
+
+def ragsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+
+
+def files_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judge(
+    llm_server, tmp_path
+):
+    runs = tmp_path / "runs"
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--llm", "answerer", "--judge", "judge",
+        "--qa-llm", "writer", "--num-questions", "4", "--output", str(runs), *SMALL_GRID,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    [run_dir] = runs.iterdir()
+    assert f"ranked by correctness; judged by judge at {llm_server.url}" in result.stdout
+
+    testset = read_table(run_dir / "testset.arrow", "testset")
+    assert testset.num_rows == 4 and all(testset["gold_spans"].to_pylist())
+    assert (run_dir / "testset.jsonl").read_text().count("\n") == 4
+
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    settings = settings_of(board)
+    assert settings["optimization_metric"] == "correctness"
+    assert board.num_rows == 2 and board["answerer"].to_pylist() == ["llm:answerer"] * 2
+    ranked = board["correctness"].to_pylist()
+    assert ranked == sorted(ranked, reverse=True) and None not in ranked
+    results = read_table(run_dir / "results.arrow", "results")
+    assert results.num_rows == 2 * 4 and results["correctness"].null_count == 0
+    assert all(results["correctness_reason"].to_pylist())
+    judge = settings["judge"]
+    assert judge["model"] == "judge" and "You grade the answers" in judge["system_prompt"]
+
+    models = [r["model"] for r in llm_server.requests]
+    assert {"writer", "answerer", "judge"} == set(models)
+    answered = [r for r in llm_server.requests if r["model"] == "answerer"]
+    assert all(r["messages"][1]["content"].startswith("Context:\n") for r in answered)
+    parameters = json.loads((run_dir / "settings.json").read_text())
+    assert parameters["llm"]["judge"] == "judge" and parameters["test_data_key"] == ""
+    assert parameters["qa_generation"]["model"] == "writer"
+
+    # the key reached the server, and nothing the run wrote or printed
+    assert set(llm_server.authorizations) == {f"Bearer {TEST_API_KEY}"}
+    assert TEST_API_KEY not in result.stdout + result.stderr
+    leaks = [p for p in files_under(run_dir) if TEST_API_KEY.encode() in p.read_bytes()]
+    assert leaks == []
+
+    # the generated test set is usable by the next run, which finds every reply cached
+    calls = llm_server.chat_calls
+    rerun = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(run_dir / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert llm_server.chat_calls == calls  # zero calls
+    [second] = [d for d in runs.iterdir() if d != run_dir]
+    again = read_table(second / "leaderboard.arrow", "leaderboard")
+    assert again["correctness"].to_pylist() == ranked
+
+
+def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.json"),
+        "--llm", "answerer", "--output", str(tmp_path / "runs"),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and TEST_API_KEY not in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "llm endpoint http://127.0.0.1:" in line and "unreachable" in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ([], "--testset: none given; to generate one, name a model (--qa-llm)"),
+        (["--testset", "t.json", "--metric", "correctness"], "needs a judge (--judge MODEL)"),
+        (["--testset", "t.json", "--llm", "m", "--prompt-template", "{question}"], "{context}"),
+    ],
+)
+def test_model_option_mistakes_are_one_line(options, message):
+    result = ragsweep("run", "--docs", str(DOCS), *options)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    documents = pa.table(
+        {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": ["Port 9000."]}
+    )
+    questions = pa.table({"question_id": ["q1"], "question": ["Which port?"]})
+    space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    chunks = sweep.build_chunks(documents, chunk_config, cache)
+    with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
+        sweep.evaluate(chunks, questions, space, chunk_config, cache)
+
+
+def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
+    spec, platform = yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    parameters = spec["root"]["inputDefinitions"]["parameters"]
+    assert {"llm", "qa_generation", "llm_secret_name"} <= set(parameters)
+    assert parameters["test_data_key"]["defaultValue"] == ""
+    assert parameters["optimization_metric"]["defaultValue"] == "auto"
+    llm = parameters["llm"]["defaultValue"]
+    assert llm["judge"] == "" and "{context}" in llm["prompt_template"]
+    names = json.dumps(spec).lower()
+    assert "api_key" not in names and "RAGSWEEP_LLM" not in json.dumps(spec)
+    # the endpoint and key reach the model steps only as a secret's keys, never as values
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for step in ("exec-generate-qa", "exec-evaluate", "exec-judge"):
+        keys = [k["envVar"] for s in executors[step]["secretAsEnv"] for k in s["keyToEnv"]]
+        assert "RAGSWEEP_LLM_API_KEY" in keys, step

@@ -1,0 +1,131 @@
+"""Q&A generation with Giskard RAGET against the scripted server: a valid test set in both
+formats with document IDs and spans, and Giskard's known failures as clear messages."""
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import TEST_API_KEY
+
+from ragsweep.errors import RagsweepError
+from ragsweep.qagen import QASettings, generate_testset
+from ragsweep.sources import read_documents
+from ragsweep.testset import load_testset, resolve_testset
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "examples" / "docs"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+
+
+def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, tmp_path):
+    out = tmp_path / "generated.jsonl"
+    result = subprocess.run(
+        [RAGSWEEP, "generate", "--docs", str(DOCS), "--out", str(out), "--llm", "writer"]
+        + ["--num-questions", "6", "--question-types", "simple,complex,double"]
+        + ["--agent-description", "Tidewater's support assistant"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "wrote 6 questions" in result.stdout and "topics: " in result.stdout
+    assert TEST_API_KEY not in result.stdout + result.stderr
+    writer_calls = [r for r in llm_server.requests if r["model"] == "writer"]
+    assert len(writer_calls) == llm_server.chat_calls >= 10  # topics, questions, rewrites
+    assert any("Tidewater's support assistant" in r["messages"][0]["content"] for r in writer_calls)
+
+    documents = read_documents(str(DOCS)).table
+    texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
+    generated = load_testset(str(out))
+    assert generated.num_rows == 6
+    assert set(generated["question_type"].to_pylist()) == {"simple", "complex", "double"}
+    assert all(generated["topic"].to_pylist())
+    for row in generated.to_pylist():
+        assert row["reference_doc_ids"][0] in texts  # Giskard's seed, as a ragsweep doc_id
+
+    resolved = resolve_testset(generated, documents)
+    for row in resolved.to_pylist():
+        assert row["gold_spans"], row["question_id"]
+        for span in row["gold_spans"]:
+            assert span["doc_id"] in row["reference_doc_ids"]
+            located = texts[span["doc_id"]][span["start"] : span["end"]]
+            assert f"Document {span['doc_id']}: {located}" in row["reference_context"]
+
+    autorag = tmp_path / "generated.json"
+    convert = subprocess.run(
+        [RAGSWEEP, "testset", "convert", str(out), str(autorag), "--docs", str(DOCS)],
+        capture_output=True,
+        text=True,
+    )
+    assert convert.returncode == 0, convert.stderr
+    again = resolve_testset(load_testset(str(autorag)), documents)
+    assert again["question"].to_pylist() == resolved["question"].to_pylist()
+    assert again["reference_doc_ids"].to_pylist() == resolved["reference_doc_ids"].to_pylist()
+    first_answers = [answers[0] for answers in resolved["reference_answers"].to_pylist()]
+    assert [a[0] for a in again["reference_answers"].to_pylist()] == first_answers
+
+
+@pytest.fixture
+def only_localhost(monkeypatch):
+    """Every connection or name lookup for another host is refused and recorded."""
+    elsewhere = []
+    connect, lookup = socket.socket.connect, socket.getaddrinfo
+
+    def guarded_connect(self, address):
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            elsewhere.append(address)
+            raise OSError(f"test: no connection to {address}")
+        return connect(self, address)
+
+    def guarded_lookup(host, *args, **kwargs):
+        if host not in ("127.0.0.1", "::1", "localhost", None):
+            elsewhere.append(host)
+            raise OSError(f"test: no lookup of {host}")
+        return lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_lookup)
+    return elsewhere
+
+
+def giskard_without_question_key(request: dict) -> str:
+    """Topic names as Giskard wants them, but Q&A JSON without its 'question' key."""
+    if "define the topic" in request["messages"][-1]["content"]:
+        return '"Storage"'
+    return json.dumps({"query": "Which port?", "answer": "9000"})
+
+
+def test_malformed_llm_json_is_reported_as_such(llm_server, only_localhost):
+    llm_server.responder = giskard_without_question_key
+    documents = read_documents(str(DOCS / "admin")).table
+    with pytest.raises(RagsweepError) as error:
+        generate_testset(documents, QASettings(model="writer", num_questions=3))
+    message = str(error.value)
+    assert message.startswith("Giskard generated no question: malformed LLM JSON")
+    assert "(KeyError: 'question') in 3 attempt(s)" in message
+    assert only_localhost == [] and llm_server.chat_calls >= 3  # no host but the endpoint
+
+
+def test_a_knowledge_base_too_small_for_topic_clustering_is_reported_before_any_call(llm_server):
+    documents = pa.table(
+        {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": ["Port 9000."]}
+    )
+    with pytest.raises(RagsweepError, match="too small for Giskard's topic clustering \\(1 chunks"):
+        generate_testset(documents, QASettings(model="writer"))
+    assert llm_server.chat_calls == 0
+
+
+def test_generation_needs_a_model():
+    with pytest.raises(RagsweepError, match="no model to generate one"):
+        generate_testset(pa.table({"doc_id": []}), QASettings())
+
+
+def test_question_types_are_checked():
+    settings = QASettings.from_dict({"question_types": "simple, double", "num_questions": 4.0})
+    assert settings.question_types == ("simple", "double") and settings.num_questions == 4
+    with pytest.raises(RagsweepError, match="unknown \\['trick'\\]; choose from"):
+        QASettings.from_dict({"question_types": ["simple", "trick"]})
