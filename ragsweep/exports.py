@@ -122,8 +122,9 @@ def number(value: float | None, digits: int = 3) -> str:
 
 def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the text and Markdown tables: the ranking metric with its 95%
-    interval, the other metrics' means, questions, and latency when it was measured."""
-    others = [m for m in METRICS if m != metric]
+    interval, the other metrics' means (those measured: no judge, no correctness column),
+    questions, and latency when it was measured."""
+    others = [m for m in METRICS if m != metric and table[m].null_count < table.num_rows]
     with_latency = table.num_rows and table["latency_p50_s"].null_count < table.num_rows
     header = ["rank", "=", "configuration", f"{metric.replace('_', ' ')} [95% CI]"]
     header += [m.replace("_", " ") for m in others] + ["questions"]
