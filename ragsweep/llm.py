@@ -100,7 +100,7 @@ class Endpoint:
 
     @classmethod
     def from_env(cls, model: str, role: str = "LLM") -> Endpoint:
-        """The endpoint serving ``model`` for ``role`` (``LLM`` or ``JUDGE``).
+        """The endpoint serving ``model`` for ``role`` (``LLM``, ``JUDGE`` or ``EMBEDDING``).
 
         The judge falls back to the generator's base URL, and to its key only when it falls
         back to its URL too: a key is never sent to a host it was not given for.

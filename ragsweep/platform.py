@@ -52,6 +52,8 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_LLM_API_KEY",
     "RAGSWEEP_JUDGE_BASE_URL",
     "RAGSWEEP_JUDGE_API_KEY",
+    "RAGSWEEP_EMBEDDING_BASE_URL",  # embedding models openai:<model>
+    "RAGSWEEP_EMBEDDING_API_KEY",
 )
 RETRIES = 2
 RETRY_BACKOFF = "30s"  # doubled for each further try

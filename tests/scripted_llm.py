@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible server on 127.0.0.1 (``/v1/chat/completions``, ``/v1/models``).
+"""A scripted OpenAI-compatible server on 127.0.0.1 (``/v1/chat/completions``,
+``/v1/embeddings``, ``/v1/models``).
 
 Each test scripts the replies it needs (``then``): an answer, an HTTP error with headers (429
 with Retry-After), a stall longer than the client's timeout, malformed JSON. Unscripted
@@ -13,6 +14,7 @@ import json
 import re
 import socket
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +48,15 @@ def section(text: str, title: str) -> str:
     """The lines after ``title`` up to the next blank-line-separated title."""
     after = text.split(title, 1)[1] if title in text else ""
     return after.split("\n\n", 1)[0].strip()
+
+
+def bag_of_words(text: str, dimensions: int = 64) -> list[float]:
+    """A deterministic embedding: word counts hashed into ``dimensions`` buckets, so texts
+    that share words are similar."""
+    vector = [0.0] * dimensions
+    for word in words(text):
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    return vector
 
 
 def rag_answer(prompt: str) -> str:
@@ -100,6 +111,7 @@ class ScriptedLLM:
         self.script: list[Step] = []
         self.responder: Callable[[dict], str] = default_responder
         self.requests: list[dict] = []  # chat completion bodies, in arrival order
+        self.embedded: list[str] = []  # every text sent to /embeddings, in arrival order
         self.authorizations: list[str] = []
         self.models = ["answerer", "judge", "writer"]
         self.models_status = 200  # 401: the server refuses the key
@@ -180,6 +192,9 @@ class ScriptedLLM:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    self.embeddings(request)
+                    return
                 step = server._next(request, self.headers.get("Authorization", ""))
                 try:
                     if step.stall_s and server.closing.wait(step.stall_s):
@@ -189,6 +204,20 @@ class ScriptedLLM:
                     pass  # the client gave up (a stall past its timeout)
                 finally:
                     server._done()
+
+            def embeddings(self, request: dict) -> None:
+                texts = (
+                    request["input"] if isinstance(request["input"], list) else [request["input"]]
+                )
+                with server.lock:
+                    server.embedded.extend(texts)
+                data = [
+                    {"object": "embedding", "index": i, "embedding": bag_of_words(t)}
+                    for i, t in enumerate(texts)
+                ]
+                usage = {"prompt_tokens": 0, "total_tokens": 0}
+                body = {"object": "list", "data": data, "model": request["model"], "usage": usage}
+                self.send(200, json.dumps(body))
 
             def reply(self, request: dict, step: Step) -> None:
                 if step.body is not None or step.status != 200:

@@ -74,3 +74,29 @@ def test_store_on_a_missing_bucket_is_a_clear_error(s3):
 
     with pytest.raises(RagsweepError, match="bucket 'no-such-bucket' does not exist"):
         EmbeddingCache("s3://no-such-bucket/cache").embed(MODEL, ["x"])
+
+
+def test_a_model_behind_an_openai_compatible_endpoint_embeds_each_text_once(
+    llm_server, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
+    llm_server.models.append("embedder")
+    texts = ["backups are kept 30 days", "port 8443", "backups are kept 30 days"]
+    vectors = EmbeddingCache(tmp_path).embed("openai:embedder", texts)
+    assert sorted(llm_server.embedded) == ["backups are kept 30 days", "port 8443"]
+    assert vectors.shape == (3, 64) and abs(float(vectors[1] @ vectors[1]) - 1) < 1e-6
+    assert float(vectors[0] @ vectors[2]) == pytest.approx(1.0)
+    rerun = EmbeddingCache(tmp_path)
+    rerun.embed("openai:embedder", texts)
+    assert rerun.encoded == 0 and len(llm_server.embedded) == 2
+
+
+def test_an_unreachable_embedding_endpoint_fails_fast_with_one_line(monkeypatch):
+    from scripted_llm import free_port
+
+    from ragsweep.errors import RagsweepError
+
+    embedding.load_embedder.cache_clear()
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(RagsweepError, match="embedding endpoint .* is unreachable"):
+        EmbeddingCache().embed("openai:nowhere", ["x"])

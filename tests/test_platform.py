@@ -66,7 +66,8 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-load-testset": [("test_data_secret_name", s3)],
         "exec-ingest": [("input_data_secret_name", s3)],
         "exec-generate-qa": [("llm_secret_name", llm)],
-        "exec-chunk-embed": [("input_data_secret_name", s3)],  # an s3:// embedding cache
+        # an s3:// embedding cache; embedding models openai:<model>
+        "exec-chunk-embed": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
         "exec-evaluate": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
         "exec-judge": [("llm_secret_name", llm)],
         "exec-publish": [("results_store_secret_name", store)],

@@ -121,3 +121,9 @@ def test_the_example_search_space_is_valid():
 
     space = SearchSpace.from_yaml(Path(__file__).parent.parent / "examples" / "space.yaml")
     assert len(space.all_configs()) == 96
+
+
+def test_an_endpoint_embedding_model_is_counted_in_the_bundled_tokens_and_never_pruned():
+    space = SearchSpace(chunk_sizes=(128, 512), embedding_models=("openai:text-embedding",))
+    assert [c["chunk_size"] for c in space.chunk_configs()] == [128, 512]
+    assert space.all_configs()[0]["label"].startswith("sentence-128/16 openai:text-embedding ")
