@@ -108,23 +108,25 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
         import pyarrow as pa
 
         from ragsweep.judging import score_answers
-        from ragsweep.leaderboard import rank_configs
+        from ragsweep.leaderboard import build_board
         from ragsweep.sweep import build_chunks, evaluate
 
         start = time.perf_counter()
         store = EmbeddingCache(cache)
-        scores, in_grid = [], 0
+        scores, answered, in_grid = [], [], 0
         for chunk_config in space.chunk_configs():
             chunks = build_chunks(documents, chunk_config, store)
-            answers = evaluate(chunks, questions, space, chunk_config, store)
-            scores.append(score_answers(answers, questions))
+            answered.append(evaluate(chunks, questions, space, chunk_config, store))
+            scores.append(score_answers(answered[-1], questions))
             in_grid += chunks.num_rows * len(space.configs(chunk_config))
-        board = rank_configs(pa.concat_tables(scores), space.all_configs())
+        board = build_board(
+            pa.concat_tables(scores), pa.concat_tables(answered), questions, space.all_configs()
+        )
         result.update(
             seconds=time.perf_counter() - start,
             embedded=store.encoded,
             chunks_in_grid=in_grid,
-            best=board["label"][0].as_py(),
+            best=board.leaderboard["label"][0].as_py(),
         )
     elif kind == "limit":
         from ragsweep import embedding
