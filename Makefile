@@ -17,7 +17,7 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $@
 
 run: install
-	$(BIN)/ragsweep run --docs examples/docs --testset examples/testset.json
+	$(BIN)/ragsweep run --docs examples/docs --testset examples/testset.jsonl
 
 lint: install
 	$(BIN)/ruff check .
