@@ -153,7 +153,7 @@ def run(
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
     from ragsweep import store as results_store
-    from ragsweep.embedcache import default_location
+    from ragsweep.cache import cache_dir
     from ragsweep.qagen import QASettings
     from ragsweep.runner import run_local
     from ragsweep.settings import RunSettings
@@ -197,7 +197,7 @@ def run(
         max_document_bytes=max_document_bytes,
         max_questions=max_questions,
         seed=seed,
-        embedding_cache="" if cache == "none" else str(cache or default_location()),
+        embedding_cache="" if cache == "none" else str(cache or cache_dir()),
         baseline=baseline,
         llm=llm_settings,
         qa_generation=QASettings.from_dict(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import uuid
 from pathlib import Path
@@ -22,12 +21,6 @@ from ragsweep import embedding
 from ragsweep.sources import s3_client, s3_errors, split_s3
 
 log = logging.getLogger("ragsweep")
-
-
-def default_location() -> Path:
-    """``$XDG_CACHE_HOME/ragsweep`` (``~/.cache/ragsweep``): where local runs keep the cache."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ragsweep"
 
 
 class EmbeddingCache:

@@ -49,6 +49,7 @@ def endpoint(name: str):
     return Endpoint.from_env(name.removeprefix(ENDPOINT_PREFIX), role="EMBEDDING")
 
 
+@lru_cache(maxsize=16)
 def max_input_tokens(name: str) -> int | None:
     """How many text tokens the model reads before truncating (None when it does not say)."""
     if name.startswith(ENDPOINT_PREFIX):
