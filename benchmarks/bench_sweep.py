@@ -107,21 +107,19 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
     if kind == "ragsweep":
         import pyarrow as pa
 
-        from ragsweep.judging import score_answers
         from ragsweep.leaderboard import build_board
-        from ragsweep.sweep import build_chunks, evaluate
+        from ragsweep.sweep import build_chunks, evaluate, retrieve
 
         start = time.perf_counter()
         store = EmbeddingCache(cache)
-        scores, answered, in_grid = [], [], 0
+        retrieved, in_grid = [], 0
         for chunk_config in space.chunk_configs():
             chunks = build_chunks(documents, chunk_config, store)
-            answered.append(evaluate(chunks, questions, space, chunk_config, store))
-            scores.append(score_answers(answered[-1], questions))
+            retrieved.append(retrieve(chunks, questions, space, chunk_config, store))
             in_grid += chunks.num_rows * len(space.configs(chunk_config))
-        board = build_board(
-            pa.concat_tables(scores), pa.concat_tables(answered), questions, space.all_configs()
-        )
+        configs = space.all_configs()
+        answers, scores = evaluate(pa.concat_tables(retrieved), questions, configs, "auto")
+        board = build_board(scores, answers, questions, configs)
         result.update(
             seconds=time.perf_counter() - start,
             embedded=store.encoded,

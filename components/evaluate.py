@@ -1,3 +1,5 @@
+from typing import List
+
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Output
 
@@ -6,34 +8,41 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def evaluate(
-    chunks: Input[Dataset],
+    retrievals: Input[List[Dataset]],
     questions: Input[Dataset],
     search_space: dict,
-    chunk_config: dict,
-    embedding_cache: str,
+    optimization_metric: str,
+    max_llm_calls: int,
+    seed: int,
     llm: dict,
     answers: Output[Dataset],
+    scores: Output[Dataset],
 ):
-    """Retrieve and answer every question with every configuration sharing ``chunk_config``;
-    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty:
-    none); model answerers (``llm:<model>``) use the ``llm`` settings.
+    """Answer every question with every configuration and score the answers: with every
+    metric, and with the LLM judge when ``llm`` names one (``judge``). When that would take
+    more than ``max_llm_calls`` LLM calls (0: no limit), successive halving promotes the
+    best configurations by ``optimization_metric`` to more questions (in a ``seed``-ed
+    order); retrieval metrics always cover every question.
 
-    Output: ``answers``, an Arrow artifact of kind answers (one row per config x question).
+    Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
-    from ragsweep.embedcache import EmbeddingCache
+    import pyarrow as pa
+
     from ragsweep.errors import pipeline_step
     from ragsweep.llm import LLMSettings
     from ragsweep.schemas import read_table, write_table
     from ragsweep.space import SearchSpace
-    from ragsweep.sweep import evaluate as evaluate_grid
+    from ragsweep.sweep import evaluate as evaluate_all
 
     with pipeline_step():
-        table = evaluate_grid(
-            read_table(chunks.path, "chunks"),
+        answered, scored = evaluate_all(
+            pa.concat_tables([read_table(r.path, "retrievals") for r in retrievals]),
             read_table(questions.path, "testset"),
-            SearchSpace.from_dict(search_space),
-            chunk_config,
-            EmbeddingCache(embedding_cache),
+            SearchSpace.from_dict(search_space).all_configs(),
+            optimization_metric,
             LLMSettings.from_dict(llm),
+            max_llm_calls,
+            seed,
         )
-        write_table(table, answers.path, "answers")
+        write_table(answered, answers.path, "answers")
+        write_table(scored, scores.path, "scores")

@@ -1,5 +1,3 @@
-from typing import List
-
 from kfp import dsl
 from kfp.dsl import HTML, Dataset, Input, Markdown, Metrics, Output
 
@@ -8,8 +6,8 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def rank(
-    scores: Input[List[Dataset]],
-    answers: Input[List[Dataset]],
+    scores: Input[Dataset],
+    answers: Input[Dataset],
     questions: Input[Dataset],
     input_data_bucket_name: str,
     input_data_key: str,
@@ -19,6 +17,7 @@ def rank(
     optimization_metric: str,
     max_document_bytes: int,
     max_questions: int,
+    max_llm_calls: int,
     seed: int,
     llm: dict,
     qa_generation: dict,
@@ -37,8 +36,6 @@ def rank(
     (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
     best configuration's figures as ``best`` metrics.
     """
-    import pyarrow as pa
-
     from ragsweep.errors import pipeline_step
     from ragsweep.leaderboard import build_board
     from ragsweep.llm import LLMSettings
@@ -58,13 +55,14 @@ def rank(
             max_configs=0,  # the budget was checked when the space was built
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
+            max_llm_calls=max_llm_calls,
             seed=seed,
             llm=LLMSettings.from_dict(llm),
             qa_generation=QASettings.from_dict(qa_generation),
         )
         board = build_board(
-            pa.concat_tables([read_table(s.path, "scores") for s in scores]),
-            pa.concat_tables([read_table(a.path, "answers") for a in answers]),
+            read_table(scores.path, "scores"),
+            read_table(answers.path, "answers"),
             read_table(questions.path, "testset"),
             settings.space.all_configs(),
             optimization_metric,

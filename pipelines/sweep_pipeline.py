@@ -1,4 +1,4 @@
-"""The ragsweep pipeline: ingest, fan out over chunk configurations, judge, rank.
+"""The ragsweep pipeline: ingest, fan out over chunk configurations, answer and judge, rank.
 
 Reads top to bottom like the data flow in the README. Compile with ``make compile``; the
 compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's names where
@@ -17,11 +17,11 @@ from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.generate_qa import generate_qa
 from ragsweep.components.ingest import ingest
-from ragsweep.components.judge import judge
 from ragsweep.components.load_testset import load_testset
 from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
+from ragsweep.components.retrieve import retrieve
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
 from ragsweep.qagen import QASettings
@@ -59,6 +59,7 @@ def sweep_pipeline(
     optimization_max_rag_patterns: int = DEFAULT_MAX_CONFIGS,
     max_document_bytes: int = 0,
     max_questions: int = 0,
+    max_llm_calls: int = 0,
     seed: int = 42,
     embedding_cache: str = "",
     llm: dict = DEFAULT_LLM,
@@ -90,7 +91,11 @@ def sweep_pipeline(
         max_document_bytes: Document budget in bytes of text, the documents the test set
             cites first (0: every document).
         max_questions: Evaluate a random sample of this many questions (0: every question).
-        seed: The seed of both samples.
+        max_llm_calls: The most LLM calls (answers and judge verdicts) the evaluation may
+            make; when the full grid would take more, successive halving evaluates every
+            configuration on a sample of the questions and promotes the best half to twice
+            as many, until the survivors answer all (0: no limit, the full grid).
+        seed: The seed of both samples and of the question order of successive halving.
         embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
             the input data connection) or a folder; empty: not kept.
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
@@ -146,7 +151,7 @@ def sweep_pipeline(
     chunk_configs = platform.step(plan(search_space=space.outputs["search_space"]))
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
-    # artifacts: evaluate takes the search_space parameter (its retrieval and answer lists).
+    # artifacts: retrieve takes the search_space parameter (its retrieval lists).
     with dsl.ParallelFor(chunk_configs.output) as chunk_config:
         chunks = platform.step(
             chunk_embed(
@@ -157,33 +162,37 @@ def sweep_pipeline(
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
             llm_connection=llm_secret_name,  # for embedding models openai:<model>
         )
-        answers = platform.step(
-            evaluate(
+        retrieved = platform.step(
+            retrieve(
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
                 search_space=search_space,
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
-                llm=llm,
             ),
             s3_connection=input_data_secret_name,
             llm_connection=llm_secret_name,
-            retry=True,
-        )
-        scores = platform.step(
-            judge(
-                answers=answers.outputs["answers"],
-                questions=questions.outputs["questions"],
-                llm=llm,
-            ),
-            llm_connection=llm_secret_name,
-            retry=True,
         )
 
+    # one step answers and judges every configuration: answers are shared across chunk
+    # sets, and successive halving needs every configuration's scores to promote
+    evaluated = platform.step(
+        evaluate(
+            retrievals=dsl.Collected(retrieved.outputs["retrievals"]),
+            questions=questions.outputs["questions"],
+            search_space=space.outputs["search_space"],
+            optimization_metric=optimization_metric,
+            max_llm_calls=max_llm_calls,
+            seed=seed,
+            llm=llm,
+        ),
+        llm_connection=llm_secret_name,
+        retry=True,
+    )
     ranked = platform.step(
         rank(
-            scores=dsl.Collected(scores.outputs["scores"]),
-            answers=dsl.Collected(answers.outputs["answers"]),
+            scores=evaluated.outputs["scores"],
+            answers=evaluated.outputs["answers"],
             questions=questions.outputs["questions"],
             input_data_bucket_name=input_data_bucket_name,
             input_data_key=input_data_key,
@@ -193,6 +202,7 @@ def sweep_pipeline(
             optimization_metric=optimization_metric,
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
+            max_llm_calls=max_llm_calls,
             seed=seed,
             llm=llm,
             qa_generation=qa_generation,

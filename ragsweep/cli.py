@@ -110,7 +110,12 @@ def run(
         0, help="Document budget in bytes of text; cited documents first. 0: all."
     ),
     max_questions: int = typer.Option(0, help="Evaluate a random sample of questions. 0: all."),
-    seed: int = typer.Option(42, help="Seed of both samples."),
+    max_llm_calls: int = typer.Option(
+        0,
+        help="LLM calls (answers and verdicts) the evaluation may make; above it, successive "
+        "halving. 0: no limit, the full grid.",
+    ),
+    seed: int = typer.Option(42, help="Seed of the samples and of successive halving."),
     cache: str = typer.Option(
         None,
         help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
@@ -196,6 +201,7 @@ def run(
         max_configs=max_configs,
         max_document_bytes=max_document_bytes,
         max_questions=max_questions,
+        max_llm_calls=max_llm_calls,
         seed=seed,
         embedding_cache="" if cache == "none" else str(cache or cache_dir()),
         baseline=baseline,
@@ -317,6 +323,7 @@ def load_leaderboard(run: str, store: str | None):
 
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.exports import render
+    from ragsweep.report import evaluation_summary
     from ragsweep.schemas import read_table, settings_of
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
@@ -330,6 +337,9 @@ def show(run_dir: Path, top: int) -> None:
         f"\n{table.num_rows} configurations ranked by {settings.get('optimization_metric')}"
         f"{judged}; results in {run_dir}"
     )
+    evaluated = evaluation_summary(settings)
+    if evaluated:
+        typer.echo(evaluated)
 
 
 @testset_app.command("convert")

@@ -1,5 +1,6 @@
 """Score every answer with the registered metrics, one row per configuration x question, and
-with the LLM judge when the run names one."""
+with the LLM judge when the run names one. A row left unanswered (null answer: its
+configuration was dropped by successive halving) gets only the retrieval metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 
 from ragsweep.errors import RagsweepError
 from ragsweep.llm import LLMSettings
-from ragsweep.metrics import METRICS, Answered
+from ragsweep.metrics import ANSWER_METRICS, METRICS, Answered
 
 
 def score_answers(
@@ -34,14 +35,15 @@ def score_answers(
             reference_doc_ids=ref["reference_doc_ids"],
             retrieved_doc_ids=row["retrieved_doc_ids"],
             context=row["context"],
-            answer=row["answer"],
+            answer=row["answer"] or "",
         )
         rows["config_id"].append(row["config_id"])
         rows["question_id"].append(row["question_id"])
+        unanswered = row["answer"] is None
         for name, metric in METRICS.items():
-            rows[name].append(metric(item))
+            rows[name].append(None if unanswered and name in ANSWER_METRICS else metric(item))
     if not (settings and settings.judge):
-        for name in ("correctness", "correctness_reason", "judge_error"):
+        for name in ("correctness", "correctness_reason", "judge_error", "judge_llm_calls"):
             rows[name] = [None] * len(answered)
         return pa.table(rows)
     return _judged(rows, answered, references, settings)
@@ -51,7 +53,11 @@ def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSet
     from ragsweep.judge import Judge, Judged
 
     judge = Judge(settings.judge, settings)
-    todo = [i for i, row in enumerate(answered) if row["answer_error"] is None]
+    todo = [
+        i
+        for i, row in enumerate(answered)
+        if row["answer"] is not None and row["answer_error"] is None
+    ]
     items = []
     for i in todo:
         ref = references[answered[i]["question_id"]]
@@ -63,15 +69,23 @@ def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSet
             f"the judge {settings.judge} gave no verdict on any of {len(verdicts)} answers; "
             f"first: {first}"
         )
-    rows["correctness"], rows["correctness_reason"], rows["judge_error"] = [], [], []
-    for i in range(len(answered)):
+    for name in ("correctness", "correctness_reason", "judge_error", "judge_llm_calls"):
+        rows[name] = []
+    asked = set()  # identical items share one verdict: its calls count once
+    for i, row in enumerate(answered):
         verdict = verdicts.get(i)
         if verdict is None:
-            correct, reason, error = None, None, "not judged: the answer failed"
+            failed = row["answer"] is not None
+            correct, reason, calls = None, None, None
+            error = "not judged: the answer failed" if failed else None
         else:
             correct, reason, error = verdict.correct, verdict.reason, verdict.error
+            key = (row["question_id"], row["answer"])
+            calls = 0 if verdict.cached or key in asked else verdict.llm_calls
+            asked.add(key)
         rows["correctness"].append(None if correct is None else float(correct))
         rows["correctness_reason"].append(reason)
         rows["judge_error"].append(error)
+        rows["judge_llm_calls"].append(calls)
     table = pa.table(rows)
     return table.replace_schema_metadata({"ragsweep.judge": json.dumps(judge.record())})

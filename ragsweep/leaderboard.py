@@ -46,11 +46,11 @@ def check_metric(metric: str) -> None:
         raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
 
 
-def resolve_metric(metric: str, scores: pa.Table) -> str:
-    """``auto``: the judge's correctness when the scores hold verdicts, else the default."""
+def resolve_metric(metric: str, judged: bool) -> str:
+    """``auto``: the judge's correctness when answers were judged, else the default."""
+    check_metric(metric)
     if metric != AUTO_METRIC:
         return metric
-    judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
     return JUDGE_METRIC if judged else DEFAULT_METRIC
 
 
@@ -76,14 +76,16 @@ def build_board(
 ) -> Board:
     """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
     the tables exported beside it."""
-    check_metric(metric)
-    metric = resolve_metric(metric, scores)
+    judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
+    metric = resolve_metric(metric, judged)
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
     settings = {**(settings or {}), "optimization_metric": metric}
-    judge = (scores.schema.metadata or {}).get(b"ragsweep.judge")
-    if judge:  # the judge model, endpoint and prompt, as the judge step recorded them
-        settings["judge"] = json.loads(judge)
+    recorded = scores.schema.metadata or {}
+    if b"ragsweep.judge" in recorded:  # the judge model, endpoint and prompt
+        settings["judge"] = json.loads(recorded[b"ragsweep.judge"])
+    if b"ragsweep.evaluation" in recorded:  # full grid or successive halving, and calls
+        settings["evaluation"] = json.loads(recorded[b"ragsweep.evaluation"])
     board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings, sort_keys=True)})
     return Board(
         leaderboard=board,
@@ -113,6 +115,7 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
     columns: dict[str, Any] = {name: scores[name] for name in SCORES.names}
     for name in ("cluster", "topic", "question_type"):
         columns[name] = questions[name]
+    columns["round"] = answered["round"]
     columns["answer"] = answered["answer"]
     columns["retrieved_doc_ids"] = answered["retrieved_doc_ids"]
     for name, kind in COSTS:
@@ -144,7 +147,8 @@ def rank_configs(
     seed: int = statistics.SEED,
     resamples: int = statistics.RESAMPLES,
 ) -> pa.Table:
-    """The leaderboard: best ``metric`` first (ties by label), every metric with its interval."""
+    """The leaderboard, every metric with its interval: best ``metric`` first (ties by
+    label), after successive halving the configurations of later rounds first."""
     check_metric(metric)
     by_id = {c["config_id"]: c for c in configs}
     config_ids = list(dict.fromkeys(results["config_id"].to_pylist()))
@@ -160,7 +164,10 @@ def rank_configs(
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
     labels = [by_id[c]["label"] for c in config_ids]
     score = np.nan_to_num(columns[metric], nan=-np.inf)
-    order = sorted(range(len(config_ids)), key=lambda i: (-score[i], labels[i]))
+    rounds = np.nan_to_num(
+        np.nanmax(matrix(results, "round", config_ids, question_ids), axis=1, initial=-1), nan=-1
+    ).astype(int)
+    order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
     columns = {name: values[order] for name, values in columns.items()}
     ranked = data[metric][order]
 
@@ -172,10 +179,10 @@ def rank_configs(
     columns["tied_with_best"] = np.isnan(p_value) | (p_value >= statistics.ALPHA)
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
 
-    counts = dict(zip(*np.unique(results["config_id"].to_numpy(), return_counts=True), strict=True))
     rows = {name: [by_id[config_ids[i]].get(name) for i in order] for name, _ in CONFIG_FIELDS}
     rows["rank"] = list(range(1, len(order) + 1))
-    rows["questions"] = [int(counts[config_ids[i]]) for i in order]
+    rows["questions"] = (~np.isnan(ranked)).sum(axis=1).tolist()
+    rows["round"] = [int(rounds[i]) if rounds[i] >= 0 else None for i in order]
     for name, values in columns.items():
         rows[name] = pa.array(values, from_pandas=True)
     return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)

@@ -1,6 +1,8 @@
 """Metrics that need no LLM, each a function of one answered question.
 
-Registered by name in ``METRICS``; every score is in [0, 1], higher is better.
+Registered by name in ``METRICS``: retrieval metrics (``RETRIEVAL_METRICS``) read only what
+was retrieved, answer metrics (``ANSWER_METRICS``) need an answer. Every score is in [0, 1],
+higher is better.
 """
 
 from __future__ import annotations
@@ -60,9 +62,13 @@ def faithfulness(item: Answered) -> float:
     return token_recall(item.answer, item.context) if words(item.answer) else 0.0
 
 
-METRICS: dict[str, Callable[[Answered], float]] = {
+Metric = Callable[[Answered], float]
+RETRIEVAL_METRICS: dict[str, Metric] = {
     "context_correctness": context_correctness,
     "document_recall": document_recall,
+}
+ANSWER_METRICS: dict[str, Metric] = {
     "answer_correctness": answer_correctness,
     "faithfulness": faithfulness,
 }
+METRICS: dict[str, Metric] = {**RETRIEVAL_METRICS, **ANSWER_METRICS}

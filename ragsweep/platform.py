@@ -101,7 +101,8 @@ def _memory(value: str) -> float:
 
 
 # Steps are named by their component function. Embedding dominates: chunk_embed holds the
-# model and a chunk set, evaluate the model and one question x chunk similarity matrix.
+# model and a chunk set, retrieve the model and one question x chunk similarity matrix;
+# evaluate holds every configuration's retrievals and answers.
 RESOURCES: dict[str, Resources] = {
     "default": Resources("250m", "1", "512Mi", "2Gi"),
     "load_testset": Resources("250m", "1", "512Mi", "1Gi"),
@@ -109,8 +110,8 @@ RESOURCES: dict[str, Resources] = {
     "build_space": Resources("100m", "500m", "256Mi", "512Mi"),
     "plan": Resources("100m", "500m", "256Mi", "512Mi"),
     "chunk_embed": Resources("1", "2", "2Gi", "6Gi"),
-    "evaluate": Resources("1", "2", "2Gi", "4Gi"),
-    "judge": Resources("500m", "1", "1Gi", "2Gi"),
+    "retrieve": Resources("1", "2", "2Gi", "4Gi"),
+    "evaluate": Resources("500m", "2", "1Gi", "4Gi"),
     "generate_qa": Resources("1", "2", "2Gi", "6Gi"),
     "rank": Resources("500m", "2", "1Gi", "4Gi"),
     "publish": Resources("250m", "1", "512Mi", "2Gi"),

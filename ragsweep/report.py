@@ -263,6 +263,21 @@ def failures_table(failures: pa.Table) -> str:
     return f'<table id="failures">{head}{"".join(rows)}</table>'
 
 
+def evaluation_summary(settings: dict) -> str | None:
+    """How the configurations were evaluated, when it is more than the free full grid."""
+    record = settings.get("evaluation") or {}
+    calls = f"{record.get('llm_calls', 0)} LLM calls made"
+    if record.get("strategy") != "successive halving":
+        return f"Full grid: {calls}." if record.get("llm_calls") else None
+    rounds = " → ".join(f"{r['configs']} × {r['questions']}" for r in record["rounds"])
+    return (
+        f"Successive halving under max_llm_calls={record['max_llm_calls']}: {rounds} "
+        f"(configurations × questions), promoted by {record['promoted_by']}; {calls}. "
+        "Configurations dropped in an earlier round rank below those of later rounds and "
+        "are scored on fewer questions; their retrieval metrics cover every question."
+    )
+
+
 def settings_list(settings: dict) -> str:
     items = []
     for key, value in settings.items():
@@ -295,6 +310,7 @@ def render_html(board: Board) -> str:
         )
     card_html = "".join(f'<div class="card"><b>{v}</b><span>{k}</span></div>' for v, k in cards)
     title = f"ragsweep report: {escape(best['label']) if best else 'no configuration'}"
+    evaluated = evaluation_summary(settings)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -305,6 +321,7 @@ def render_html(board: Board) -> str:
 <b>{escape(best["label"]) if best else "none"}</b>. Intervals are 95% cluster-bootstrap
 intervals (questions resampled by reference document); "=" marks the configurations not
 significantly worse than the best (paired sign-flip test, Holm-adjusted, 5%).</p>
+{f'<p class="lead" id="evaluation">{escape(evaluated)}</p>' if evaluated else ""}
 <div class="cards">{card_html}</div>
 <h2>Leaderboard</h2>
 {leaderboard_table(lb, metric)}
@@ -330,12 +347,16 @@ def render_markdown(board: Board, top: int = 5) -> str:
         return "# ragsweep\n\nNo configuration was evaluated.\n"
     best = lb.slice(0, 1).to_pylist()[0]
     tied = sum(lb["tied_with_best"].to_pylist())
+    evaluated = evaluation_summary(settings_of(lb))
     return (
         f"# ragsweep: best configuration\n\n**{best['label']}** (`{best['config_id']}`): "
         f"{metric} {number(best[metric])} (95% CI {number(best[metric + '_low'])}"
         f"–{number(best[metric + '_high'])}) over {best['questions']} questions; "
         f"{tied} of {lb.num_rows} configurations are statistically tied with it; "
-        f"{board.failures.num_rows} failed questions.\n\n" + render(lb, "markdown", top=top) + "\n"
+        f"{board.failures.num_rows} failed questions.\n\n"
+        + (f"{evaluated}\n\n" if evaluated else "")
+        + render(lb, "markdown", top=top)
+        + "\n"
     )
 
 

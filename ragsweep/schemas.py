@@ -15,7 +15,7 @@ import pyarrow.ipc as ipc
 from ragsweep.errors import RagsweepError
 
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "2"  # 2: leaderboard with intervals and costs; results, breakdown, failures
+SCHEMA_VERSION = "3"  # 3: retrievals; evaluation rounds (successive halving); judge calls
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -53,6 +53,17 @@ CHUNKS = pa.schema(
     ]
 )
 
+# What each configuration retrieved for each question, before any answer.
+RETRIEVALS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first, within the chunk set
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        ("passages", pa.list_(pa.string())),  # the retrieved chunks' texts
+    ]
+)
+
 ANSWERS = pa.schema(
     [
         ("config_id", pa.string()),
@@ -60,7 +71,8 @@ ANSWERS = pa.schema(
         ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first
         ("retrieved_doc_ids", pa.list_(pa.string())),
         ("context", pa.string()),
-        ("answer", pa.string()),
+        ("round", pa.int64()),  # the evaluation round that answered it; null: not answered
+        ("answer", pa.string()),  # null when not answered (a configuration eliminated early)
         ("latency_s", pa.float64()),  # of the model request that answered; null: no model
         ("prompt_tokens", pa.int64()),  # as the server's usage reports them
         ("completion_tokens", pa.int64()),
@@ -81,6 +93,7 @@ SCORES = pa.schema(
         ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
         ("correctness_reason", pa.string()),
         ("judge_error", pa.string()),  # why there is no verdict; null when there is one
+        ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
     ]
 )
 
@@ -125,7 +138,10 @@ def _with_intervals(metrics: list[str]) -> list[tuple[str, pa.DataType]]:
 LEADERBOARD = pa.schema(
     [("rank", pa.int64())]
     + CONFIG_FIELDS
-    + [("questions", pa.int64())]
+    + [
+        ("questions", pa.int64()),  # scored on the ranking metric
+        ("round", pa.int64()),  # the last evaluation round it reached (successive halving)
+    ]
     + _with_intervals(METRICS)
     + [
         ("p_value", pa.float64()),  # vs the leader on the ranking metric, Holm-adjusted
@@ -146,6 +162,7 @@ RESULTS = pa.schema(
         pa.field("cluster", pa.string()),  # the question's first reference document
         pa.field("topic", pa.string()),
         pa.field("question_type", pa.string()),
+        pa.field("round", pa.int64()),
         pa.field("answer", pa.string()),
         pa.field("retrieved_doc_ids", pa.list_(pa.string())),
     ]
@@ -214,6 +231,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "testset": TESTSET,
     "chunks": CHUNKS,
+    "retrievals": RETRIEVALS,
     "answers": ANSWERS,
     "scores": SCORES,
     "configs": CONFIGS,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragsweep import __version__, statistics
+from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.llm import LLMSettings
 from ragsweep.qagen import QASettings
@@ -22,6 +23,7 @@ class RunSettings:
     max_configs: int = DEFAULT_MAX_CONFIGS  # AutoRAG's optimization_max_rag_patterns; 0: any
     max_document_bytes: int = 0  # 0: every document
     max_questions: int = 0  # 0: every question
+    max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
     seed: int = 42  # for both samples
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
@@ -30,6 +32,10 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
+        if self.max_llm_calls < 0:
+            raise RagsweepError(
+                f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
+            )
         self.space.check_budget(self.max_configs)
 
     def pipeline_arguments(self) -> dict[str, Any]:
@@ -42,6 +48,7 @@ class RunSettings:
             "optimization_max_rag_patterns": self.max_configs,
             "max_document_bytes": self.max_document_bytes,
             "max_questions": self.max_questions,
+            "max_llm_calls": self.max_llm_calls,
             "seed": self.seed,
             "embedding_cache": self.embedding_cache,
             "baseline": self.baseline,
@@ -62,6 +69,8 @@ class RunSettings:
             "seed": self.seed,
             "llm": self.llm.to_dict(),
         }
+        if self.max_llm_calls:  # absent when 0, so the sweep keys of older runs still match
+            sweep["max_llm_calls"] = self.max_llm_calls
         if not self.testset:
             sweep["qa_generation"] = self.qa_generation.to_dict()
         return {

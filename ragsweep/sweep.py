@@ -1,26 +1,34 @@
-"""Evaluate a chunk set against its whole retrieval x answer grid in one pass.
+"""The sweep: chunk, embed and retrieve once per chunk set, then answer and score what the
+configurations retrieved.
 
 Chunks and questions are embedded through the embedding cache (each distinct text once per
 model, and not at all when stored); one ranking per search type and parameters, as deep as
-the largest Top K, serves every K; identical (answerer, question, context) triples are
-answered once.
+the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
+identical (answerer, question, passages) are answered once across the whole grid, and when
+the grid would take more LLM calls than allowed, successive halving (``ragsweep.halving``)
+decides which configurations answer which questions.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ragsweep import embedding
+from ragsweep import embedding, halving
 from ragsweep.answering import Answer, get_answerer
 from ragsweep.chunking import chunk_documents
 from ragsweep.embedcache import EmbeddingCache
+from ragsweep.judging import score_answers
+from ragsweep.leaderboard import matrix, resolve_metric
 from ragsweep.llm import LLMSettings
 from ragsweep.retrieval import Index, rank_chunks
+from ragsweep.schemas import ANSWERS, SCORES
 from ragsweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
@@ -52,20 +60,15 @@ def build_chunks(
     return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
 
 
-def evaluate(
+def retrieve(
     chunks: pa.Table,
     testset: pa.Table,
     space: SearchSpace,
     chunk_config: dict[str, Any],
     cache: EmbeddingCache,
-    settings: LLMSettings | None = None,
 ) -> pa.Table:
-    """Answers of every configuration sharing ``chunk_config``, one row per config x question.
-
-    Model answerers use ``settings`` (defaults when None); they are recorded in the table's
-    metadata (``ragsweep.answer_settings``).
-    """
-    settings = settings or LLMSettings()
+    """What every configuration sharing ``chunk_config`` retrieves for every question, one
+    row per config x question (kind ``retrievals``)."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
@@ -86,35 +89,118 @@ def evaluate(
         search_type, params = search = search_of(config)
         if search not in rankings:
             rankings[search] = rank_chunks(index, search_type, depth, **dict(params))
-
-    retrieval = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids", "context"]
-    rows: dict[str, list] = {name: [] for name in retrieval}
-    keys = []  # per row: (answerer, question index, retrieved chunk ids)
+    rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
     for config in configs:
         ranking = rankings[search_of(config)][:, : config["top_k"]]
-        for q, question_id in enumerate(question_ids):
-            picked = ranking[q].tolist()
-            rows["config_id"].append(config["config_id"])
-            rows["question_id"].append(question_id)
-            rows["retrieved_chunk_ids"].append(picked)
-            rows["retrieved_doc_ids"].append([doc_ids[i] for i in picked])
-            rows["context"].append("\n\n".join(texts[i] for i in picked))
-            keys.append((config["answerer"], q, tuple(picked)))
-    answers = answer_distinct(set(keys), questions, texts, settings)
-    for name, column in ANSWER_COLUMNS.items():
-        rows[name] = [getattr(answers[key], column) for key in keys]
+        rows["config_id"] += [config["config_id"]] * len(question_ids)
+        rows["question_id"] += question_ids
+        rows["retrieved_chunk_ids"] += ranking.tolist()
+    picked = rows["retrieved_chunk_ids"]
+    rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
+    rows["passages"] = [[texts[i] for i in ids] for ids in picked]
     log.info(
-        "evaluated %d configurations x %d questions (%d rankings, %d distinct answers)",
+        "retrieved for %d configurations x %d questions (%d rankings)",
         len(configs),
         len(questions),
         len(rankings),
-        len(answers),
     )
-    table = pa.table(rows)
-    if any(":" in name for name in space.answerers):
-        record = {"answerers": list(space.answerers), **settings.answer_settings()}
-        table = table.replace_schema_metadata({"ragsweep.answer_settings": json.dumps(record)})
-    return table
+    return pa.table(rows)
+
+
+def evaluate(
+    retrievals: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str,
+    settings: LLMSettings | None = None,
+    max_llm_calls: int = 0,
+    seed: int = 42,
+) -> tuple[pa.Table, pa.Table]:
+    """Answer and score what the configurations retrieved: the answers and the scores, one
+    row per config x question.
+
+    Retrieval metrics cover every row. Answers, and the metrics and verdicts that need one,
+    cover the whole grid; or, when that would take more than ``max_llm_calls`` (0: no
+    limit), the rounds of successive halving over the questions in a ``seed``-ed order,
+    promoting by ``metric``: a configuration dropped early has null answers for the rest.
+    The plan and the calls it made are recorded in the scores' metadata
+    (``ragsweep.evaluation``), beside the judge (``ragsweep.judge``); model answer settings
+    in the answers' (``ragsweep.answer_settings``).
+    """
+    settings = settings or LLMSettings()
+    metric = resolve_metric(metric, judged=bool(settings.judge))
+    by_id = {c["config_id"]: c for c in configs}
+    config_ids = list(dict.fromkeys(retrievals.column("config_id").to_pylist()))
+    unknown = sorted(set(config_ids) - set(by_id))
+    if unknown:
+        raise ValueError(f"retrievals of configurations not in the search space: {unknown}")
+    answerers = sorted({by_id[c]["answerer"] for c in config_ids})
+    models = [name for name in answerers if ":" in name]
+    calls_per_answer = bool(models) + bool(settings.judge)
+    ids, texts = testset["question_id"].to_pylist(), testset["question"].to_pylist()
+    questions = dict(zip(ids, texts, strict=True))
+    order = list(questions)
+    random.Random(seed).shuffle(order)
+    rounds = halving.plan(len(config_ids), len(order), calls_per_answer, max_llm_calls)
+    planned = halving.cost(rounds, calls_per_answer)
+    if len(rounds) > 1:
+        log.info(
+            "successive halving (max_llm_calls=%d): %s configurations x questions, "
+            "at most %d LLM calls",
+            max_llm_calls,
+            halving.describe(rounds),
+            planned,
+        )
+    rows = {(r["config_id"], r["question_id"]): r for r in retrievals.to_pylist()}
+    answered: list[pa.Table] = []
+    scored: list[pa.Table] = []
+    alive, asked, made, judge = config_ids, 0, 0, None
+    for number, step in enumerate(rounds):
+        if number:
+            so_far = pa.concat_tables(scored)
+            so_far = so_far.filter(pc.is_in(so_far["config_id"], pa.array(alive)))
+            so_far = matrix(so_far, metric, alive, order[:asked])
+            labels = [by_id[c]["label"] for c in alive]
+            alive = halving.promote(alive, so_far, labels, step.configs)
+        batch = [rows.pop((c, q)) for c in alive for q in order[asked : step.questions]]
+        answers, calls = _answered(batch, by_id, questions, settings, number)
+        made += calls
+        answered.append(answers)
+        scores = score_answers(answers, testset, settings)
+        judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
+        scored.append(scores.select(SCORES.names).cast(SCORES))
+        if len(rounds) > 1:
+            log.info(
+                "round %d: %d configurations answered %d questions",
+                number + 1,
+                len(alive),
+                step.questions,
+            )
+        asked = step.questions
+    rest, _ = _answered(list(rows.values()), by_id, questions, settings, None)
+    answered.append(rest)
+    scored.append(score_answers(rest, testset).select(SCORES.names).cast(SCORES))
+    answers = pa.concat_tables(answered)
+    scores = pa.concat_tables(scored)
+    made += pc.sum(scores["judge_llm_calls"]).as_py() or 0
+    record = {
+        "strategy": "successive halving" if len(rounds) > 1 else "full grid",
+        "max_llm_calls": max_llm_calls,
+        "rounds": [{"configs": r.configs, "questions": r.questions} for r in rounds],
+        "planned_llm_calls": planned,  # at most, before shared answers and the reply cache
+        "llm_calls": made,  # requests sent, retries included
+        "promoted_by": metric,
+        "seed": seed,
+    }
+    meta = {"ragsweep.evaluation": json.dumps(record)}
+    if judge:
+        meta["ragsweep.judge"] = judge
+    scores = scores.replace_schema_metadata(meta)
+    if models:
+        answer_settings = {"answerers": answerers, **settings.answer_settings()}
+        meta = {"ragsweep.answer_settings": json.dumps(answer_settings)}
+        answers = answers.replace_schema_metadata(meta)
+    return answers, scores
 
 
 # an ANSWERS column for each field of an Answer
@@ -129,17 +215,39 @@ ANSWER_COLUMNS = {
 }
 
 
-def answer_distinct(
-    keys: set[tuple[str, int, tuple[int, ...]]],
-    questions: list[str],
-    texts: list[str],
+def _answered(
+    batch: list[dict[str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    questions: dict[str, str],
     settings: LLMSettings,
-) -> dict[tuple[str, int, tuple[int, ...]], Answer]:
-    """Answer each distinct (answerer, question, retrieved chunks) once, one batch per
-    answerer, so configurations that retrieve the same context share one answer."""
+    number: int | None,
+) -> tuple[pa.Table, int]:
+    """``batch``'s retrievals with their answers from round ``number`` (None: left
+    unanswered, null answer columns), and the LLM calls answering made."""
+    keys = [
+        (by_id[r["config_id"]]["answerer"], r["question_id"], tuple(r["passages"])) for r in batch
+    ]
+    columns = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
+    table = {name: [r[name] for r in batch] for name in columns}
+    table["context"] = ["\n\n".join(r["passages"]) for r in batch]
+    table["round"] = [number] * len(batch)
+    answers = answer_distinct(set(keys), questions, settings) if number is not None else {}
+    for name, field in ANSWER_COLUMNS.items():
+        table[name] = [getattr(answers[key], field) if answers else None for key in keys]
+    calls = sum(a.llm_calls for a in answers.values() if not a.cached)
+    return pa.Table.from_pydict(table, schema=ANSWERS), calls
+
+
+def answer_distinct(
+    keys: set[tuple[str, str, tuple[str, ...]]],
+    questions: dict[str, str],
+    settings: LLMSettings,
+) -> dict[tuple[str, str, tuple[str, ...]], Answer]:
+    """Answer each distinct (answerer, question id, passages) once, one batch per answerer,
+    so configurations that retrieve the same passages share one answer."""
     answers = {}
     for name in sorted({key[0] for key in keys}):
         batch = sorted(key for key in keys if key[0] == name)
-        items = [(questions[q], [texts[i] for i in picked]) for _, q, picked in batch]
+        items = [(questions[q], list(passages)) for _, q, passages in batch]
         answers.update(zip(batch, get_answerer(name, settings)(items), strict=True))
     return answers

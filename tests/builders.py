@@ -44,6 +44,7 @@ def make_answers(config_ids: list[str], question_ids: list[str], **extra: list) 
             "retrieved_chunk_ids": [[0, 1]] * len(rows),
             "retrieved_doc_ids": [["doc0.md", "doc1.md"]] * len(rows),
             "context": ["context " * (1 + i % 5) for i in range(len(rows))],
+            "round": [0] * len(rows),
             "answer": [f"answer of {c} to {q}" for c, q in rows],
         }
     )

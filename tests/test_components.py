@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from builders import make_answers, make_board, make_testset
+from builders import make_board, make_testset
 from kfp import dsl
 
 from ragsweep import store
@@ -14,11 +14,11 @@ from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
-from ragsweep.components.judge import judge
 from ragsweep.components.load_testset import load_testset
 from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
+from ragsweep.components.retrieve import retrieve
 from ragsweep.regression import compare_runs
 from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
@@ -82,25 +82,36 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     )
     assert read_table(chunks.path, "chunks").num_rows >= 3
 
-    answers = artifact(tmp_path, "answers")
-    evaluate.python_func(
+    retrievals = artifact(tmp_path, "retrievals")
+    retrieve.python_func(
         chunks=chunks,
         questions=questions,
         search_space=space,
         chunk_config=chunk_config,
         embedding_cache=cache,
+        retrievals=retrievals,
+    )
+    assert read_table(retrievals.path, "retrievals").num_rows == 4 * 2  # 4 configs x 2 questions
+
+    answers, scores = artifact(tmp_path, "answers"), artifact(tmp_path, "scores")
+    evaluate.python_func(
+        retrievals=[retrievals],
+        questions=questions,
+        search_space=space,
+        optimization_metric="context_correctness",
+        max_llm_calls=0,
+        seed=1,
         llm={},
         answers=answers,
+        scores=scores,
     )
-    assert read_table(answers.path, "answers").num_rows == 4 * 2  # 4 configs x 2 questions
-
-    scores = artifact(tmp_path, "scores")
-    judge.python_func(answers=answers, questions=questions, llm={}, scores=scores)
+    assert read_table(answers.path, "answers").num_rows == 4 * 2
+    assert read_table(scores.path, "scores").num_rows == 4 * 2
 
     outputs = rank_outputs(tmp_path)
     rank.python_func(
-        scores=[scores],
-        answers=[answers],
+        scores=scores,
+        answers=answers,
         questions=questions,
         input_data_bucket_name="",
         input_data_key=str(docs),
@@ -110,6 +121,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         optimization_metric="context_correctness",
         max_document_bytes=0,
         max_questions=0,
+        max_llm_calls=0,
         seed=1,
         llm={},
         qa_generation={},
@@ -185,54 +197,42 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
         )
 
 
-def test_rank_step_concatenates_every_branch(tmp_path):
+def test_evaluate_step_reads_every_branch(tmp_path):
     space = SearchSpace(chunk_sizes=(64, 128), top_ks=(1,), search_types=("similarity",))
     configs = space.all_configs()
     questions = artifact(tmp_path, "questions")
     write_table(make_testset(["q1"]), questions.path, "testset")
-    branches, answered = [], []
-    for i, config in enumerate(configs):
+    branches = []
+    for i, config in enumerate(configs):  # the second retrieves the reference document
         table = pa.table(
             {
                 "config_id": [config["config_id"]],
                 "question_id": ["q1"],
-                "context_correctness": [float(i)],
-                "document_recall": [0.0],
-                "answer_correctness": [0.0],
-                "faithfulness": [0.0],
-                "correctness": [None],
-                "correctness_reason": [None],
-                "judge_error": [None],
+                "retrieved_chunk_ids": [[0]],
+                "retrieved_doc_ids": [[f"doc{1 - i}.md"]],
+                "passages": [["the answer to q1"]],
             }
         )
-        branches.append(artifact(tmp_path, f"s{i}"))
-        write_table(table, branches[-1].path, "scores")
-        answered.append(artifact(tmp_path, f"a{i}"))
-        write_table(make_answers([config["config_id"]], ["q1"]), answered[-1].path, "answers")
-    outputs = rank_outputs(tmp_path)
-    rank.python_func(
-        scores=branches,
-        answers=answered,
+        branches.append(artifact(tmp_path, f"r{i}"))
+        write_table(table, branches[-1].path, "retrievals")
+    answers, scores = artifact(tmp_path, "answers"), artifact(tmp_path, "scores")
+    evaluate.python_func(
+        retrievals=branches,
         questions=questions,
-        input_data_bucket_name="",
-        input_data_key="docs",
-        test_data_bucket_name="",
-        test_data_key="testset.json",
         search_space=space.to_dict(),
-        optimization_metric="context_correctness",
-        max_document_bytes=0,
-        max_questions=0,
+        optimization_metric="auto",
+        max_llm_calls=0,
         seed=1,
         llm={},
-        qa_generation={},
-        **outputs,
+        answers=answers,
+        scores=scores,
     )
-    board = read_table(outputs["leaderboard"].path, "leaderboard")
-    assert board.column("config_id").to_pylist() == [
-        configs[1]["config_id"],
-        configs[0]["config_id"],
-    ]
-    assert read_table(outputs["results"].path, "results").num_rows == 2
+    scored = read_table(scores.path, "scores")
+    by_config = dict(
+        zip(scored["config_id"].to_pylist(), scored["context_correctness"].to_pylist(), strict=True)
+    )
+    assert by_config == {configs[0]["config_id"]: 0.0, configs[1]["config_id"]: 1.0}
+    assert read_table(answers.path, "answers")["answer"].to_pylist() == ["the answer to q1"] * 2
 
 
 def board_artifacts(tmp_path, seed):

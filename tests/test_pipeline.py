@@ -28,7 +28,7 @@ def test_committed_pipeline_yaml_is_current(tmp_path, monkeypatch):
     )
 
 
-def test_pipeline_fans_out_over_chunk_configs_and_collects_scores():
+def test_pipeline_fans_out_over_chunk_configs_and_collects_retrievals():
     spec = next(yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text()))
     tasks = spec["root"]["dag"]["tasks"]
     loop = next(t for name, t in tasks.items() if name.startswith("for-loop"))
@@ -36,8 +36,10 @@ def test_pipeline_fans_out_over_chunk_configs_and_collects_scores():
         "parameterExpressionSelector" in json.dumps(loop["parameterIterator"])
         or loop["parameterIterator"]["items"]["inputParameter"]
     )
-    rank_inputs = tasks["rank"]["inputs"]["artifacts"]["scores"]
-    assert rank_inputs["taskOutputArtifact"]["producerTask"] == loop["taskInfo"]["name"]
+    collected = tasks["evaluate"]["inputs"]["artifacts"]["retrievals"]
+    assert collected["taskOutputArtifact"]["producerTask"] == loop["taskInfo"]["name"]
+    scores = tasks["rank"]["inputs"]["artifacts"]["scores"]
+    assert scores["taskOutputArtifact"]["producerTask"] == "evaluate"
     images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
     assert images == {"localhost/ragsweep:latest"}
 

@@ -87,6 +87,29 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     assert again["correctness"].to_pylist() == ranked
 
 
+def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
+    runs = tmp_path / "runs"
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "300", "--output", str(runs),
+        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    # the full grid would take 6 x 64 answers + 6 x 64 verdicts = 768 calls
+    rounds = "6 × 9 → 3 × 18 → 2 × 36 → 1 × 64 (configurations × questions)"
+    assert f"Successive halving under max_llm_calls=300: {rounds}" in result.stdout
+    assert llm_server.chat_calls <= 300
+    [run_dir] = runs.iterdir()
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    assert board["round"].to_pylist() == [3, 2, 1, 0, 0, 0]
+    assert board["questions"].to_pylist()[0] == 64
+    assert settings_of(board)["evaluation"]["llm_calls"] == llm_server.chat_calls
+    results = read_table(run_dir / "results.arrow", "results")
+    assert results.num_rows == 6 * 64 and results["context_correctness"].null_count == 0
+    assert results["correctness"].null_count == 6 * 64 - (6 * 9 + 3 * 9 + 2 * 18 + 28)
+    assert 'id="evaluation"' in (run_dir / "report.html").read_text()
+
+
 def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
@@ -125,8 +148,9 @@ def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     [chunk_config] = space.chunk_configs()
     cache = EmbeddingCache()
     chunks = sweep.build_chunks(documents, chunk_config, cache)
+    retrievals = sweep.retrieve(chunks, questions, space, chunk_config, cache)
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
-        sweep.evaluate(chunks, questions, space, chunk_config, cache)
+        sweep.evaluate(retrievals, questions, space.all_configs(), "auto")
 
 
 def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
@@ -141,6 +165,6 @@ def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
     assert "api_key" not in names and "RAGSWEEP_LLM" not in json.dumps(spec)
     # the endpoint and key reach the model steps only as a secret's keys, never as values
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
-    for step in ("exec-generate-qa", "exec-evaluate", "exec-judge"):
+    for step in ("exec-generate-qa", "exec-evaluate"):
         keys = [k["envVar"] for s in executors[step]["secretAsEnv"] for k in s["keyToEnv"]]
         assert "RAGSWEEP_LLM_API_KEY" in keys, step

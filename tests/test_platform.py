@@ -68,8 +68,8 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-generate-qa": [("llm_secret_name", llm)],
         # an s3:// embedding cache; embedding models openai:<model>
         "exec-chunk-embed": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
-        "exec-evaluate": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
-        "exec-judge": [("llm_secret_name", llm)],
+        "exec-retrieve": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
+        "exec-evaluate": [("llm_secret_name", llm)],
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
     }
@@ -111,7 +111,7 @@ def test_steps_that_call_a_service_retry_and_those_reading_outside_data_skip_the
         and not task["componentRef"]["name"].startswith("comp-condition")
     }
     retried = {name for name, task in tasks.items() if "retryPolicy" in task}
-    services = {"generate-qa", "evaluate", "judge"}  # an LLM endpoint
+    services = {"generate-qa", "evaluate"}  # an LLM endpoint
     assert retried == {"load-testset", "ingest", "publish", "compare"} | services
     assert tasks["ingest"]["retryPolicy"]["maxRetryCount"] == 2
     uncached = {name for name, task in tasks.items() if task.get("cachingOptions") == {}}

@@ -17,6 +17,7 @@ def scores(n=2):
             "correctness": [None] * n,
             "correctness_reason": [None] * n,
             "judge_error": [None] * n,
+            "judge_llm_calls": [None] * n,
         }
     )
 

@@ -3,7 +3,7 @@ import pyarrow as pa
 from ragsweep import answering, embedding, retrieval
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunks, evaluate
+from ragsweep.sweep import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
     {
@@ -26,6 +26,15 @@ QUESTIONS = pa.table(
 )
 
 
+def retrieved(space: SearchSpace, cache: EmbeddingCache) -> pa.Table:
+    """Every configuration's retrievals, chunk set by chunk set as the pipeline's loop does."""
+    tables = []
+    for chunk_config in space.chunk_configs():
+        chunks = build_chunks(DOCS, chunk_config, cache)
+        tables.append(retrieve(chunks, QUESTIONS, space, chunk_config, cache))
+    return pa.concat_tables(tables)
+
+
 def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypatch):
     calls = []
 
@@ -35,38 +44,40 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
 
     monkeypatch.setitem(answering.ANSWERERS, "extractive", counting)
     # two short documents: with chunks of a whole document, k=2 and k=3 retrieve the same two
-    space = SearchSpace(chunk_sizes=(64,), top_ks=(2, 3), search_types=("similarity", "mmr"))
-    [chunk_config] = space.chunk_configs()
-    cache = EmbeddingCache()
-    chunks = build_chunks(DOCS, chunk_config, cache)
-    assert chunks.num_rows == 2
-    answers = evaluate(chunks, QUESTIONS, space, chunk_config, cache)
-    assert answers.num_rows == 4 * 2
-    distinct = {
-        (q, tuple(ids))
-        for q, ids in zip(
-            answers["question_id"].to_pylist(),
-            answers["retrieved_chunk_ids"].to_pylist(),
-            strict=True,
-        )
-    }
-    assert len(calls) == len(distinct) < answers.num_rows
+    # chunk sets, and the sentence and token chunkers cut both documents the same way
+    space = SearchSpace(
+        chunkers=("sentence", "token"),
+        chunk_sizes=(64,),
+        top_ks=(2, 3),
+        search_types=("similarity", "mmr"),
+    )
+    assert len(space.chunk_configs()) == 2
+    answers, _ = evaluate(
+        retrieved(space, EmbeddingCache()), QUESTIONS, space.all_configs(), "auto"
+    )
+    assert answers.num_rows == 2 * 4 * 2
+    distinct = set(
+        zip(answers["question_id"].to_pylist(), answers["context"].to_pylist(), strict=True)
+    )
+    # each question's two chunks in at most two orders (similarity, MMR), whichever chunk set
+    assert len(calls) == len(distinct) <= 2 * 2 < answers.num_rows
     assert set(answers["answer"].to_pylist()) == {
         f"answer to {q}" for q in QUESTIONS["question"].to_pylist()
     }
 
 
-def test_every_configuration_of_the_chunk_set_answers_every_question():
-    space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2))
-    [chunk_config] = space.chunk_configs()
-    cache = EmbeddingCache()
-    chunks = build_chunks(DOCS, chunk_config, cache)
-    answers = evaluate(chunks, QUESTIONS, space, chunk_config, cache)
+def test_without_a_budget_every_configuration_answers_every_question():
+    space = SearchSpace(chunk_sizes=(16, 24), chunk_overlaps=(4,), top_ks=(1, 2))
+    answers, scores = evaluate(
+        retrieved(space, EmbeddingCache()), QUESTIONS, space.all_configs(), "auto"
+    )
     by_config = answers.group_by("config_id").aggregate([("question_id", "count")])
     assert sorted(by_config["config_id"].to_pylist()) == sorted(
-        c["config_id"] for c in space.configs(chunk_config)
+        c["config_id"] for c in space.all_configs()
     )
     assert set(by_config["question_id_count"].to_pylist()) == {2}
+    assert answers["answer"].null_count == 0 and set(answers["round"].to_pylist()) == {0}
+    assert scores["answer_correctness"].null_count == 0
     texts = answers["answer"].to_pylist()
     assert any("9000" in a for a in texts) and any("90 days" in a for a in texts)
 
@@ -84,7 +95,7 @@ def test_a_sweep_embeds_each_distinct_text_once_per_model_and_a_rerun_none(tmp_p
         chunk_texts = []
         for chunk_config in space.chunk_configs():
             chunks = build_chunks(DOCS, chunk_config, cache)
-            evaluate(chunks, QUESTIONS, space, chunk_config, cache)
+            retrieve(chunks, QUESTIONS, space, chunk_config, cache)
             chunk_texts += chunks["text"].to_pylist()
         return chunk_texts
 
@@ -116,9 +127,9 @@ def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
     )
     [chunk_config] = space.chunk_configs()
     cache = EmbeddingCache()
-    answers = evaluate(
+    retrievals = retrieve(
         build_chunks(DOCS, chunk_config, cache), QUESTIONS, space, chunk_config, cache
     )
-    assert answers.num_rows == 4 * 4 * 2  # Top K x (similarity, mmr:0.5, mmr:0.9, hybrid)
+    assert retrievals.num_rows == 4 * 4 * 2  # Top K x (similarity, mmr:0.5, mmr:0.9, hybrid)
     assert sorted(r[0] for r in rankings) == ["hybrid", "mmr", "mmr", "similarity"]
     assert {r[1] for r in rankings} == {4}

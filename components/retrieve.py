@@ -1,0 +1,37 @@
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Output
+
+from ragsweep.components import BASE_IMAGE
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def retrieve(
+    chunks: Input[Dataset],
+    questions: Input[Dataset],
+    search_space: dict,
+    chunk_config: dict,
+    embedding_cache: str,
+    retrievals: Output[Dataset],
+):
+    """Retrieve for every question with every configuration sharing ``chunk_config``;
+    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty:
+    none).
+
+    Output: ``retrievals``, an Arrow artifact of kind retrievals (one row per config x
+    question: the retrieved chunks, their documents and texts).
+    """
+    from ragsweep.embedcache import EmbeddingCache
+    from ragsweep.errors import pipeline_step
+    from ragsweep.schemas import read_table, write_table
+    from ragsweep.space import SearchSpace
+    from ragsweep.sweep import retrieve as retrieve_all
+
+    with pipeline_step():
+        table = retrieve_all(
+            read_table(chunks.path, "chunks"),
+            read_table(questions.path, "testset"),
+            SearchSpace.from_dict(search_space),
+            chunk_config,
+            EmbeddingCache(embedding_cache),
+        )
+        write_table(table, retrievals.path, "retrievals")
