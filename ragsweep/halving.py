@@ -13,7 +13,7 @@ a lucky or unlucky draw decides.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,13 +77,35 @@ def plan(configs: int, questions: int, calls_per_answer: int, max_llm_calls: int
 
 
 def promote(
-    config_ids: Sequence[str], scores: np.ndarray, labels: Sequence[str], keep: int
-) -> list[str]:
-    """The ``keep`` configurations with the best mean score (rows of ``scores``, NaN for a
+    candidates: Sequence[int], scores: np.ndarray, labels: Sequence[str], keep: int
+) -> list[int]:
+    """The ``keep`` candidates with the best mean score (rows of ``scores``, NaN for a
     missing score), ties broken by label so that a rerun promotes the same ones."""
     mean = np.nan_to_num(statistics.means(scores), nan=-np.inf)
-    order = sorted(range(len(config_ids)), key=lambda i: (-mean[i], labels[i]))
-    return [config_ids[i] for i in order[:keep]]
+    order = sorted(range(len(candidates)), key=lambda i: (-mean[i], labels[i]))
+    return [candidates[i] for i in order[:keep]]
+
+
+Evaluate = Callable[[list[int], int, int], np.ndarray]
+
+
+def run(rounds: Sequence[Round], labels: Sequence[str], evaluate: Evaluate) -> list[int]:
+    """Play the rounds. ``evaluate(configs, first, last)`` scores configurations (indexes
+    of ``labels``) on questions ``first:last`` of the order, a configs x questions matrix
+    (NaN: no score); promotion compares the mean over every question asked so far. Returns
+    the last round each configuration reached."""
+    scores = np.full((len(labels), rounds[-1].questions), np.nan)
+    reached = [0] * len(labels)
+    alive, asked = list(range(len(labels))), 0
+    for number, step in enumerate(rounds):
+        if number:
+            names = [labels[i] for i in alive]
+            alive = promote(alive, scores[alive, :asked], names, step.configs)
+        scores[np.ix_(alive, range(asked, step.questions))] = evaluate(alive, asked, step.questions)
+        for i in alive:
+            reached[i] = number
+        asked = step.questions
+    return reached
 
 
 def describe(rounds: Sequence[Round]) -> str:

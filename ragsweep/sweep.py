@@ -154,29 +154,29 @@ def evaluate(
     rows = {(r["config_id"], r["question_id"]): r for r in retrievals.to_pylist()}
     answered: list[pa.Table] = []
     scored: list[pa.Table] = []
-    alive, asked, made, judge = config_ids, 0, 0, None
-    for number, step in enumerate(rounds):
-        if number:
-            so_far = pa.concat_tables(scored)
-            so_far = so_far.filter(pc.is_in(so_far["config_id"], pa.array(alive)))
-            so_far = matrix(so_far, metric, alive, order[:asked])
-            labels = [by_id[c]["label"] for c in alive]
-            alive = halving.promote(alive, so_far, labels, step.configs)
-        batch = [rows.pop((c, q)) for c in alive for q in order[asked : step.questions]]
-        answers, calls = _answered(batch, by_id, questions, settings, number)
-        made += calls
-        answered.append(answers)
+    made, judge = 0, None
+
+    def play(alive: list[int], first: int, last: int) -> np.ndarray:
+        """Answer and score one round; its configs x questions matrix of ``metric``."""
+        nonlocal made, judge
+        ids, asked = [config_ids[i] for i in alive], order[first:last]
+        batch = [rows.pop((c, q)) for c in ids for q in asked]
+        answers, calls = _answered(batch, by_id, questions, settings, len(answered))
         scores = score_answers(answers, testset, settings)
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
+        made += calls
+        answered.append(answers)
         scored.append(scores.select(SCORES.names).cast(SCORES))
         if len(rounds) > 1:
             log.info(
                 "round %d: %d configurations answered %d questions",
-                number + 1,
-                len(alive),
-                step.questions,
+                len(answered),
+                len(ids),
+                last,
             )
-        asked = step.questions
+        return matrix(scored[-1], metric, ids, asked)
+
+    halving.run(rounds, [by_id[c]["label"] for c in config_ids], play)
     rest, _ = _answered(list(rows.values()), by_id, questions, settings, None)
     answered.append(rest)
     scored.append(score_answers(rest, testset).select(SCORES.names).cast(SCORES))

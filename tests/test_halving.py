@@ -57,10 +57,29 @@ def test_a_budget_too_small_for_any_plan_says_what_it_needs():
 
 def test_promotion_keeps_the_best_means_ties_by_label_and_missing_scores_last():
     scores = np.array([[1, 0, np.nan], [1, 1, 1], [np.nan, np.nan, np.nan], [1, 0, 0.0]])
-    kept = halving.promote(["a", "b", "c", "d"], scores, ["la", "lb", "lc", "ld"], 3)
-    assert kept == ["b", "a", "d"]
-    tied = halving.promote(["x", "y"], np.array([[0.5], [0.5]]), ["z-label", "a-label"], 1)
-    assert tied == ["y"]
+    kept = halving.promote([10, 11, 12, 13], scores, ["la", "lb", "lc", "ld"], 3)
+    assert kept == [11, 10, 13]
+    assert halving.promote([0, 1], np.array([[0.5], [0.5]]), ["z-label", "a-label"], 1) == [1]
+
+
+def test_rounds_evaluate_only_new_questions_and_promote_the_true_best():
+    rates = np.linspace(0.3, 0.7, 64)
+    rates[17] = 0.9  # the known winner
+    truth = (np.random.default_rng(11).random((64, 200)) < rates[:, None]).astype(float)
+    asked = []
+
+    def evaluate(configs: list[int], first: int, last: int) -> np.ndarray:
+        asked.extend((c, q) for c in configs for q in range(first, last))
+        return truth[np.ix_(configs, range(first, last))]
+
+    rounds = halving.plan(64, 200, 1, 2000)
+    reached = halving.run(rounds, [f"config {i:02}" for i in range(64)], evaluate)
+    assert len(asked) == len(set(asked)) == halving.cost(rounds, 1) <= 2000
+    finalists = [i for i, r in enumerate(reached) if r == len(rounds) - 1]
+    assert 17 in finalists and max(finalists, key=lambda i: truth[i].mean()) == 17
+    assert [reached.count(r) for r in range(len(rounds))] == [
+        a.configs - b.configs for a, b in zip(rounds, rounds[1:] + [Round(0, 0)], strict=True)
+    ]
 
 
 QUESTIONS = 40
