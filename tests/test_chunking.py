@@ -3,12 +3,15 @@
 import collections
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragsweep import embedding
 from ragsweep.chunking import chunk_documents
+from ragsweep.embedcache import EmbeddingCache
 from ragsweep.sources import read_documents
 from ragsweep.space import SearchSpace
+from ragsweep.sweep import build_chunks
 
 MODEL = "all-MiniLM-L6-v2"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "docs"
@@ -82,3 +85,15 @@ def test_memoized_ids_and_chunks_equal_those_of_the_plain_tokenizer(documents, p
         memoized = chunk_documents(documents, chunker, size, overlap, tokenize)
         plain = chunk_documents(documents, chunker, size, overlap, plain_tokenize)
         assert memoized.equals(plain), (chunker, size, overlap)
+
+
+def test_built_chunks_embed_as_the_plain_llama_index_path_does(documents, plain_tokenize):
+    [config] = SearchSpace.from_dict({"chunk_sizes": [192], "chunk_overlaps": [0]}).chunk_configs()
+    chunks = build_chunks(documents, config, EmbeddingCache())
+    plain = chunk_documents(documents, "sentence", 192, 0, plain_tokenize)
+    assert chunks["text"].to_pylist() == plain["text"].to_pylist()
+    # what HuggingFaceEmbedding returns for the texts, in llama-index's own batches
+    expected = embedding.load_embedder(MODEL).get_text_embedding_batch(plain["text"].to_pylist())
+    vectors = np.stack(chunks["embedding"].to_numpy(zero_copy_only=False))
+    assert vectors.shape == (plain.num_rows, 384)
+    assert np.allclose(vectors, np.asarray(expected, dtype=np.float32), atol=1e-5)
