@@ -7,14 +7,14 @@ space, the span still points at the document's own text).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 
 from ragsweep.text import locate
 
-Tokenize = Callable[[str], list[int]]
+Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
 
 CHUNKERS: dict[str, Callable[[int, int, Tokenize], Callable[[str], list[str]]]] = {
     "sentence": lambda size, overlap, tok: (
