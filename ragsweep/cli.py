@@ -243,11 +243,16 @@ def leaderboard(
 ) -> None:
     """Print the leaderboard of a finished run."""
     from ragsweep.exports import render
+    from ragsweep.report import evaluation_summary
+    from ragsweep.schemas import settings_of
 
     table = load_leaderboard(run, store)
     typer.echo(render(table, format, top or None, sort))
     if format == "table":
         typer.echo(f"\n{table.num_rows} configurations")
+        evaluated = evaluation_summary(settings_of(table))
+        if evaluated:
+            typer.echo(evaluated)
 
 
 @app.command()

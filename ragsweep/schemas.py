@@ -60,7 +60,8 @@ RETRIEVALS = pa.schema(
         ("question_id", pa.string()),
         ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first, within the chunk set
         ("retrieved_doc_ids", pa.list_(pa.string())),
-        ("passages", pa.list_(pa.string())),  # the retrieved chunks' texts
+        # the retrieved chunks' texts, each stored once: a dictionary of the chunk set's texts
+        ("passages", pa.list_(pa.dictionary(pa.int32(), pa.string()))),
     ]
 )
 

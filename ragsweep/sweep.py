@@ -97,7 +97,11 @@ def retrieve(
         rows["retrieved_chunk_ids"] += ranking.tolist()
     picked = rows["retrieved_chunk_ids"]
     rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
-    rows["passages"] = [[texts[i] for i in ids] for ids in picked]
+    offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
+    flat = np.concatenate(picked).astype(np.int32) if picked else np.zeros(0, np.int32)
+    rows["passages"] = pa.ListArray.from_arrays(
+        offsets, pa.DictionaryArray.from_arrays(flat, chunks.column("text").combine_chunks())
+    )
     log.info(
         "retrieved for %d configurations x %d questions (%d rankings)",
         len(configs),

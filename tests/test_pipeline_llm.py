@@ -108,6 +108,8 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_pat
     assert results.num_rows == 6 * 64 and results["context_correctness"].null_count == 0
     assert results["correctness"].null_count == 6 * 64 - (6 * 9 + 3 * 9 + 2 * 18 + 28)
     assert 'id="evaluation"' in (run_dir / "report.html").read_text()
+    shown = ragsweep("leaderboard", str(run_dir))
+    assert f"Successive halving under max_llm_calls=300: {rounds}" in shown.stdout
 
 
 def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@ import pyarrow as pa
 
 from ragsweep import answering, embedding, retrieval
 from ragsweep.embedcache import EmbeddingCache
+from ragsweep.schemas import read_table, write_table
 from ragsweep.space import SearchSpace
 from ragsweep.sweep import build_chunks, evaluate, retrieve
 
@@ -133,3 +134,23 @@ def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
     assert retrievals.num_rows == 4 * 4 * 2  # Top K x (similarity, mmr:0.5, mmr:0.9, hybrid)
     assert sorted(r[0] for r in rankings) == ["hybrid", "mmr", "mmr", "similarity"]
     assert {r[1] for r in rankings} == {4}
+
+
+def test_retrievals_store_each_chunk_text_once_and_read_back_as_passages(tmp_path):
+    space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2, 3))
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    chunks = build_chunks(DOCS, chunk_config, cache)
+    path = write_table(
+        retrieve(chunks, QUESTIONS, space, chunk_config, cache), tmp_path / "r", "retrievals"
+    )
+    retrievals = read_table(path, "retrievals")
+    [stored] = retrievals["passages"].chunks
+    assert len(stored.values.dictionary) == chunks.num_rows  # not once per retrieval
+    texts = chunks["text"].to_pylist()
+    for ids, passages in zip(
+        retrievals["retrieved_chunk_ids"].to_pylist(),
+        retrievals["passages"].to_pylist(),
+        strict=True,
+    ):
+        assert passages == [texts[i] for i in ids]
