@@ -1,13 +1,24 @@
 from kfp import dsl
+from kfp.dsl import Dataset, Input
 
 from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def plan(search_space: dict) -> list:
-    """Validate the search space and list its chunk configurations, one per fan-out branch."""
+def plan(search_space: dict, questions: Input[Dataset], max_llm_calls: int, llm: dict) -> list:
+    """Validate the search space, and the LLM-call budget against the test set (a budget
+    too small stops the run here, before any embedding); list the chunk configurations,
+    one per fan-out branch."""
     from ragsweep.errors import pipeline_step
+    from ragsweep.llm import LLMSettings
+    from ragsweep.schemas import read_table
     from ragsweep.space import SearchSpace
+    from ragsweep.sweep import plan_evaluation
 
     with pipeline_step():
-        return SearchSpace.from_dict(search_space).chunk_configs()
+        space = SearchSpace.from_dict(search_space)
+        testset = read_table(questions.path, "testset")
+        plan_evaluation(
+            space.all_configs(), testset.num_rows, LLMSettings.from_dict(llm), max_llm_calls
+        )
+        return space.chunk_configs()

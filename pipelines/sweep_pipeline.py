@@ -148,7 +148,14 @@ def sweep_pipeline(
             max_configs=optimization_max_rag_patterns,
         )
     )
-    chunk_configs = platform.step(plan(search_space=space.outputs["search_space"]))
+    chunk_configs = platform.step(
+        plan(
+            search_space=space.outputs["search_space"],
+            questions=questions.outputs["questions"],
+            max_llm_calls=max_llm_calls,
+            llm=llm,
+        )
+    )
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
     # artifacts: retrieve takes the search_space parameter (its retrieval lists).

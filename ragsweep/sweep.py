@@ -139,22 +139,12 @@ def evaluate(
     if unknown:
         raise ValueError(f"retrievals of configurations not in the search space: {unknown}")
     answerers = sorted({by_id[c]["answerer"] for c in config_ids})
-    models = [name for name in answerers if ":" in name]
-    calls_per_answer = bool(models) + bool(settings.judge)
     ids, texts = testset["question_id"].to_pylist(), testset["question"].to_pylist()
     questions = dict(zip(ids, texts, strict=True))
     order = list(questions)
     random.Random(seed).shuffle(order)
-    rounds = halving.plan(len(config_ids), len(order), calls_per_answer, max_llm_calls)
-    planned = halving.cost(rounds, calls_per_answer)
-    if len(rounds) > 1:
-        log.info(
-            "successive halving (max_llm_calls=%d): %s configurations x questions, "
-            "at most %d LLM calls",
-            max_llm_calls,
-            halving.describe(rounds),
-            planned,
-        )
+    configured = [by_id[c] for c in config_ids]
+    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
     rows = {(r["config_id"], r["question_id"]): r for r in retrievals.to_pylist()}
     answered: list[pa.Table] = []
     scored: list[pa.Table] = []
@@ -200,11 +190,31 @@ def evaluate(
     if judge:
         meta["ragsweep.judge"] = judge
     scores = scores.replace_schema_metadata(meta)
-    if models:
+    if any(":" in name for name in answerers):
         answer_settings = {"answerers": answerers, **settings.answer_settings()}
         meta = {"ragsweep.answer_settings": json.dumps(answer_settings)}
         answers = answers.replace_schema_metadata(meta)
     return answers, scores
+
+
+def plan_evaluation(
+    configs: list[dict[str, Any]], questions: int, settings: LLMSettings, max_llm_calls: int
+) -> tuple[list[halving.Round], int]:
+    """Which configurations answer which questions (``ragsweep.halving.plan``) and the LLM
+    calls that takes at most; a budget too small raises ``RagsweepError``."""
+    models = any(":" in c["answerer"] for c in configs)  # llm:<model>; extractive is free
+    calls_per_answer = models + bool(settings.judge)
+    rounds = halving.plan(len(configs), questions, calls_per_answer, max_llm_calls)
+    planned = halving.cost(rounds, calls_per_answer)
+    if len(rounds) > 1:
+        log.info(
+            "successive halving (max_llm_calls=%d): %s configurations x questions, "
+            "at most %d LLM calls",
+            max_llm_calls,
+            halving.describe(rounds),
+            planned,
+        )
+    return rounds, planned
 
 
 # an ANSWERS column for each field of an Answer

@@ -74,7 +74,9 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
 
     parameters = SearchSpace.from_dict(space).to_parameters()
     assert build_space.python_func(**parameters, max_configs=4) == (space,)
-    [chunk_config] = plan.python_func(search_space=space)
+    [chunk_config] = plan.python_func(
+        search_space=space, questions=questions, max_llm_calls=0, llm={}
+    )
     chunks = artifact(tmp_path, "chunks")
     cache = str(tmp_path / "cache")
     chunk_embed.python_func(
@@ -151,11 +153,32 @@ def rank_outputs(tmp_path):
     }
 
 
-def test_plan_step_exits_with_a_message_on_a_bad_search_space(capsys):
+def test_plan_step_exits_with_a_message_on_a_bad_search_space(tmp_path, capsys):
+    questions = artifact(tmp_path, "questions")
+    write_table(make_testset(["q1"]), questions.path, "testset")
     with pytest.raises(SystemExit) as exit_info:
-        plan.python_func(search_space={"top_ks": [0]})
+        plan.python_func(search_space={"top_ks": [0]}, questions=questions, max_llm_calls=0, llm={})
     assert exit_info.value.code == 2
     assert "field 'top_ks': 0 is not positive" in capsys.readouterr().err
+
+
+def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys):
+    questions = artifact(tmp_path, "questions")
+    write_table(make_testset([f"q{i}" for i in range(40)]), questions.path, "testset")
+    space = SearchSpace(
+        chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",), answerers=("llm:m",)
+    ).to_dict()
+    with pytest.raises(SystemExit) as exit_info:
+        plan.python_func(search_space=space, questions=questions, max_llm_calls=50, llm={})
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "max_llm_calls=50 is too few for 4 configurations x 40 questions" in message
+    assert "the full grid needs 160 LLM calls" in message
+    # the same budget fits when the space is small enough
+    small = SearchSpace(
+        chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",), answerers=("llm:m",)
+    ).to_dict()
+    assert plan.python_func(search_space=small, questions=questions, max_llm_calls=50, llm={})
 
 
 def test_build_space_step_refuses_a_grid_larger_than_the_budget(capsys):

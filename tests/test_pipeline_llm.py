@@ -112,6 +112,19 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_pat
     assert f"Successive halving under max_llm_calls=300: {rounds}" in shown.stdout
 
 
+def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(llm_server, tmp_path):
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "50",
+        "--output", str(tmp_path / "runs"), *SMALL_GRID,
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    shown = result.stdout + result.stderr
+    assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in shown
+    assert "the pipeline failed" in result.stderr.strip().splitlines()[-1]
+    assert "chunk-embed" not in result.stdout and llm_server.chat_calls == 0
+
+
 def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
