@@ -73,6 +73,11 @@ FAMILIES: dict[str, Callable[[str, LLMSettings], Answerer]] = {"llm": _llm}
 """Answerers named ``<family>:<argument>``, e.g. ``llm:granite-3.3-8b-instruct``."""
 
 
+def uses_model(name: str) -> bool:
+    """Whether answerer ``name`` calls a model (``<family>:<model>``); registered ones do not."""
+    return name not in ANSWERERS
+
+
 def check_answerer(name: str) -> None:
     """Raise ``RagsweepError`` unless ``name`` is a registered answerer or ``<family>:<arg>``."""
     family, _, argument = name.partition(":")

@@ -105,7 +105,7 @@ def submit(
     if run.state != "SUCCEEDED":
         raise RagsweepError(f"run {run_id} ended {run.state}: {openshift.failure(run)}")
     typer.echo(
-        "the leaderboard is output 'leaderboard' of step 'rank' (every score: output 'scores'): "
+        "the leaderboard is output 'leaderboard' of step 'rank' (every score: output 'results'): "
         "download it from the run's page and print it with `ragsweep leaderboard FILE`"
     )
 

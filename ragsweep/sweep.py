@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragsweep import embedding, halving
-from ragsweep.answering import Answer, get_answerer
+from ragsweep.answering import Answer, get_answerer, uses_model
 from ragsweep.chunking import chunk_documents
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
@@ -153,8 +153,8 @@ def evaluate(
     def play(alive: list[int], first: int, last: int) -> np.ndarray:
         """Answer and score one round; its configs x questions matrix of ``metric``."""
         nonlocal made, judge
-        ids, asked = [config_ids[i] for i in alive], order[first:last]
-        batch = [rows.pop((c, q)) for c in ids for q in asked]
+        alive_ids, asked = [config_ids[i] for i in alive], order[first:last]
+        batch = [rows.pop((c, q)) for c in alive_ids for q in asked]
         answers, calls = _answered(batch, by_id, questions, settings, len(answered))
         scores = score_answers(answers, testset, settings)
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
@@ -165,10 +165,10 @@ def evaluate(
             log.info(
                 "round %d: %d configurations answered %d questions",
                 len(answered),
-                len(ids),
+                len(alive_ids),
                 last,
             )
-        return matrix(scored[-1], metric, ids, asked)
+        return matrix(scored[-1], metric, alive_ids, asked)
 
     halving.run(rounds, [by_id[c]["label"] for c in config_ids], play)
     rest, _ = _answered(list(rows.values()), by_id, questions, settings, None)
@@ -190,7 +190,7 @@ def evaluate(
     if judge:
         meta["ragsweep.judge"] = judge
     scores = scores.replace_schema_metadata(meta)
-    if any(":" in name for name in answerers):
+    if any(uses_model(name) for name in answerers):
         answer_settings = {"answerers": answerers, **settings.answer_settings()}
         meta = {"ragsweep.answer_settings": json.dumps(answer_settings)}
         answers = answers.replace_schema_metadata(meta)
@@ -202,8 +202,7 @@ def plan_evaluation(
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions (``ragsweep.halving.plan``) and the LLM
     calls that takes at most; a budget too small raises ``RagsweepError``."""
-    models = any(":" in c["answerer"] for c in configs)  # llm:<model>; extractive is free
-    calls_per_answer = models + bool(settings.judge)
+    calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
     rounds = halving.plan(len(configs), questions, calls_per_answer, max_llm_calls)
     planned = halving.cost(rounds, calls_per_answer)
     if len(rounds) > 1:
