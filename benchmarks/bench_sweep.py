@@ -213,7 +213,7 @@ def replay_halving(board, seed: int) -> list[dict]:
     replays = []
     for budget in sorted({grid // 2, smallest}, reverse=True):
         rounds = halving.plan(len(ids), len(order), 1, budget)
-        reached = halving.run(rounds, labels, lambda c, a, b: truth[np.ix_(c, range(a, b))])
+        reached = halving.run(rounds, len(ids), lambda c, a, b: truth[np.ix_(c, range(a, b))], seed)
         finalists = [i for i, r in enumerate(reached) if r == len(rounds) - 1]
         pick = min(finalists, key=lambda i: (-np.nanmean(truth[i]), labels[i]))
         replays.append(

@@ -7,7 +7,9 @@ answered every question. The samples are nested (each round's questions begin wi
 previous round's), so a promoted configuration pays only for its new questions and every
 comparison is paired on shared questions. The first sample is the largest the budget
 allows: the more questions a configuration is judged on before it can be dropped, the less
-a lucky or unlucky draw decides.
+a lucky or unlucky draw decides. Ties in a round (the norm on a few questions scored 0 or 1)
+are broken by a random order drawn from the run's seed, never by name: a rerun with the same
+seed promotes the same configurations, and no label is favoured by its spelling.
 """
 
 from __future__ import annotations
@@ -77,30 +79,33 @@ def plan(configs: int, questions: int, calls_per_answer: int, max_llm_calls: int
 
 
 def promote(
-    candidates: Sequence[int], scores: np.ndarray, labels: Sequence[str], keep: int
+    candidates: Sequence[int], scores: np.ndarray, keep: int, rng: np.random.Generator
 ) -> list[int]:
     """The ``keep`` candidates with the best mean score (rows of ``scores``, NaN for a
-    missing score), ties broken by label so that a rerun promotes the same ones."""
-    mean = np.nan_to_num(statistics.means(scores), nan=-np.inf)
-    order = sorted(range(len(candidates)), key=lambda i: (-mean[i], labels[i]))
+    missing score, ranked last). Equal means (to 12 decimals, so that summation order does
+    not matter) are ordered by a random permutation drawn from ``rng``."""
+    mean = np.round(np.nan_to_num(statistics.means(scores), nan=-np.inf), 12)
+    tiebreak = rng.permutation(len(candidates))
+    order = np.lexsort((tiebreak, -mean))  # by mean, best first; then the random order
     return [candidates[i] for i in order[:keep]]
 
 
 Evaluate = Callable[[list[int], int, int], np.ndarray]
 
 
-def run(rounds: Sequence[Round], labels: Sequence[str], evaluate: Evaluate) -> list[int]:
-    """Play the rounds. ``evaluate(configs, first, last)`` scores configurations (indexes
-    of ``labels``) on questions ``first:last`` of the order, a configs x questions matrix
-    (NaN: no score); promotion compares the mean over every question asked so far. Returns
-    the last round each configuration reached."""
-    scores = np.full((len(labels), rounds[-1].questions), np.nan)
-    reached = [0] * len(labels)
-    alive, asked = list(range(len(labels))), 0
+def run(rounds: Sequence[Round], configs: int, evaluate: Evaluate, seed: int) -> list[int]:
+    """Play the rounds over ``configs`` configurations (indexes ``0..configs-1``).
+    ``evaluate(alive, first, last)`` scores configurations on questions ``first:last`` of
+    the order, a configs x questions matrix (NaN: no score); promotion compares the mean over
+    every question asked so far, ties broken by an order drawn from ``seed``. Returns the
+    last round each configuration reached."""
+    rng = np.random.default_rng(seed)
+    scores = np.full((configs, rounds[-1].questions), np.nan)
+    reached = [0] * configs
+    alive, asked = list(range(configs)), 0
     for number, step in enumerate(rounds):
         if number:
-            names = [labels[i] for i in alive]
-            alive = promote(alive, scores[alive, :asked], names, step.configs)
+            alive = promote(alive, scores[alive, :asked], step.configs, rng)
         scores[np.ix_(alive, range(asked, step.questions))] = evaluate(alive, asked, step.questions)
         for i in alive:
             reached[i] = number

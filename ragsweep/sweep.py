@@ -170,7 +170,7 @@ def evaluate(
             )
         return matrix(scored[-1], metric, alive_ids, asked)
 
-    halving.run(rounds, [by_id[c]["label"] for c in config_ids], play)
+    halving.run(rounds, len(config_ids), play, seed)
     rest, _ = _answered(list(rows.values()), by_id, questions, settings, None)
     answered.append(rest)
     scored.append(score_answers(rest, testset).select(SCORES.names).cast(SCORES))
