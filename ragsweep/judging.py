@@ -1,6 +1,13 @@
 """Score every answer with the registered metrics, one row per configuration x question, and
 with the LLM judge when the run names one. A row left unanswered (null answer: its
-configuration was dropped by successive halving) gets only the retrieval metrics."""
+configuration was dropped by successive halving) gets only the retrieval metrics.
+
+A failure counts against its configuration, so that failing never raises a mean: an answer
+whose request failed after its retries (``answer_error``) scores 0 on every answer metric
+and, under a judge, ``correctness`` 0 with the reason ``answer failed: <error>``; an answer
+the judge gave no verdict on (``judge_error``) gets ``correctness`` 0 with the reason
+``verdict unreadable: <error>``. Its retrieval metrics stay as computed. ``judge_error`` is
+null exactly when ``correctness`` is the judge's verdict."""
 
 from __future__ import annotations
 
@@ -39,9 +46,12 @@ def score_answers(
         )
         rows["config_id"].append(row["config_id"])
         rows["question_id"].append(row["question_id"])
-        unanswered = row["answer"] is None
+        unanswered, failed = row["answer"] is None, row.get("answer_error") is not None
         for name, metric in METRICS.items():
-            rows[name].append(None if unanswered and name in ANSWER_METRICS else metric(item))
+            if name in ANSWER_METRICS and (unanswered or failed):
+                rows[name].append(None if unanswered else 0.0)
+            else:
+                rows[name].append(metric(item))
     if not (settings and settings.judge):
         for name in ("correctness", "correctness_reason", "judge_error", "judge_llm_calls"):
             rows[name] = [None] * len(answered)
@@ -74,12 +84,15 @@ def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSet
     asked = set()  # identical items share one verdict: its calls count once
     for i, row in enumerate(answered):
         verdict = verdicts.get(i)
-        if verdict is None:
-            failed = row["answer"] is not None
-            correct, reason, calls = None, None, None
-            error = "not judged: the answer failed" if failed else None
+        if verdict is None and row["answer"] is None:  # not answered: not judged either
+            correct, reason, error, calls = None, None, None, None
+        elif verdict is None:
+            correct, reason = False, f"answer failed: {row['answer_error']}"
+            error, calls = "not judged: the answer failed", 0
         else:
             correct, reason, error = verdict.correct, verdict.reason, verdict.error
+            if error is not None:
+                correct, reason = False, f"verdict unreadable: {error}"
             key = (row["question_id"], row["answer"])
             calls = 0 if verdict.cached or key in asked else verdict.llm_calls
             asked.add(key)

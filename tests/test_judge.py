@@ -131,15 +131,55 @@ TESTSET = pa.table(
 
 def test_scores_carry_the_judges_verdicts_next_to_the_other_metrics(llm_server):
     scores = score_answers(ANSWERS, TESTSET, JUDGE)
-    assert scores["correctness"].to_pylist() == [1.0, None, 0.0]
+    assert scores["correctness"].to_pylist() == [1.0, 0.0, 0.0]
     assert scores["judge_error"].to_pylist() == [None, "not judged: the answer failed", None]
     reasons = scores["correctness_reason"].to_pylist()
-    assert reasons[0] and reasons[1] is None and reasons[2]
+    assert reasons[0] and reasons[2] and "%" in reasons[2]  # the judge's reasons
+    assert reasons[1] == "answer failed: HTTP 500 after 5 call(s): boom"
     assert scores["answer_correctness"].to_pylist()[0] > 0
     assert llm_server.chat_calls == 2  # the failed answer is not sent
     record = json.loads(scores.schema.metadata[b"ragsweep.judge"])
     assert record["model"] == "judge" and record["system_prompt"] == JUDGE_SYSTEM_PROMPT
     assert record["endpoint"] == llm_server.url
+
+
+def test_a_failed_answer_scores_zero_on_answer_metrics_and_keeps_its_retrieval_metrics():
+    scores = score_answers(ANSWERS, TESTSET, LLMSettings()).to_pylist()
+    failed = scores[1]  # c1's answer to q2; it retrieved q2's reference document
+    assert failed["answer_correctness"] == failed["faithfulness"] == 0.0
+    assert failed["context_correctness"] == failed["document_recall"] == 1.0
+    assert failed["correctness"] is None  # no judge, no verdict
+
+
+def test_a_verdict_that_cannot_be_read_counts_as_wrong_and_says_why(llm_server):
+    def responder(request: dict) -> str:
+        wrong = "8443" in request["messages"][1]["content"]  # c2's answer, and its retry
+        return "no idea" if wrong else '{"correctness": 1}'
+
+    llm_server.responder = responder
+    scores = score_answers(ANSWERS, TESTSET, JUDGE).to_pylist()
+    unread = scores[2]
+    assert unread["correctness"] == 0.0
+    assert unread["judge_error"].startswith("judge reply unreadable after a corrective retry")
+    assert unread["correctness_reason"] == f"verdict unreadable: {unread['judge_error']}"
+    assert "'no idea'" in unread["correctness_reason"]
+    assert scores[0]["correctness"] == 1.0 and scores[0]["judge_error"] is None
+
+
+def test_when_every_answer_failed_the_judge_is_not_asked_and_every_answer_scores_zero(
+    llm_server,
+):
+    failed = ANSWERS.set_column(
+        ANSWERS.schema.get_field_index("answer_error"),
+        "answer_error",
+        pa.array(["HTTP 400 after 1 call(s): context too long"] * 3),
+    ).set_column(ANSWERS.schema.get_field_index("answer"), "answer", pa.array([""] * 3))
+    scores = score_answers(failed, TESTSET, JUDGE)
+    assert scores["correctness"].to_pylist() == [0.0, 0.0, 0.0]
+    assert set(scores["correctness_reason"].to_pylist()) == {
+        "answer failed: HTTP 400 after 1 call(s): context too long"
+    }
+    assert llm_server.chat_calls == 0
 
 
 def test_without_a_judge_there_are_no_verdicts_and_no_calls(llm_server):
