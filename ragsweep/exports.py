@@ -109,7 +109,25 @@ def render(
     if top and table.num_rows > top:
         out.append(f"... {table.num_rows - top} more")
     out.append("= : statistically tied with the best (paired sign-flip test, Holm-adjusted, 5%)")
+    if has_errors(shown):
+        out.append(ERRORS_LEGEND)
     return "\n".join(out)
+
+
+ERRORS_LEGEND = (
+    "errors: answers that failed or verdicts that could not be read, scored as wrong; "
+    "! : errors on more than 10% of the configuration's answered questions"
+)
+
+
+def has_errors(table: pa.Table) -> bool:
+    """Whether any configuration of the leaderboard had a failed answer or verdict."""
+    return bool(table.num_rows and (pc.max(table["errors"]).as_py() or 0) > 0)
+
+
+def errors_cell(row: dict[str, Any]) -> str:
+    """``3`` or ``5 !`` (flagged: errors on more than 10% of its answered questions)."""
+    return f"{row['errors'] or 0}{' !' if row['errors_flagged'] else ''}"
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -123,11 +141,14 @@ def number(value: float | None, digits: int = 3) -> str:
 def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the text and Markdown tables: the ranking metric with its 95%
     interval, the other metrics' means (those measured: no judge, no correctness column),
-    questions, and latency when it was measured."""
+    questions, failed answers and verdicts when there are any, and latency when it was
+    measured."""
     others = [m for m in METRICS if m != metric and table[m].null_count < table.num_rows]
     with_latency = table.num_rows and table["latency_p50_s"].null_count < table.num_rows
     header = ["rank", "=", "configuration", f"{metric.replace('_', ' ')} [95% CI]"]
     header += [m.replace("_", " ") for m in others] + ["questions"]
+    with_errors = has_errors(table)
+    header += ["errors"] if with_errors else []
     header += ["latency p50/p95 s"] if with_latency else []
     rows = []
     for r in table.to_pylist():
@@ -136,6 +157,7 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
             f"{number(r[metric])} [{number(r[f'{metric}_low'])}, {number(r[f'{metric}_high'])}]"
         )
         row += [number(r[m]) for m in others] + [str(r["questions"])]
+        row += [errors_cell(r)] if with_errors else []
         if with_latency:
             row.append(f"{number(r['latency_p50_s'], 2)}/{number(r['latency_p95_s'], 2)}")
         rows.append(row)

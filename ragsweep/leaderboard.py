@@ -36,6 +36,7 @@ DEFAULT_METRIC = "answer_correctness"
 AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
 JUDGE_METRIC = "correctness"
 PASS_MARK = 0.5  # an answer metric below this counts as a failure
+ERRORS_FLAG = 0.1  # a configuration with errors on more of its answered questions is flagged
 BREAKDOWN_DIMENSIONS = ("topic", "question_type")
 NO_VALUE = "(none)"
 
@@ -118,6 +119,7 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
     columns["round"] = answered["round"]
     columns["answer"] = answered["answer"]
     columns["retrieved_doc_ids"] = answered["retrieved_doc_ids"]
+    columns["answer_error"] = answered["answer_error"]
     for name, kind in COSTS:
         source = next((t for t in (answered, scores) if name in t.column_names), None)
         if source is not None:
@@ -178,6 +180,7 @@ def rank_configs(
     columns["p_value"] = p_value
     columns["tied_with_best"] = np.isnan(p_value) | (p_value >= statistics.ALPHA)
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
+    columns.update(_errors(results, [config_ids[i] for i in order]))
 
     rows = {name: [by_id[config_ids[i]].get(name) for i in order] for name, _ in CONFIG_FIELDS}
     rows["rank"] = list(range(1, len(order) + 1))
@@ -204,6 +207,29 @@ def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) ->
         out[name] = where(name, np.nansum(get[name], axis=1))
     out["context_chars"] = statistics.means(get["context_chars"])
     return out
+
+
+def _errors(results: pa.Table, config_ids: list[str]) -> dict:
+    """Per configuration: questions whose answer failed or whose verdict could not be read,
+    and whether they are more than ``ERRORS_FLAG`` of the questions it answered (those
+    with an evaluation round)."""
+    failed = pc.or_kleene(pc.is_valid(results["answer_error"]), pc.is_valid(results["judge_error"]))
+    counts = (
+        pa.table(
+            {
+                "config_id": results["config_id"],
+                "failed": pc.cast(failed, pa.int64()),
+                "answered": pc.cast(pc.is_valid(results["round"]), pa.int64()),
+            }
+        )
+        .group_by("config_id")
+        .aggregate([("failed", "sum"), ("answered", "sum")])
+        .to_pylist()
+    )
+    by_id = {r["config_id"]: (r["failed_sum"], r["answered_sum"]) for r in counts}
+    errors = np.array([by_id.get(c, (0, 0))[0] for c in config_ids], dtype=np.int64)
+    answered = np.array([by_id.get(c, (0, 0))[1] for c in config_ids], dtype=np.int64)
+    return {"errors": errors, "errors_flagged": errors > ERRORS_FLAG * answered}
 
 
 def breakdown(
@@ -242,14 +268,19 @@ def breakdown(
 def failure_reason(row: dict[str, Any]) -> str | None:
     """Why a question counts as failed for a configuration, or None when it does not.
 
-    Failed: no chunk from a reference document retrieved (context correctness 0), or the
-    answer judged wrong: the LLM judge's ``correctness`` when there is one, otherwise an
-    ``answer_correctness`` below ``PASS_MARK``.
+    Failed: no chunk from a reference document retrieved (context correctness 0), or no
+    answer (its request failed: ``answer failed: <error>``), or no verdict (``verdict
+    unreadable: <error>``), or the answer judged wrong: the LLM judge's ``correctness`` when
+    there is one, otherwise an ``answer_correctness`` below ``PASS_MARK``.
     """
     reasons = []
     if row.get("context_correctness") == 0:
         reasons.append("no retrieved chunk comes from a reference document")
-    if row.get("correctness") is not None:
+    if row.get("answer_error") is not None:
+        reasons.append(f"answer failed: {row['answer_error']}")
+    elif row.get("judge_error") is not None:
+        reasons.append(f"verdict unreadable: {row['judge_error']}")
+    elif row.get("correctness") is not None:
         if row["correctness"] < PASS_MARK:
             why = row.get("correctness_reason")
             reasons.append(f"judged wrong: {why}" if why else "judged wrong")
@@ -284,6 +315,8 @@ def failures(results: pa.Table, leaderboard: pa.Table, testset: pa.Table) -> pa.
                 "answer": row["answer"],
                 "retrieved_doc_ids": row["retrieved_doc_ids"],
                 "reason": reason,
+                "answer_error": row.get("answer_error"),
+                "judge_error": row.get("judge_error"),
             }
             for name in FAILURES.names:
                 rows[name].append(values[name])

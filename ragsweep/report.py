@@ -3,7 +3,8 @@ and a short Markdown summary.
 
 The HTML holds the leaderboard with interval bars, quality against cost with the Pareto
 front, the metrics by topic and question type, the best configuration's failures with
-what was asked, expected, answered and retrieved, and the run's settings.
+what was asked, expected, answered and retrieved, the answers that failed and the verdicts
+that could not be read (when there are any), and the run's settings.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragsweep.exports import number, ranking_metric, render
+from ragsweep.exports import ERRORS_LEGEND, errors_cell, has_errors, number, ranking_metric, render
 from ragsweep.leaderboard import Board
 from ragsweep.schemas import METRICS, settings_of
 
 TOP_CONFIGS_BY_TOPIC = 5
+ERRORS_SHOWN = 100  # rows of the table of failed answers and verdicts
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2433;
@@ -41,6 +43,7 @@ td.label{white-space:nowrap;font-family:ui-monospace,monospace;font-size:11px}
 .scroll{overflow-x:auto}
 tr.tied td:first-child{border-left:4px solid #2f855a}
 tr.best{background:#f0fff4}
+tr.flagged td.errors{color:#c53030;font-weight:700}
 .tie{color:#2f855a;font-weight:700}
 .muted{color:#718096;font-size:12px}
 .chart{background:#fff;border:1px solid #d9dee7;border-radius:8px;padding:8px;margin:8px 0}
@@ -172,17 +175,22 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
     others = [m for m in METRICS if m != metric]
     cost, _ = cost_axis(board)
     short_cost = {"latency_p50_s": "latency s (p50 / p95)", "context_chars": "context chars"}
+    with_errors = has_errors(board)
     head = (
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
         f"<th>{escape(metric)}</th><th>95% CI</th><th>interval (0 to 1)</th>"
         + "".join(f'<th class="wrap">{escape(m.replace("_", " "))}</th>' for m in others)
-        + f"<th>questions</th><th>p vs best</th><th>{escape(short_cost[cost])}</th>"
+        + "<th>questions</th>"
+        + ("<th>errors</th>" if with_errors else "")
+        + f"<th>p vs best</th><th>{escape(short_cost[cost])}</th>"
         + "</tr>"
     )
     lines = []
     for r in board.to_pylist():
         classes = ["config-row"] + (["tied"] if r["tied_with_best"] else [])
         classes += ["best"] if r["rank"] == 1 else []
+        classes += ["flagged"] if r["errors_flagged"] else []
+        errors = f'<td class="num errors">{escape(errors_cell(r))}</td>' if with_errors else ""
         cost_cell = fmt(r[cost], 3 if cost == "latency_p50_s" else 0)
         if cost == "latency_p50_s":
             cost_cell += f" / {fmt(r['latency_p95_s'], 3)} p95"
@@ -195,10 +203,12 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f'<td class="num">{fmt(r[metric + "_low"])} – {fmt(r[metric + "_high"])}</td>'
             f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'])}</td>"
             + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
-            + f'<td class="num">{r["questions"]}</td>'
+            + f'<td class="num">{r["questions"]}</td>{errors}'
             f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td></tr>'
         )
-    return f'<div class="scroll"><table id="leaderboard">{head}{"".join(lines)}</table></div>'
+    legend = f'<p class="muted">{escape(ERRORS_LEGEND)}.</p>' if with_errors else ""
+    table = f'<table id="leaderboard">{head}{"".join(lines)}</table>'
+    return f'<div class="scroll">{table}</div>{legend}'
 
 
 def breakdown_tables(breakdown: pa.Table, board: pa.Table, metric: str) -> str:
@@ -263,6 +273,32 @@ def failures_table(failures: pa.Table) -> str:
     return f'<table id="failures">{head}{"".join(rows)}</table>'
 
 
+def errors_table(board: Board) -> str:
+    """Every answer that failed and every verdict that could not be read, by configuration."""
+    lb = board.leaderboard
+    labels = dict(zip(lb["config_id"].to_pylist(), lb["label"].to_pylist(), strict=True))
+    rows = []
+    for r in board.results.to_pylist():
+        if r["answer_error"] is not None:
+            what, error = "answer", r["answer_error"]
+        elif r["judge_error"] is not None:
+            what, error = "verdict", r["judge_error"]
+        else:
+            continue
+        rows.append(
+            '<tr class="error-row">'
+            f'<td class="label">{escape(labels.get(r["config_id"], r["config_id"]))}</td>'
+            f"<td>{escape(r['question_id'])}</td><td>{what}</td>"
+            f'<td class="text">{escape(error)}</td></tr>'
+        )
+    more = len(rows) - ERRORS_SHOWN
+    head = "<tr><th>configuration</th><th>question</th><th>failed</th><th>error</th></tr>"
+    tail = f'<p class="muted">… and {more} more (the results table lists them all).</p>'
+    return f'<table id="errors">{head}{"".join(rows[:ERRORS_SHOWN])}</table>' + (
+        tail if more > 0 else ""
+    )
+
+
 def evaluation_summary(settings: dict) -> str | None:
     """How the configurations were evaluated, when it is more than the free full grid."""
     record = settings.get("evaluation") or {}
@@ -284,6 +320,18 @@ def settings_list(settings: dict) -> str:
         shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
         items.append(f"<dt>{escape(key)}</dt><dd>{escape(shown)}</dd>")
     return f'<dl id="settings">{"".join(items)}</dl>'
+
+
+def errors_section(board: Board) -> str:
+    if not has_errors(board.leaderboard):
+        return ""
+    return (
+        "<h2>Failed answers and verdicts</h2>\n"
+        '<p class="muted">Each counts as a wrong answer of its configuration: an answer whose '
+        "request still failed after its retries scores 0 on the answer metrics (and on "
+        "correctness under a judge), an answer whose verdict could not be read scores 0 on "
+        "correctness; retrieval metrics stand as measured.</p>\n" + errors_table(board)
+    )
 
 
 def render_html(board: Board) -> str:
@@ -308,6 +356,9 @@ def render_html(board: Board) -> str:
                 f"best {escape(metric)}, 95% CI",
             ),
         )
+    if has_errors(lb):
+        failed = sum(e or 0 for e in lb["errors"].to_pylist())
+        cards.append((str(failed), "answers or verdicts failed (scored 0)"))
     card_html = "".join(f'<div class="card"><b>{v}</b><span>{k}</span></div>' for v, k in cards)
     title = f"ragsweep report: {escape(best['label']) if best else 'no configuration'}"
     evaluated = evaluation_summary(settings)
@@ -333,6 +384,7 @@ significantly worse than the best (paired sign-flip test, Holm-adjusted, 5%).</p
 {breakdown_tables(board.breakdown, lb, metric)}
 <h2>Failures of the best configuration</h2>
 {failures_table(board.failures)}
+{errors_section(board)}
 <h2>Run settings</h2>
 {settings_list(settings)}
 </main></body></html>
@@ -354,10 +406,20 @@ def render_markdown(board: Board, top: int = 5) -> str:
         f"–{number(best[metric + '_high'])}) over {best['questions']} questions; "
         f"{tied} of {lb.num_rows} configurations are statistically tied with it; "
         f"{board.failures.num_rows} failed questions.\n\n"
+        + (f"{errors_note(lb)}\n\n" if has_errors(lb) else "")
         + (f"{evaluated}\n\n" if evaluated else "")
         + render(lb, "markdown", top=top)
         + "\n"
     )
+
+
+def errors_note(lb: pa.Table) -> str:
+    """How many answers and verdicts failed, and which configurations are flagged."""
+    flagged = [r["label"] for r in lb.to_pylist() if r["errors_flagged"]]
+    note = f"{sum(e or 0 for e in lb['errors'].to_pylist())} answers or verdicts failed (scored 0)"
+    if flagged:
+        note += f"; flagged, failing on more than 10% of their questions: {', '.join(flagged)}"
+    return note + "."
 
 
 def best_metrics(board: Board) -> dict[str, float]:

@@ -153,6 +153,8 @@ LEADERBOARD = pa.schema(
         ("completion_tokens", pa.int64()),
         ("llm_calls", pa.int64()),
         ("context_chars", pa.float64()),  # mean retrieved context per question
+        ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
+        ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
     ]
 )
 
@@ -166,6 +168,7 @@ RESULTS = pa.schema(
         pa.field("round", pa.int64()),
         pa.field("answer", pa.string()),
         pa.field("retrieved_doc_ids", pa.list_(pa.string())),
+        pa.field("answer_error", pa.string()),  # why the model gave no answer; null when it did
     ]
     + [pa.field(name, kind) for name, kind in COSTS]
 )
@@ -193,6 +196,8 @@ FAILURES = pa.schema(
         ("answer", pa.string()),
         ("retrieved_doc_ids", pa.list_(pa.string())),
         ("reason", pa.string()),
+        ("answer_error", pa.string()),  # why the answer failed; null when it did not
+        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
     ]
     + [(m, pa.float64()) for m in METRICS]
 )
