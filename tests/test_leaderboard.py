@@ -6,13 +6,14 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import yaml
 from builders import SPACE, make_answers, make_board, make_scores, make_testset
 
 from ragsweep.errors import RagsweepError
 from ragsweep.exports import best_spec, render
-from ragsweep.leaderboard import per_question
+from ragsweep.leaderboard import failure_reason, per_question
 from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
 
@@ -92,6 +93,63 @@ def test_failures_list_the_best_configurations_wrong_answers_with_their_reason()
     assert first["question"].startswith("What about")
     assert first["reference_answer"].startswith("the answer to")
     assert "no retrieved chunk comes from a reference document" in first["reason"]
+
+
+def errors_board():
+    """``scores_matrix`` with failed answers: 3 of 20 for the strong configuration and its
+    twin (15%: flagged), 2 for the close one (10%: not flagged), none for the weak one."""
+    values = scores_matrix(questions=20)
+    failed = {0: 3, 1: 2, 2: 3, 3: 0}
+    errors = [
+        f"HTTP 400 after 1 call(s): context of config {c} too long" if q < failed[c] else None
+        for c in range(4)
+        for q in range(20)
+    ]
+    return make_board(values, answer_error=errors)
+
+
+def test_failed_answers_are_counted_per_configuration_and_flagged_above_a_tenth():
+    board = errors_board()
+    rows = {r["config_id"]: r for r in board.leaderboard.to_pylist()}
+    ids = [c["config_id"] for c in SPACE.all_configs()[:4]]
+    assert [rows[c]["errors"] for c in ids] == [3, 2, 3, 0]
+    assert [rows[c]["errors_flagged"] for c in ids] == [True, False, True, False]
+    results = board.results.filter(pc.equal(board.results["config_id"], ids[3]))
+    assert results["answer_error"].null_count == 20
+    plain = make_board(scores_matrix(questions=20)).leaderboard
+    assert set(plain["errors"].to_pylist()) == {0} and not any(plain["errors_flagged"].to_pylist())
+
+
+def test_failures_say_the_answer_failed_and_carry_the_error():
+    board = errors_board()
+    failed = [f for f in board.failures.to_pylist() if f["answer_error"]]
+    assert len(failed) == 3 and all(f["question_id"] < "q003" for f in failed)
+    for f in failed:
+        assert f"answer failed: {f['answer_error']}" in f["reason"]
+        assert "reference answer's words" not in f["reason"]
+
+
+def test_a_failure_reason_names_the_failed_answer_or_the_unreadable_verdict_not_a_verdict():
+    failed = {"correctness": 0.0, "correctness_reason": "answer failed: HTTP 400"}
+    row = {**failed, "answer_error": "HTTP 400", "judge_error": "not judged: the answer failed"}
+    assert failure_reason(row) == "answer failed: HTTP 400"
+    unread = {"correctness": 0.0, "correctness_reason": "verdict unreadable: x", "judge_error": "x"}
+    assert failure_reason(unread) == "verdict unreadable: x"
+    wrong = {"correctness": 0.0, "correctness_reason": "Says 8443.", "judge_error": None}
+    assert failure_reason(wrong) == "judged wrong: Says 8443."
+
+
+def test_the_terminal_table_shows_errors_only_when_there_are_some_and_marks_the_flagged():
+    text = render(errors_board().leaderboard)
+    header = text.splitlines()[0]
+    assert header.split()[-1] == "errors"
+    rows = {line.split()[-1] for line in text.splitlines()[2:6]}
+    assert rows == {"!", "2", "0"}
+    assert "! : errors on more than 10% of the configuration's answered questions" in text
+    markdown = render(errors_board().leaderboard, "markdown")
+    assert "| errors |" in markdown and "| 3 ! |" in markdown
+    plain = render(make_board(scores_matrix()).leaderboard)
+    assert "errors" not in plain
 
 
 def test_scores_without_answers_are_an_error():

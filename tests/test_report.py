@@ -55,6 +55,22 @@ def test_summary_and_metrics_name_the_best_configuration(board):
     assert metrics["answer_correctness_low"] <= metrics["answer_correctness"]
 
 
+def test_report_shows_failed_answers_and_flags_configurations_that_fail_often(board):
+    assert 'id="errors"' not in render_html(board) and "<th>errors</th>" not in render_html(board)
+    values = (np.random.default_rng(5).random((3, 20)) < 0.7).astype(float)
+    error = [None] * 40 + ["HTTP 400 after 1 call(s): <too long>"] * 5 + [None] * 15
+    failing = make_board(values, answer_error=error)
+    html = render_html(failing)
+    assert "<th>errors</th>" in html and html.count('class="error-row"') == 5
+    [flagged] = re.findall(
+        r'<tr class="config-row[^"]*flagged[^"]*" data-config-id="([^"]+)"', html
+    )
+    assert flagged == failing.results["config_id"][40].as_py()
+    assert '<td class="num errors">5 !</td>' in html
+    assert "HTTP 400 after 1 call(s): &lt;too long&gt;" in html
+    assert "5 answers or verdicts failed" in render_markdown(failing)
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package chromium)")
 def test_report_renders_in_headless_chromium(board, tmp_path):
     page = tmp_path / "report.html"
