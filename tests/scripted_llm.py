@@ -2,7 +2,8 @@
 ``/v1/embeddings``, ``/v1/models``).
 
 Each test scripts the replies it needs (``then``): an answer, an HTTP error with headers (429
-with Retry-After), a stall longer than the client's timeout, malformed JSON. Unscripted
+with Retry-After), a stall longer than the client's timeout, malformed JSON; a
+``context_window`` answers 400 to longer prompts, as a model server does. Unscripted
 requests get ``responder``'s reply, by default a plausible one for each prompt ragsweep and
 Giskard send: RAG answers from the context, judge verdicts by word overlap, Giskard's
 question/answer JSON. The server counts requests and the most it had in flight.
@@ -116,6 +117,7 @@ class ScriptedLLM:
         self.models = ["answerer", "judge", "writer"]
         self.models_status = 200  # 401: the server refuses the key
         self.refuse_json_mode = False  # answer 400 to response_format, as some servers do
+        self.context_window = 0  # > 0: answer 400 to prompts of more words, as vLLM does
         self.hold_until = 0  # keep the first requests until this many have come (or 10 s)
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Condition()
@@ -157,6 +159,13 @@ class ScriptedLLM:
             step = self.script.pop(0) if self.script else Step()
         if self.refuse_json_mode and "response_format" in request:
             return Step(status=400, body=json.dumps({"error": {"message": "no response_format"}}))
+        length = sum(len(m["content"].split()) for m in request["messages"])
+        if self.context_window and length > self.context_window:
+            message = (
+                f"This model's maximum context length is {self.context_window} tokens. "
+                f"However, you requested {length} tokens."
+            )
+            return Step(status=400, body=json.dumps({"error": {"message": message}}))
         return step
 
     def _done(self) -> None:

@@ -15,6 +15,10 @@ from scripted_llm import free_port
 from ragsweep import sweep
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.errors import RagsweepError
+from ragsweep.exports import render
+from ragsweep.leaderboard import build_board
+from ragsweep.llm import LLMSettings
+from ragsweep.report import render_html
 from ragsweep.schemas import read_table, settings_of
 from ragsweep.space import SearchSpace
 
@@ -151,6 +155,96 @@ def test_model_option_mistakes_are_one_line(options, message):
     result = ragsweep("run", "--docs", str(DOCS), *options)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert message in result.stderr.strip().splitlines()[-1]
+
+
+FILLER = " ".join(f"filler{i}" for i in range(600)) + "."  # past the server's window
+
+
+def overflowing_sweep() -> tuple[pa.Table, pa.Table, list[dict]]:
+    """Three configurations over 20 questions. ``steady`` retrieves the answer for 16 and
+    answers all; ``overflow`` retrieves what ``steady`` does, plus a long passage on six of
+    the questions (four of them ``steady``'s misses), whose prompts the model refuses;
+    ``sharp`` retrieves every answer but overflows on one question."""
+    n = 20
+    testset = pa.table(
+        {
+            "question_id": [f"q{i:02}" for i in range(n)],
+            "question": [f"What is the code of unit {i}?" for i in range(n)],
+            "reference_answers": [[f"The code of unit {i} is zeta{i}."] for i in range(n)],
+            "reference_doc_ids": [[f"unit{i}.md"] for i in range(n)],
+            "topic": ["units"] * n,
+            "question_type": ["simple"] * n,
+        }
+    )
+    space = SearchSpace(
+        chunk_sizes=(64,), top_ks=(1, 3, 5), search_types=("similarity",), answerers=("llm:x",)
+    )
+    configs = space.all_configs()
+    for config, name in zip(configs, ("steady", "overflow", "sharp"), strict=True):
+        config.update(label=name, answerer="llm:answerer")
+    rows = []
+    for i in range(n):
+        right = (f"unit{i}.md", f"The code of unit {i} is zeta{i}.")
+        steady = [right if i < 16 else ("other.md", "Nothing is said about that here.")]
+        picks = {
+            "steady": steady,
+            "overflow": steady + ([("filler.md", FILLER)] if i >= 14 else []),
+            "sharp": [right] + ([("filler.md", FILLER)] if i == 0 else []),
+        }
+        for config in configs:
+            docs, passages = zip(*picks[config["label"]], strict=True)
+            rows.append(
+                {
+                    "config_id": config["config_id"],
+                    "question_id": f"q{i:02}",
+                    "retrieved_chunk_ids": list(range(len(docs))),
+                    "retrieved_doc_ids": list(docs),
+                    "passages": list(passages),
+                }
+            )
+    return pa.Table.from_pylist(rows), testset, configs
+
+
+def test_answers_the_model_refuses_count_against_their_configuration(llm_server):
+    """A configuration whose long contexts overflow the model's window (HTTP 400, not
+    retried) is scored on every question, not on the easy ones it could answer: it ranks
+    below the one that answered everything, and its errors are counted, flagged and shown."""
+    llm_server.context_window = 400
+    retrievals, testset, configs = overflowing_sweep()
+    judge = LLMSettings(judge="judge", backoff_s=0.01)
+    answers, scores = sweep.evaluate(retrievals, testset, configs, "auto", judge)
+    board = build_board(scores, answers, testset, configs, "auto")
+    ranked = board.leaderboard.to_pylist()
+    assert [r["label"] for r in ranked] == ["sharp", "steady", "overflow"]
+    by_label = {r["label"]: r for r in ranked}
+    assert [by_label[x]["correctness"] for x in ("sharp", "steady", "overflow")] == [
+        0.95,
+        0.8,
+        0.7,
+    ]  # dropping the failed questions would give overflow 14/14 = 1.0, first place
+    assert all(r["questions"] == 20 for r in ranked)
+    assert [by_label[x]["errors"] for x in ("sharp", "steady", "overflow")] == [1, 0, 6]
+    assert [r["errors_flagged"] for r in ranked] == [False, False, True]
+
+    results = board.results.to_pylist()
+    failed = [r for r in results if r["answer_error"]]
+    assert len(failed) == 7 and all("HTTP 400 after 1 call(s)" in r["answer_error"] for r in failed)
+    assert all("maximum context length is 400" in r["answer_error"] for r in failed)
+    assert all(r["correctness"] == 0 and r["answer_correctness"] == 0 for r in failed)
+    assert all(r["correctness_reason"] == f"answer failed: {r['answer_error']}" for r in failed)
+    assert all(r["context_correctness"] == 1 for r in failed if r["question_id"] < "q16")
+    asked = [r for r in llm_server.requests if r["model"] == "answerer"]
+    assert sum("filler0" in r["messages"][-1]["content"] for r in asked) == 7  # none retried
+
+    [first] = board.failures.to_pylist()  # sharp's only failure
+    assert first["question_id"] == "q00" and first["reason"].startswith("answer failed: HTTP 400")
+    assert first["answer_error"] and first["judge_error"] == "not judged: the answer failed"
+
+    html = render_html(board)
+    assert html.count('class="error-row"') == 7 and "<th>errors</th>" in html
+    assert '<td class="num errors">6 !</td>' in html
+    table = render(board.leaderboard)
+    assert "errors  latency" in table.splitlines()[0] and "6 !" in table
 
 
 def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
