@@ -158,7 +158,7 @@ def sweep_pipeline(
     )
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
-    # artifacts: retrieve takes the search_space parameter (its retrieval lists).
+    # artifacts: retrieve reads the validated space from build_space's configs artifact.
     with dsl.ParallelFor(chunk_configs.output) as chunk_config:
         chunks = platform.step(
             chunk_embed(
@@ -173,7 +173,7 @@ def sweep_pipeline(
             retrieve(
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
-                search_space=search_space,
+                configs=space.outputs["configs"],
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
             ),
