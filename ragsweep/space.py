@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
-from ragsweep.embedding import Prefixes, family_prefixes
+from ragsweep.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.errors import RagsweepError
 from ragsweep.schemas import CONFIGS, SETTINGS_KEY, settings_of
 
@@ -240,13 +240,14 @@ class SearchSpace:
                 reason = (
                     f"chunk size {size} with overlap {tokens}: overlap is half the size or more"
                 )
-            elif limit is not None and size + (extra := _tokens(model, prefixes.passage)) > limit:
-                reason = f"chunk size {size} exceeds {model}'s maximum input of {limit} tokens"
-                if extra:
-                    reason = (
+            elif limit is not None and size + _tokens(model, prefixes.passage) > limit:
+                what = f"chunk size {size} exceeds"
+                if prefixes.passage:
+                    what = (
                         f"chunk size {size} and the passage prefix {prefixes.passage!r} "
-                        f"({extra} tokens) exceed {model}'s maximum input of {limit} tokens"
+                        f"({_tokens(model, prefixes.passage)} tokens) exceed"
                     )
+                reason = f"{what} {model}'s maximum input of {limit} tokens"
             out.append(({"chunk_config_id": key, **config}, reason))
         return out
 
@@ -315,8 +316,6 @@ def _as_list(source: str, name: str, value: Any) -> list:
 
 def _tokens(model: str, text: str) -> int:
     """How many of ``model``'s tokens ``text`` takes (0 for no text)."""
-    from ragsweep.embedding import load_tokenizer
-
     return len(load_tokenizer(model)(text)) if text else 0
 
 
