@@ -1,5 +1,9 @@
 """Instruction-tuned embedding models read the query and passage prefixes of their family."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -176,3 +180,33 @@ def test_an_endpoint_e5_model_reads_query_for_questions_and_passage_for_chunks(
     assert llm_server.embedded[len(chunk_texts) + 1 :] == chunk_texts + [
         "Which port does the console use?"
     ]
+
+
+def test_the_run_options_set_the_prefixes_of_the_space():
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [
+            ragsweep,
+            "run",
+            "--docs",
+            str(root / "examples" / "docs"),
+            "--testset",
+            str(root / "examples" / "testset.json"),
+            "--no-store",
+            "--chunk-sizes",
+            "254",
+            "--query-prefix",
+            "",
+            "--passage-prefix",
+            "passage: ",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: options: no valid chunk configuration: chunk size 254 and the passage prefix "
+        "'passage: ' (2 tokens) exceed all-MiniLM-L6-v2's maximum input of 254 tokens"
+    )
