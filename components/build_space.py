@@ -1,24 +1,31 @@
 from typing import List, NamedTuple
 
 from kfp import dsl
+from kfp.dsl import Dataset, Output
 
 from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def build_space(search_space: dict, embedding_models: List[str], max_configs: int) -> NamedTuple(
-    "Space", [("search_space", dict)]
-):
+def build_space(
+    search_space: dict, embedding_models: List[str], max_configs: int, configs: Output[Dataset]
+) -> NamedTuple("Space", [("search_space", dict)]):
     """Join the embedding models to the rest of the search space, validate it, and refuse a
     grid of more than ``max_configs`` configurations (0: no limit).
 
-    Output: ``search_space``, the whole space. (Named: kfp.local 2.17 would hand a loop body
-    its loop item for another task's unnamed ``Output``.)
+    Outputs: ``search_space``, the whole space (named: kfp.local 2.17 would hand a loop body
+    its loop item for another task's unnamed ``Output``); ``configs``, an Arrow artifact of
+    kind configs (every configuration, with its prefixes, and the space in its metadata),
+    for the steps inside the fan-out, where kfp.local resolves artifacts but not parameters
+    of other tasks.
     """
     from ragsweep.errors import pipeline_step
-    from ragsweep.space import SearchSpace
+    from ragsweep.schemas import write_table
+    from ragsweep.space import SearchSpace, configs_table
 
     with pipeline_step():
         space = SearchSpace.from_parameters(search_space, embedding_models)
         space.check_budget(max_configs)
+        space.log_prefixes()
+        write_table(configs_table(space), configs.path, "configs")
         return (space.to_dict(),)

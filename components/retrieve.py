@@ -8,14 +8,14 @@ from ragsweep.components import BASE_IMAGE
 def retrieve(
     chunks: Input[Dataset],
     questions: Input[Dataset],
-    search_space: dict,
+    configs: Input[Dataset],
     chunk_config: dict,
     embedding_cache: str,
     retrievals: Output[Dataset],
 ):
-    """Retrieve for every question with every configuration sharing ``chunk_config``;
-    questions are embedded through ``embedding_cache`` (a folder or s3:// prefix; empty:
-    none).
+    """Retrieve for every question with every configuration sharing ``chunk_config``, in
+    the space ``build_space`` validated (its ``configs`` artifact); questions are embedded
+    through ``embedding_cache`` (a folder or s3:// prefix; empty: none).
 
     Output: ``retrievals``, an Arrow artifact of kind retrievals (one row per config x
     question: the retrieved chunks, their documents and texts).
@@ -23,14 +23,14 @@ def retrieve(
     from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
     from ragsweep.schemas import read_table, write_table
-    from ragsweep.space import SearchSpace
+    from ragsweep.space import space_of
     from ragsweep.sweep import retrieve as retrieve_all
 
     with pipeline_step():
         table = retrieve_all(
             read_table(chunks.path, "chunks"),
             read_table(questions.path, "testset"),
-            SearchSpace.from_dict(search_space),
+            space_of(read_table(configs.path, "configs")),
             chunk_config,
             EmbeddingCache(embedding_cache),
         )

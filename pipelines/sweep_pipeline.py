@@ -82,8 +82,9 @@ def sweep_pipeline(
         test_data_secret_name: The OpenShift AI S3 connection (Secret) to read test data with.
         embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
         search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
-            model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr) and
-            answerers (extractive: no LLM).
+            model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr),
+            answerers (extractive: no LLM), and query_prefix / passage_prefix (text before
+            each question / chunk, for every embedding model; default: its family's).
         optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
             a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
@@ -158,7 +159,7 @@ def sweep_pipeline(
     )
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
-    # artifacts: retrieve takes the search_space parameter (its retrieval lists).
+    # artifacts: retrieve reads the validated space from build_space's configs artifact.
     with dsl.ParallelFor(chunk_configs.output) as chunk_config:
         chunks = platform.step(
             chunk_embed(
@@ -173,7 +174,7 @@ def sweep_pipeline(
             retrieve(
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
-                search_space=search_space,
+                configs=space.outputs["configs"],
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
             ),

@@ -93,6 +93,14 @@ def run(
         None, help="Overlaps: tokens, or a fraction of the size below 1. [default: 16]"
     ),
     embedding_models: str = typer.Option(None, help=f"[default: {DEFAULT_EMBEDDING_MODEL}]"),
+    query_prefix: str = typer.Option(
+        None,
+        help="Text before each question, for every embedding model ('' for none). "
+        "[default: the model family's, e.g. 'query: ' for e5]",
+    ),
+    passage_prefix: str = typer.Option(
+        None, help="Text before each chunk, likewise. [default: the model family's]"
+    ),
     top_k: str = typer.Option(None, help="Top K values. [default: 1,3,5]"),
     search_types: str = typer.Option(
         None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
@@ -175,6 +183,8 @@ def run(
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
     data.update({field: values(text) for field, text in options.items() if text is not None})
+    prefixes = {"query_prefix": query_prefix, "passage_prefix": passage_prefix}
+    data.update({field: text for field, text in prefixes.items() if text is not None})
     if models:
         data["answerers"] = [f"llm:{m}" for m in models]
     llm_settings = LLMSettings.from_dict(

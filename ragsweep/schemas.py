@@ -105,6 +105,8 @@ CONFIG_FIELDS = [
     ("chunk_size", pa.int64()),
     ("chunk_overlap", pa.int64()),
     ("embedding_model", pa.string()),
+    ("query_prefix", pa.string()),  # what the model read before each question; null: none
+    ("passage_prefix", pa.string()),  # and before each chunk
     ("top_k", pa.int64()),
     ("search_type", pa.string()),
     ("mmr_lambda", pa.float64()),  # null unless search_type is mmr

@@ -4,6 +4,10 @@ A configuration is one chunk config (chunker, size, overlap, embedding model) cr
 one retrieval/answer setting (Top K, search type and its parameters, answerer). Chunk
 configs are the expensive part (they need embeddings), so the pipeline fans out over them
 and evaluates every retrieval/answer setting of a chunk config in one pass.
+
+A chunk config also holds the query and passage prefixes its model reads (from
+``ragsweep.embedding.PREFIXES``, or the space's ``query_prefix`` / ``passage_prefix``), when
+they are not empty: they change the embeddings, so they change the configuration's id.
 """
 
 from __future__ import annotations
@@ -16,16 +20,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import yaml
 
+from ragsweep.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.errors import RagsweepError
+from ragsweep.schemas import CONFIGS, SETTINGS_KEY, settings_of
 
 log = logging.getLogger("ragsweep")
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MAX_CONFIGS = 100
 
-# field -> type of its values; every field but mmr_fetch_k is a list of values to sweep
+# field -> type of its values; every field but the SCALARS is a list of values to sweep
 FIELD_TYPES: dict[str, type] = {
     "chunkers": str,
     "chunk_sizes": int,
@@ -36,8 +43,11 @@ FIELD_TYPES: dict[str, type] = {
     "mmr_lambdas": float,
     "mmr_fetch_k": int,
     "answerers": str,
+    "query_prefix": str,  # for every embedding model, instead of its family's (PREFIXES)
+    "passage_prefix": str,
 }
-SCALARS = {"mmr_fetch_k"}
+SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix"}
+PREFIX_FIELDS = ("query_prefix", "passage_prefix")  # texts kept as given, "" included
 
 
 @dataclass(frozen=True)
@@ -53,10 +63,15 @@ class SearchSpace:
     mmr_lambdas: tuple[float, ...] = (0.5,)
     mmr_fetch_k: int = 20
     answerers: tuple[str, ...] = ("extractive",)
+    query_prefix: str | None = None  # None: each model's own, from its family
+    passage_prefix: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "search space") -> SearchSpace:
-        """Build and validate a space from plain data (pipeline parameters, YAML, CLI flags)."""
+    def from_dict(
+        cls, data: dict[str, Any], source: str = "search space", check: bool = True
+    ) -> SearchSpace:
+        """Build and validate a space from plain data (pipeline parameters, YAML, CLI flags);
+        ``check=False`` skips validation, for a space validated before (``space_of``)."""
         if not isinstance(data, dict):
             raise RagsweepError(
                 f"{source}: expected a mapping of fields, got {type(data).__name__}"
@@ -71,7 +86,8 @@ class SearchSpace:
             checked = [_value(source, name, v) for v in _as_list(source, name, value)]
             values[name] = checked[0] if name in SCALARS else tuple(dict.fromkeys(checked))
         space = cls(**values)
-        space.validate(source)
+        if check:
+            space.validate(source)
         return space
 
     @classmethod
@@ -97,10 +113,43 @@ class SearchSpace:
         values.update(top_ks=(config["top_k"],), search_types=(config["search_type"],))
         if config.get("mmr_lambda") is not None:
             values.update(mmr_lambdas=(config["mmr_lambda"],), mmr_fetch_k=config["mmr_fetch_k"])
+        used = Prefixes(config.get("query_prefix") or "", config.get("passage_prefix") or "")
+        if used != Prefixes() or used != family_prefixes(config["embedding_model"])[1]:
+            values.update(query_prefix=used.query, passage_prefix=used.passage)
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v if k in SCALARS else list(v) for k, v in asdict(self).items()}
+        """Plain data: lists, the scalars, and the prefixes when given (None: left out)."""
+        return {
+            k: v if k in SCALARS else list(v)
+            for k, v in asdict(self).items()
+            if not (k in PREFIX_FIELDS and v is None)
+        }
+
+    def prefixes(self, model: str) -> Prefixes:
+        """The prefixes ``model`` reads in this space: its family's, unless the space
+        gives its own."""
+        own = family_prefixes(model)[1]
+        return Prefixes(
+            own.query if self.query_prefix is None else self.query_prefix,
+            own.passage if self.passage_prefix is None else self.passage_prefix,
+        )
+
+    def log_prefixes(self) -> None:
+        """Say which prefixes each embedding model reads, and where they come from."""
+        for model in self.embedding_models:
+            family, own = family_prefixes(model)
+            used = self.prefixes(model)
+            if used == Prefixes() and own == Prefixes():
+                continue
+            origin = "the search space" if used != own else f"the {family} model card"
+            log.info(
+                "embedding model %s: query prefix %r, passage prefix %r (from %s)",
+                model,
+                used.query,
+                used.passage,
+                origin,
+            )
 
     @classmethod
     def from_parameters(
@@ -170,12 +219,17 @@ class SearchSpace:
             self.chunkers, self.chunk_sizes, self.chunk_overlaps, self.embedding_models
         ):
             tokens = round(overlap * size) if 0 < overlap < 1 else int(overlap)
+            prefixes = self.prefixes(model)
             config = {
                 "chunker": chunker,
                 "chunk_size": size,
                 "chunk_overlap": tokens,
                 "embedding_model": model,
             }
+            if prefixes.query:
+                config["query_prefix"] = prefixes.query
+            if prefixes.passage:
+                config["passage_prefix"] = prefixes.passage
             key = config_id(config)
             if key in seen:
                 continue
@@ -186,8 +240,14 @@ class SearchSpace:
                 reason = (
                     f"chunk size {size} with overlap {tokens}: overlap is half the size or more"
                 )
-            elif limit is not None and size > limit:
-                reason = f"chunk size {size} exceeds {model}'s maximum input of {limit} tokens"
+            elif limit is not None and size + _tokens(model, prefixes.passage) > limit:
+                what = f"chunk size {size} exceeds"
+                if prefixes.passage:
+                    what = (
+                        f"chunk size {size} and the passage prefix {prefixes.passage!r} "
+                        f"({_tokens(model, prefixes.passage)} tokens) exceed"
+                    )
+                reason = f"{what} {model}'s maximum input of {limit} tokens"
             out.append(({"chunk_config_id": key, **config}, reason))
         return out
 
@@ -254,9 +314,16 @@ def _as_list(source: str, name: str, value: Any) -> list:
     return list(value)
 
 
+def _tokens(model: str, text: str) -> int:
+    """How many of ``model``'s tokens ``text`` takes (0 for no text)."""
+    return len(load_tokenizer(model)(text)) if text else 0
+
+
 def _value(source: str, name: str, value: Any) -> Any:
     """One value of field ``name``, type-checked; JSON numbers are coerced (64.0 means 64)."""
     want = FIELD_TYPES[name]
+    if name in PREFIX_FIELDS and isinstance(value, str):
+        return value  # as given: trailing spaces and "" (no prefix) matter
     if want is str and isinstance(value, str) and value.strip():
         return value.strip()
     if want in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -286,8 +353,13 @@ def config_id(config: dict[str, Any]) -> str:
 
 
 def label(config: dict[str, Any]) -> str:
-    """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``."""
+    """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``;
+    prefixes other than the model family's follow the model (``query_prefix=''``)."""
     model = config["embedding_model"].rstrip("/").rsplit("/", 1)[-1]
+    own = family_prefixes(config["embedding_model"])[1]
+    for name, default in zip(PREFIX_FIELDS, (own.query, own.passage), strict=True):
+        if (config.get(name) or "") != default:
+            model += f" {name}={config.get(name) or ''!r}"
     search = config["search_type"]
     if "mmr_lambda" in config:
         search += f":{config['mmr_lambda']:g}"
@@ -295,3 +367,16 @@ def label(config: dict[str, Any]) -> str:
         f"{config['chunker']}-{config['chunk_size']}/{config['chunk_overlap']} {model} "
         f"k={config['top_k']} {search} {config['answerer']}"
     )
+
+
+def configs_table(space: SearchSpace) -> pa.Table:
+    """Every configuration of ``space``, one row each (kind ``configs``), with the space
+    itself in the metadata: what the steps after ``build_space`` evaluate."""
+    table = pa.Table.from_pylist(space.all_configs(), schema=CONFIGS)
+    settings = {"search_space": space.to_dict()}
+    return table.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
+
+
+def space_of(configs: pa.Table) -> SearchSpace:
+    """The space a ``configs`` table carries, as validated when it was written."""
+    return SearchSpace.from_dict(settings_of(configs)["search_space"], "configs", check=False)

@@ -45,7 +45,8 @@ def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]
 def build_chunks(
     documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache
 ) -> pa.Table:
-    """Chunk every document and embed every chunk with the config's model."""
+    """Chunk every document and embed every chunk with the config's model (after the
+    config's passage prefix)."""
     chunk_config = chunk_config_from(chunk_config)
     model = chunk_config["embedding_model"]
     chunks = chunk_documents(
@@ -56,7 +57,8 @@ def build_chunks(
         embedding.load_tokenizer(model),
     )
     log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
-    vectors = cache.embed(model, chunks.column("text").to_pylist())
+    texts = chunks.column("text").to_pylist()
+    vectors = cache.embed(model, texts, chunk_config.get("passage_prefix", ""))
     return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
 
 
@@ -77,7 +79,9 @@ def retrieve(
     questions = testset.column("question").to_pylist()
     question_ids = testset.column("question_id").to_pylist()
     index = Index(
-        question_vectors=cache.embed(chunk_config["embedding_model"], questions),
+        question_vectors=cache.embed(
+            chunk_config["embedding_model"], questions, chunk_config.get("query_prefix", "")
+        ),
         chunk_vectors=np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False)),
         questions=questions,
         chunk_texts=texts,

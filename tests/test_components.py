@@ -73,7 +73,9 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     assert resolved == [["admin/ports.md"], ["plans.txt"]]
 
     parameters = SearchSpace.from_dict(space).to_parameters()
-    assert build_space.python_func(**parameters, max_configs=4) == (space,)
+    configs = artifact(tmp_path, "configs")
+    assert build_space.python_func(**parameters, max_configs=4, configs=configs) == (space,)
+    assert read_table(configs.path, "configs").num_rows == 4
     [chunk_config] = plan.python_func(
         search_space=space, questions=questions, max_llm_calls=0, llm={}
     )
@@ -88,7 +90,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     retrieve.python_func(
         chunks=chunks,
         questions=questions,
-        search_space=space,
+        configs=configs,
         chunk_config=chunk_config,
         embedding_cache=cache,
         retrievals=retrievals,
@@ -181,9 +183,10 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
     assert plan.python_func(search_space=small, questions=questions, max_llm_calls=50, llm={})
 
 
-def test_build_space_step_refuses_a_grid_larger_than_the_budget(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        build_space.python_func(**SearchSpace().to_parameters(), max_configs=17)  # 18 configs
+def test_build_space_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys):
+    configs = artifact(tmp_path, "configs")
+    with pytest.raises(SystemExit) as exit_info:  # 18 configs
+        build_space.python_func(**SearchSpace().to_parameters(), max_configs=17, configs=configs)
     assert exit_info.value.code == 2
     assert "holds 18 configurations, more than the budget of 17" in capsys.readouterr().err
 

@@ -100,3 +100,15 @@ def test_an_unreachable_embedding_endpoint_fails_fast_with_one_line(monkeypatch)
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(RagsweepError, match="embedding endpoint .* is unreachable"):
         EmbeddingCache().embed("openai:nowhere", ["x"])
+
+
+def test_prefixed_and_plain_embeddings_of_a_text_are_kept_apart(tmp_path, model_calls):
+    cache = EmbeddingCache(tmp_path)
+    plain = cache.embed(MODEL, ["port 8443"])
+    prefixed = cache.embed(MODEL, ["port 8443"], prefix="query: ")
+    assert model_calls == ["port 8443", "query: port 8443"]
+    assert float(plain[0] @ prefixed[0]) < 0.999
+    rerun = EmbeddingCache(tmp_path)
+    np.testing.assert_array_equal(rerun.embed(MODEL, ["port 8443"], prefix="query: "), prefixed)
+    np.testing.assert_array_equal(rerun.embed(MODEL, ["port 8443"]), plain)
+    assert rerun.encoded == 0 and len(model_calls) == 2
