@@ -15,8 +15,8 @@ without one is its own cluster):
   own (the per-configuration verdicts of a comparison);
 - ``worse_than_best_pvalues``: which configurations are worse than the leader, aware that
   the leader was picked *because* it scored highest: a max-statistic (Tukey-HSD-like) test
-  whose null distribution is the range of the centred configuration means under sign flips
-  of each cluster's deviations;
+  whose null distribution is the range of the centred configuration means under a wild
+  cluster bootstrap (sign flips of each cluster's jackknife deviations);
 - ``best_of_sweep_pvalue``: did the sweep's best get worse from one night to the next, the
   statistic being best-of-sweep minus best-of-sweep and its null distribution the swaps of
   the two nights within clusters (exact when the nights are exchangeable).
@@ -202,35 +202,45 @@ def worse_than_best_pvalues(
 
     A row is worse when the leader's mean exceeds its own by more than chance could make
     the largest difference between any two rows: the gap is compared with the range
-    (max - min) of the rows' centred means, resampled by flipping the sign of each
-    cluster's deviations (the same flips for every row, so their correlation is kept) and
-    widened by sqrt(G / (G - 1)) for the G clusters. NaN for the leader and for rows
-    without values.
+    (max - min) of the rows' centred means under a wild cluster bootstrap. Each cluster's
+    jackknife deviation (the row's mean minus its mean without that cluster, times
+    sqrt((G - 1) / G) for G clusters) keeps or flips its sign, the same flips for every row
+    so that their correlation is kept. NaN for the leader and for rows without values.
     """
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    data = Clustered.of(values, clusters)
-    center = means(values)
-    have = ~np.isnan(center)
     p = np.full(len(values), np.nan)
     if not len(values):
         return p
+    data = Clustered.of(values, clusters)
+    center = means(values)
+    have = ~np.isnan(center)
     if data.n_clusters < 2 or have.sum() < 2 or not have[leader]:
         p[have] = 1.0
         p[leader] = np.nan
         return p
-    deviations = (data.sums - data.counts * center[:, None])[have]  # rows x clusters
-    totals = data.counts.sum(axis=1)[have]
+    sums, counts = data.sums[have], data.counts[have]
+    totals, g = counts.sum(axis=1, keepdims=True), data.n_clusters
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row with values in one cluster
+        without = (totals * center[have, None] - sums) / (totals - counts)
+    deviations = np.nan_to_num(center[have, None] - without) * np.sqrt((g - 1) / g)
     rng = np.random.default_rng(seed)
-    ranges = np.empty(resamples)
-    for start in range(0, resamples, BLOCK):
-        n = min(BLOCK, resamples - start)
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(n, data.n_clusters))
-        centred = (signs @ deviations.T) / totals
-        ranges[start : start + n] = centred.max(axis=1) - centred.min(axis=1)
-    ranges *= np.sqrt(data.n_clusters / (data.n_clusters - 1))
+    signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, g)).astype(np.int8)
+    centred = signs @ deviations.T  # resamples x rows
+    # step down: the row furthest behind is tested against the range over every row, the
+    # next against the range over the rows not yet tested (and the leader), and so on
     gaps = center[leader] - center[have]
-    p[have] = (1 + (ranges[:, None] >= gaps - 1e-12).sum(axis=0)) / (1 + resamples)
-    p[leader] = np.nan
+    lead = int(np.flatnonzero(have).tolist().index(leader))
+    order = np.argsort(-gaps, kind="stable")
+    order = order[order != lead]
+    behind = centred[:, order]
+    ceiling = np.maximum(
+        np.maximum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]]
+    )
+    floor = np.minimum(np.minimum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]])
+    step = (1 + (ceiling - floor >= gaps[order] - 1e-12).sum(axis=0)) / (1 + resamples)
+    adjusted = np.full(have.sum(), np.nan)
+    adjusted[order] = np.maximum.accumulate(step)
+    p[have] = adjusted
     return p
 
 
