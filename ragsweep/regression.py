@@ -358,7 +358,7 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
         role = "deployed: " if r["deployed"] else "baseline best: " if r["is_best"] else ""
         rows.append(
             [
-                r["verdict"].upper() if role else r["verdict"],
+                r["verdict"].upper() if r["deployed"] else r["verdict"],
                 role + r["label"],
                 number(r["baseline"]),
                 number(r["candidate"]),
@@ -381,7 +381,8 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
             )
             for r in [header, ["-" * w for w in widths], *rows]
         ]
-    out += ["", *_overlap_lines(comparison)]
+    bullet = "- " if fmt == "markdown" else ""
+    out += ["", *(bullet + line for line in _overlap_lines(comparison))]
     subject = comparison.deployed or comparison.best
     if subject:
         mine = comparison.flips.filter(
@@ -390,8 +391,8 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
         wrong = [r for r in mine.to_pylist() if r["direction"] == "to wrong"]
         if wrong:
             who = "deployed" if subject["deployed"] else "baseline's best"
-            out.append(f"questions the {who} configuration now fails ({len(wrong)}):")
-            out += [f"  {r['question_id']}: {r['reason']}" for r in wrong]
+            out.append(f"{bullet}questions the {who} configuration now fails ({len(wrong)}):")
+            out += [f"  {bullet}{r['question_id']}: {r['reason']}" for r in wrong]
     alarm = comparison.alarm
     name = (
         f"deployed configuration {alarm.subject}"
@@ -400,7 +401,7 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
     )
     verdict = "REGRESSED" if alarm.regressed else "not regressed"
     out.append(
-        f"alarm, {name}: {verdict} on {comparison.metric}: {number(alarm.baseline)} -> "
+        f"{bullet}alarm, {name}: {verdict} on {comparison.metric}: {number(alarm.baseline)} -> "
         f"{number(alarm.candidate)} ({number(alarm.difference)}), {alarm.test}, "
         f"p = {number(alarm.p_value, 4)}"
     )
@@ -415,21 +416,21 @@ def _overlap_lines(comparison: Comparison) -> list[str]:
         return f": {', '.join(items[:SHOWN])}{more}" if items else ""
 
     out = [
-        f"compared on what both runs share: {len(o.configs)} configurations, "
-        f"{len(o.questions)} questions"
+        f"compared on what both runs share: {_count(o.configs, 'configuration')}, "
+        f"{_count(o.questions, 'question')}"
     ]
     for who, configs, questions in (
         ("only in the baseline", o.configs_removed, o.questions_removed),
         ("only in the candidate", o.configs_added, o.questions_added),
     ):
         if configs:
-            out.append(f"{who}: {len(configs)} configurations{some(configs)}")
+            out.append(f"{who}: {_count(configs, 'configuration')}{some(configs)}")
         if questions:
-            out.append(f"{who}: {len(questions)} questions{some(questions)}")
+            out.append(f"{who}: {_count(questions, 'question')}{some(questions)}")
     if o.questions_edited:
         out.append(
-            f"edited (same id, new version; not compared): {len(o.questions_edited)} "
-            f"questions{some(o.questions_edited)}"
+            "edited (same id, new version; not compared): "
+            f"{_count(o.questions_edited, 'question')}{some(o.questions_edited)}"
         )
     if best and comparison.best is None:
         out.append(
@@ -437,6 +438,10 @@ def _overlap_lines(comparison: Comparison) -> list[str]:
             "it has no verdict"
         )
     return out
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def resolve_baseline(engine: Engine, baseline: str, leaderboard: pa.Table, run_id: str) -> str:
