@@ -281,3 +281,15 @@ def test_compare_reads_stored_runs_by_id(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| verdict |")
     assert cli("compare", "a", "c", "--store", url).returncode == 1
+
+
+def test_matrix_leaves_out_rows_of_unlisted_configurations_and_questions():
+    from ragsweep.leaderboard import matrix
+
+    ids = [f"q{i:03d}" for i in range(10)]
+    _, results = board(outcomes(SPACE, ids), ids)
+    config = results["config_id"][0].as_py()
+    got = matrix(results, "answer_correctness", [config, "absent"], ["q003", "q001", "q999"])
+    expected = outcomes(SPACE, ids)[[c["config_id"] for c in SPACE.all_configs()].index(config)]
+    assert got[0, :2].tolist() == [expected[3], expected[1]]
+    assert np.isnan(got[0, 2]) and np.isnan(got[1]).all()

@@ -258,3 +258,26 @@ def test_the_best_of_sweep_test_is_exact_for_few_clusters():
     difference, p = best_of_sweep_pvalue(baseline, candidate, clusters)
     # of the 16 swap patterns, only the observed one leaves the candidate's best at 0
     assert difference == -1.0 and p == pytest.approx(1 / 16)
+
+
+def test_equal_best_configurations_stay_tied_when_others_are_worse():
+    """A partial null: 24 equally good configurations and 24 that fail 13% more answers."""
+    rng = np.random.default_rng(24)
+    (single,), clusters = sweep_nights(rng, 300, nights=1)
+    single[:, 24:] *= rng.random(single[:, 24:].shape) > 0.133
+    wrong, found = 0, []
+    for values, g in zip(single, clusters, strict=True):
+        p = worse_than_best_pvalues(values, g, int(np.argmax(means(values))))
+        wrong += np.nanmin(p[:24]) < 0.05
+        found.append(np.mean(p[24:] < 0.05))
+    assert wrong <= binom.ppf(0.99, 300, 0.05)
+    assert np.mean(found) > 0.05  # the step-down sets some of the worse ones apart
+
+
+def test_rows_with_few_or_no_values_are_tested_on_what_they_have():
+    clusters = np.arange(40) // 2
+    values = np.tile((np.arange(40) % 3 != 0).astype(float), (3, 1))
+    values[1, 10:] = np.nan  # evaluated on 10 questions only (dropped by halving)
+    values[2] = np.nan  # no values
+    p = worse_than_best_pvalues(values, clusters, 0)
+    assert np.isnan(p[0]) and 0 < p[1] <= 1 and np.isnan(p[2])
