@@ -130,27 +130,8 @@ def compare_runs(
     metric = ranking_metric(base_board) if metric in (None, "", AUTO_METRIC) else metric
     check_metric(metric)
     overlap = _overlap(base_board, base_results, cand_board, cand_results)
+    _check_shared(overlap, deployed, base_board, cand_board)
     config_ids, question_ids = overlap.configs, overlap.questions
-    if not config_ids or not question_ids:
-        counts = overlap.counts()
-        raise RagsweepError(
-            f"compare: nothing to compare: the runs share {counts['configurations_shared']} "
-            f"configurations and {counts['questions_shared']} questions (only in the baseline: "
-            f"{counts['configurations_removed']} configurations, {counts['questions_removed']} "
-            f"questions; only in the candidate: {counts['configurations_added']}, "
-            f"{counts['questions_added']}; edited: {counts['questions_edited']}); were they run "
-            "on the same test set and search space?"
-        )
-    if deployed is not None and deployed not in config_ids:
-        where = [
-            name
-            for name, board in (("baseline", base_board), ("candidate", cand_board))
-            if deployed not in board["config_id"].to_pylist()
-        ]
-        raise RagsweepError(
-            f"compare: the deployed configuration {deployed} is not in the "
-            f"{' nor the '.join(where)} run; shared configurations: {', '.join(config_ids)}"
-        )
     before = matrix(base_results, metric, config_ids, question_ids)
     after = matrix(cand_results, metric, config_ids, question_ids)
     for name, values in (("baseline", before), ("candidate", after)):
@@ -167,10 +148,8 @@ def compare_runs(
     alone = np.array([c == deployed for c in config_ids])
     family = ~alone  # the deployed configuration is tested alone; the rest as a family
     if family.sum() > 1:
-        worse[family], better[family] = (
-            statistics.holm(worse[family]),
-            statistics.holm(better[family]),
-        )
+        worse[family] = statistics.holm(worse[family])
+        better[family] = statistics.holm(better[family])
     verdicts = np.where(
         worse < statistics.ALPHA,
         REGRESSED,
@@ -188,36 +167,15 @@ def compare_runs(
             "one-sided paired sign-flip test",
         )
     else:
-        with np.errstate(invalid="ignore"):
-            best_before, best_after = (
-                np.nanmax(statistics.means(before)),
-                np.nanmax(statistics.means(after)),
-            )
-        difference, p = statistics.best_of_sweep_pvalue(before, after, clusters, seed=seed)
-        alarm = Alarm(
-            BEST_OF_SWEEP,
-            "the best shared configuration of each run",
-            float(best_before),
-            float(best_after),
-            difference,
-            p,
-            "one-sided permutation test swapping the nights within clusters",
-        )
+        alarm = _best_of_sweep(before, after, clusters, seed)
     flips = _flips(base_results, cand_results, config_ids, set(question_ids), metric, labels)
-    to_wrong = pc.equal(flips["direction"], "to wrong")
-    counts = {
-        direction: dict(zip(*np.unique(ids.to_numpy(), return_counts=True), strict=True))
-        for direction, ids in (
-            ("to wrong", flips.filter(to_wrong)["config_id"]),
-            ("to right", flips.filter(pc.invert(to_wrong))["config_id"]),
-        )
-    }
-    best_id = base_board["config_id"][0].as_py() if base_board.num_rows else None
+    to_wrong, to_right = _flip_counts(flips)
+    best = base_board.slice(0, 1).to_pylist()[0] if base_board.num_rows else {}
     table = pa.table(
         {
             "config_id": config_ids,
             "label": [labels[c] for c in config_ids],
-            "is_best": [c == best_id for c in config_ids],
+            "is_best": [c == best.get("config_id") for c in config_ids],
             "questions": (~np.isnan(diff)).sum(axis=1),
             "baseline": pa.array(statistics.means(before), from_pandas=True),
             "candidate": pa.array(statistics.means(after), from_pandas=True),
@@ -226,13 +184,66 @@ def compare_runs(
             "difference_high": pa.array(high, from_pandas=True),
             "p_value": np.where(center < 0, worse, better),
             "verdict": verdicts,
-            "flipped_to_wrong": [int(counts["to wrong"].get(c, 0)) for c in config_ids],
-            "flipped_to_right": [int(counts["to right"].get(c, 0)) for c in config_ids],
+            "flipped_to_wrong": [to_wrong.get(c, 0) for c in config_ids],
+            "flipped_to_right": [to_right.get(c, 0) for c in config_ids],
             "deployed": alone,
         }
     ).cast(COMPARISON)
-    best = base_board.slice(0, 1).to_pylist()[0] if base_board.num_rows else {}
     return Comparison(table, flips, metric, overlap, alarm, best)
+
+
+def _check_shared(
+    overlap: Overlap, deployed: str | None, base_board: pa.Table, cand_board: pa.Table
+) -> None:
+    """Refuse a comparison of nothing, or of a deployed configuration one run lacks."""
+    if not overlap.configs or not overlap.questions:
+        counts = overlap.counts()
+        raise RagsweepError(
+            f"compare: nothing to compare: the runs share {counts['configurations_shared']} "
+            f"configurations and {counts['questions_shared']} questions (only in the baseline: "
+            f"{counts['configurations_removed']} configurations, {counts['questions_removed']} "
+            f"questions; only in the candidate: {counts['configurations_added']}, "
+            f"{counts['questions_added']}; edited: {counts['questions_edited']}); were they run "
+            "on the same test set and search space?"
+        )
+    if deployed is not None and deployed not in overlap.configs:
+        where = [
+            name
+            for name, board in (("baseline", base_board), ("candidate", cand_board))
+            if deployed not in board["config_id"].to_pylist()
+        ]
+        raise RagsweepError(
+            f"compare: the deployed configuration {deployed} is not in the "
+            f"{' nor the '.join(where)} run; shared configurations: {', '.join(overlap.configs)}"
+        )
+
+
+def _best_of_sweep(before: np.ndarray, after: np.ndarray, clusters: np.ndarray, seed: int) -> Alarm:
+    with np.errstate(invalid="ignore"):
+        best_before = np.nanmax(statistics.means(before))
+        best_after = np.nanmax(statistics.means(after))
+    difference, p = statistics.best_of_sweep_pvalue(before, after, clusters, seed=seed)
+    return Alarm(
+        BEST_OF_SWEEP,
+        "the best shared configuration of each run",
+        float(best_before),
+        float(best_after),
+        difference,
+        p,
+        "one-sided permutation test swapping the nights within clusters",
+    )
+
+
+def _flip_counts(flips: pa.Table) -> tuple[dict[str, int], dict[str, int]]:
+    """Per config id, how many questions flipped to wrong, and to right."""
+    to_wrong = flips["direction"].to_pylist()
+    ids = flips["config_id"].to_pylist()
+    wrong: dict[str, int] = {}
+    right: dict[str, int] = {}
+    for config, direction in zip(ids, to_wrong, strict=True):
+        counts = wrong if direction == "to wrong" else right
+        counts[config] = counts.get(config, 0) + 1
+    return wrong, right
 
 
 def _labels(*boards: pa.Table) -> dict[str, str]:
