@@ -9,8 +9,8 @@ without one is its own cluster):
 - ``sign_flip_pvalues``: the paired test of one row against another over the same
   questions: under "no difference" the sign of each cluster's summed difference is a coin
   flip; exact enumeration when few clusters differ, Monte Carlo (fixed seed) otherwise.
-  One-sided by default: "is this configuration worse?" is the question both the
-  leaderboard (against the leader) and the regression alarm (against the baseline) ask;
+  One-sided by default: "is this configuration worse than it was?" is the question the
+  regression verdicts and the deployed configuration's alarm ask;
 - ``holm``: Holm's step-down adjustment for a family of configurations tested each on its
   own (the per-configuration verdicts of a comparison);
 - ``worse_than_best_pvalues``: which configurations are worse than the leader, aware that
@@ -229,7 +229,7 @@ def worse_than_best_pvalues(
     # step down: the row furthest behind is tested against the range over every row, the
     # next against the range over the rows not yet tested (and the leader), and so on
     gaps = center[leader] - center[have]
-    lead = int(np.flatnonzero(have).tolist().index(leader))
+    lead = int(have[:leader].sum())  # the leader's position among the rows with values
     order = np.argsort(-gaps, kind="stable")
     order = order[order != lead]
     behind = centred[:, order]
