@@ -132,8 +132,12 @@ def compare_runs(
     overlap = _overlap(base_board, base_results, cand_board, cand_results)
     _check_shared(overlap, deployed, base_board, cand_board)
     config_ids, question_ids = overlap.configs, overlap.questions
-    before = matrix(base_results, metric, config_ids, question_ids)
-    after = matrix(cand_results, metric, config_ids, question_ids)
+    before, after = (
+        matrix(results, metric, config_ids, question_ids)
+        if metric in results.column_names
+        else np.full((len(config_ids), len(question_ids)), np.nan)
+        for results in (base_results, cand_results)
+    )
     for name, values in (("baseline", before), ("candidate", after)):
         if np.isnan(values).all():
             raise RagsweepError(
