@@ -291,15 +291,17 @@ def runs(
 def compare(
     baseline: str = typer.Argument(..., help="Baseline: a run folder or a stored run id."),
     candidate: str = typer.Argument(..., help="Candidate: a run folder or a stored run id."),
-    metric: str = typer.Option(None, help="Metric to compare [default: the baseline's]."),
+    metric: str = typer.Option(
+        None, help="Metric to compare (default: the baseline's ranking metric)."
+    ),
     format: str = typer.Option("table", "--format", help="table or markdown."),
     store: str = typer.Option(None, help="Results database URL, for run ids."),
     deployed: Annotated[
         str,
         typer.Option(
             help="The configuration you deployed, whose regression is the alarm: a config id, "
-            "or the YAML file `ragsweep best` prints [default: the alarm is whether the "
-            "sweep's best got worse]."
+            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "sweep's best got worse."
         ),
     ] = "",
 ) -> None:
