@@ -67,6 +67,7 @@ def sweep_pipeline(
     qa_generation: dict = DEFAULT_QA,
     results_store_secret_name: str = platform.DEFAULT_STORE_CONNECTION,
     baseline: str = "",
+    deployed_config: str = "",
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -110,6 +111,9 @@ def sweep_pipeline(
             database the run is published to (optional: without it, nothing is stored).
         baseline: Compare with this stored run id, or "latest" (the latest successful run of
             the same sweep); empty: no comparison.
+        deployed_config: The configuration in production, whose regression against the
+            baseline is the alarm: its config id, or the YAML `ragsweep best` prints; empty:
+            the alarm is whether the sweep's best got worse.
     """
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
@@ -233,6 +237,7 @@ def sweep_pipeline(
                 results=ranked.outputs["results"],
                 baseline=baseline,
                 pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                deployed_config=deployed_config,
             ),
             store_connection=results_store_secret_name,
             retry=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -301,19 +301,37 @@ def runs(
 def compare(
     baseline: str = typer.Argument(..., help="Baseline: a run folder or a stored run id."),
     candidate: str = typer.Argument(..., help="Candidate: a run folder or a stored run id."),
-    metric: str = typer.Option(None, help="Metric to compare [default: the baseline's]."),
+    metric: str = typer.Option(
+        None, help="Metric to compare (default: the baseline's ranking metric)."
+    ),
     format: str = typer.Option("table", "--format", help="table or markdown."),
     store: str = typer.Option(None, help="Results database URL, for run ids."),
+    deployed: Annotated[
+        str,
+        typer.Option(
+            help="The configuration you deployed, whose regression is the alarm: a config id, "
+            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "sweep's best got worse."
+        ),
+    ] = "",
 ) -> None:
-    """Paired comparison per configuration on the shared questions, with verdicts.
+    """Paired comparison per configuration on what both runs share, with verdicts.
 
-    Exit status: 0 when the best configuration (the baseline's) did not regress, 1 when it
-    regressed significantly (one-sided paired sign-flip test, 5%), 2 on a usage error.
+    Configurations are paired by config id, questions by id and version; what only one run
+    holds is listed. The alarm tests one hypothesis decided in advance: the --deployed
+    configuration (one-sided paired sign-flip test, 5%), else "the sweep's best got worse"
+    (best of sweep against best of sweep, a permutation test that swaps the nights, 5%).
+
+    Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
+    2 on a usage error (unknown run, nothing shared, metric without values).
     """
-    from ragsweep.regression import compare_runs, render
+    from ragsweep.regression import compare_runs, render, resolve_deployed
     from ragsweep.store import open_run
 
-    result = compare_runs(open_run(baseline, store), open_run(candidate, store), metric)
+    if format not in ("table", "markdown"):
+        raise RagsweepError(f"--format: unknown format {format!r}; choose from table, markdown")
+    config = resolve_deployed(deployed) if deployed else None
+    result = compare_runs(open_run(baseline, store), open_run(candidate, store), metric, config)
     typer.echo(render(result, format))
     if result.best_regressed:
         raise typer.Exit(1)

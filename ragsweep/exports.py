@@ -108,7 +108,7 @@ def render(
     out = [fmt_line(header), "  ".join("-" * w for w in widths), *(fmt_line(r) for r in rows)]
     if top and table.num_rows > top:
         out.append(f"... {table.num_rows - top} more")
-    out.append("= : statistically tied with the best (paired sign-flip test, Holm-adjusted, 5%)")
+    out.append("= : statistically tied with the best (selection-aware max-statistic test, 5%)")
     if has_errors(shown):
         out.append(ERRORS_LEGEND)
     return "\n".join(out)

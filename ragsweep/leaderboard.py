@@ -1,10 +1,10 @@
 """Per-question results, the ranked leaderboard with intervals, breakdowns and failures.
 
 Every figure is computed on configs x questions matrices (``ragsweep.statistics``): the
-mean of each metric with a cluster-bootstrap interval, a paired sign-flip test of each
-configuration against the leader (Holm-adjusted), and ``tied_with_best`` for those not
-significantly worse. Metrics are the float columns of the scores (``schemas.METRICS``), so
-a new metric flows through without changes here.
+mean of each metric with a cluster-bootstrap interval, a selection-aware test of each
+configuration against the leader (``statistics.worse_than_best_pvalues``), and
+``tied_with_best`` for those not significantly worse. Metrics are the float columns of the
+scores (``schemas.METRICS``), so a new metric flows through without changes here.
 """
 
 from __future__ import annotations
@@ -132,12 +132,16 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
 
 
 def matrix(results: pa.Table, column: str, config_ids: list[str], question_ids: list[str]):
-    """``column`` as a configs x questions float matrix; NaN where absent or null."""
-    rows = pc.index_in(results["config_id"], value_set=pa.array(config_ids)).to_numpy()
-    cols = pc.index_in(results["question_id"], value_set=pa.array(question_ids)).to_numpy()
+    """``column`` as a configs x questions float matrix; NaN where absent or null. Rows of
+    ``results`` whose configuration or question is not listed are left out."""
+    rows = pc.index_in(results["config_id"], value_set=pa.array(config_ids, pa.string()))
+    cols = pc.index_in(results["question_id"], value_set=pa.array(question_ids, pa.string()))
+    listed = pc.and_(pc.is_valid(rows), pc.is_valid(cols)).to_numpy(zero_copy_only=False)
     out = np.full((len(config_ids), len(question_ids)), np.nan)
     values = pc.cast(results[column], pa.float64()).to_numpy(zero_copy_only=False)
-    out[rows, cols] = values
+    rows = pc.fill_null(rows, 0).to_numpy()
+    cols = pc.fill_null(cols, 0).to_numpy()
+    out[rows[listed], cols[listed]] = values[listed]
     return out
 
 
@@ -173,12 +177,10 @@ def rank_configs(
     columns = {name: values[order] for name, values in columns.items()}
     ranked = data[metric][order]
 
-    p_value = np.full(len(order), np.nan)
-    if len(order) > 1:
-        raw = statistics.sign_flip_pvalues(ranked[1:] - ranked[0], clusters, seed=seed)
-        p_value[1:] = statistics.holm(raw)
+    p_value = statistics.worse_than_best_pvalues(ranked, clusters, 0, resamples, seed)
     columns["p_value"] = p_value
-    columns["tied_with_best"] = np.isnan(p_value) | (p_value >= statistics.ALPHA)
+    leader = np.arange(len(order)) == 0
+    columns["tied_with_best"] = leader | (p_value >= statistics.ALPHA)
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
     columns.update(_errors(results, [config_ids[i] for i in order]))
 

@@ -371,7 +371,8 @@ def render_html(board: Board) -> str:
 <p class="lead">Best configuration by <b>{escape(metric)}</b>:
 <b>{escape(best["label"]) if best else "none"}</b>. Intervals are 95% cluster-bootstrap
 intervals (questions resampled by reference document); "=" marks the configurations not
-significantly worse than the best (paired sign-flip test, Holm-adjusted, 5%).</p>
+significantly worse than the best (a max-statistic test aware that the best was
+selected, 5%).</p>
 {f'<p class="lead" id="evaluation">{escape(evaluated)}</p>' if evaluated else ""}
 <div class="cards">{card_html}</div>
 <h2>Leaderboard</h2>

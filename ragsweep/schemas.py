@@ -147,8 +147,10 @@ LEADERBOARD = pa.schema(
     ]
     + _with_intervals(METRICS)
     + [
-        ("p_value", pa.float64()),  # vs the leader on the ranking metric, Holm-adjusted
-        ("tied_with_best", pa.bool_()),  # not significantly worse than the leader
+        # adjusted p of "worse than the leader" on the ranking metric, aware that the leader
+        # is the post-hoc best (max-statistic test: statistics.worse_than_best_pvalues)
+        ("p_value", pa.float64()),
+        ("tied_with_best", pa.bool_()),  # not significantly worse than the leader (p >= 0.05)
         ("latency_p50_s", pa.float64()),
         ("latency_p95_s", pa.float64()),
         ("prompt_tokens", pa.int64()),  # totals over the questions
@@ -209,17 +211,19 @@ COMPARISON = pa.schema(
     [
         ("config_id", pa.string()),
         ("label", pa.string()),
-        ("is_best", pa.bool_()),  # the baseline's best: its verdict raises the alarm
+        ("is_best", pa.bool_()),  # the baseline's best (the alarm: regression.Alarm)
         ("questions", pa.int64()),  # shared by both runs
         ("baseline", pa.float64()),
         ("candidate", pa.float64()),
         ("difference", pa.float64()),  # candidate - baseline, paired
         ("difference_low", pa.float64()),
         ("difference_high", pa.float64()),
-        ("p_value", pa.float64()),  # one-sided, in the direction of the difference
+        ("p_value", pa.float64()),  # one-sided, in the direction of the difference; Holm-
+        # adjusted over the shared configurations but the deployed one (tested alone)
         ("verdict", pa.string()),  # regressed | improved | unchanged
         ("flipped_to_wrong", pa.int64()),
         ("flipped_to_right", pa.int64()),
+        ("deployed", pa.bool_()),  # the configuration given with --deployed: tested alone
     ]
 )
 

@@ -79,7 +79,7 @@ class RunSettings:
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
                 "interval": "95% cluster bootstrap, clusters = first reference document",
-                "test": "paired one-sided sign-flip vs the leader, Holm-adjusted",
+                "test": "step-down max-statistic vs the leader, wild cluster bootstrap",
                 "bootstrap_resamples": statistics.RESAMPLES,
                 "seed": statistics.SEED,
             },

@@ -9,9 +9,17 @@ without one is its own cluster):
 - ``sign_flip_pvalues``: the paired test of one row against another over the same
   questions: under "no difference" the sign of each cluster's summed difference is a coin
   flip; exact enumeration when few clusters differ, Monte Carlo (fixed seed) otherwise.
-  One-sided by default: "is this configuration worse?" is the question both the
-  leaderboard (against the leader) and the regression alarm (against the baseline) ask;
-- ``holm``: Holm's step-down adjustment for many configurations tested against one leader.
+  One-sided by default: "is this configuration worse than it was?" is the question the
+  regression verdicts and the deployed configuration's alarm ask;
+- ``holm``: Holm's step-down adjustment for a family of configurations tested each on its
+  own (the per-configuration verdicts of a comparison);
+- ``worse_than_best_pvalues``: which configurations are worse than the leader, aware that
+  the leader was picked *because* it scored highest: a max-statistic (Tukey-HSD-like) test
+  whose null distribution is the range of the centred configuration means under a wild
+  cluster bootstrap (sign flips of each cluster's jackknife deviations);
+- ``best_of_sweep_pvalue``: did the sweep's best get worse from one night to the next, the
+  statistic being best-of-sweep minus best-of-sweep and its null distribution the swaps of
+  the two nights within clusters (exact when the nights are exchangeable).
 
 Rows are configurations (or simulated runs), columns are questions; NaN marks a missing
 score (not evaluated, or a judge failure) and is left out of that row's mean.
@@ -180,3 +188,103 @@ def holm(pvalues: np.ndarray) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = np.minimum(stepped, 1.0)
     return adjusted
+
+
+def worse_than_best_pvalues(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    leader: int,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> np.ndarray:
+    """Per row, the adjusted p-value of "worse than the ``leader`` row", controlling the
+    chance that *any* row as good as the leader is called worse, whatever the rows' number.
+
+    A row is worse when the leader's mean exceeds its own by more than chance could make
+    the largest difference between any two rows: the gap is compared with the range
+    (max - min) of the rows' centred means under a wild cluster bootstrap. Each cluster's
+    jackknife deviation (the row's mean minus its mean without that cluster, times
+    sqrt((G - 1) / G) for G clusters) keeps or flips its sign, the same flips for every row
+    so that their correlation is kept. NaN for the leader and for rows without values.
+    """
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    p = np.full(len(values), np.nan)
+    if not len(values):
+        return p
+    data = Clustered.of(values, clusters)
+    center = means(values)
+    have = ~np.isnan(center)
+    if data.n_clusters < 2 or have.sum() < 2 or not have[leader]:
+        p[have] = 1.0
+        p[leader] = np.nan
+        return p
+    sums, counts = data.sums[have], data.counts[have]
+    totals, g = counts.sum(axis=1, keepdims=True), data.n_clusters
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row with values in one cluster
+        without = (totals * center[have, None] - sums) / (totals - counts)
+    deviations = np.nan_to_num(center[have, None] - without) * np.sqrt((g - 1) / g)
+    rng = np.random.default_rng(seed)
+    signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, g)).astype(np.int8)
+    centred = signs @ deviations.T  # resamples x rows
+    # step down: the row furthest behind is tested against the range over every row, the
+    # next against the range over the rows not yet tested (and the leader), and so on
+    gaps = center[leader] - center[have]
+    lead = int(have[:leader].sum())  # the leader's position among the rows with values
+    order = np.argsort(-gaps, kind="stable")
+    order = order[order != lead]
+    behind = centred[:, order]
+    ceiling = np.maximum(
+        np.maximum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]]
+    )
+    floor = np.minimum(np.minimum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]])
+    step = (1 + (ceiling - floor >= gaps[order] - 1e-12).sum(axis=0)) / (1 + resamples)
+    adjusted = np.full(have.sum(), np.nan)
+    adjusted[order] = np.maximum.accumulate(step)
+    p[have] = adjusted
+    return p
+
+
+def best_of_sweep_pvalue(
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    clusters: np.ndarray,
+    flips: int = MIN_FLIPS,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """(T, one-sided p) for "the sweep's best got worse", on two configs x questions
+    matrices of the same configurations and questions (baseline night, candidate night).
+
+    T = max over rows of the candidate's means - max over rows of the baseline's. Under
+    "the two nights are exchangeable", swapping which night is which, for every row of a
+    cluster together, leaves T's distribution unchanged; p is the share of swap patterns
+    (all of them up to ``EXACT_CLUSTERS`` clusters, else ``flips`` random ones plus the
+    observed) with a T as low. Selecting the best on either night is part of the statistic,
+    so there is no winner's curse.
+    """
+    base, cand = Clustered.of(baseline, clusters), Clustered.of(candidate, clusters)
+    with warnings.catch_warnings():  # a row with no values on one night is NaN, as wanted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        observed = float(np.nanmax(means(candidate)) - np.nanmax(means(baseline)))
+        swap_sums, swap_counts = (base.sums - cand.sums).T, (base.counts - cand.counts).T
+        total_sums, total_counts = (
+            base.sums.sum(1) + cand.sums.sum(1),
+            base.counts.sum(1) + cand.counts.sum(1),
+        )
+
+        def statistic(swaps: np.ndarray) -> np.ndarray:
+            sums = cand.sums.sum(1) + swaps @ swap_sums
+            counts = cand.counts.sum(1) + swaps @ swap_counts
+            after = np.nanmax(sums / counts, axis=1)
+            return after - np.nanmax((total_sums - sums) / (total_counts - counts), axis=1)
+
+        k = base.n_clusters
+        tolerance = 1e-9
+        if k <= EXACT_CLUSTERS:
+            swaps = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
+            return observed, float(np.mean(statistic(swaps) <= observed + tolerance))
+        rng = np.random.default_rng(seed)
+        at_least = 0
+        for start in range(0, flips, BLOCK):
+            swaps = rng.integers(0, 2, size=(min(BLOCK, flips - start), k)).astype(np.float64)
+            at_least += int(np.sum(statistic(swaps) <= observed + tolerance))
+    return observed, (1 + at_least) / (1 + flips)

@@ -5,13 +5,19 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from builders import SPACE, make_board, make_testset
+from builders import SPACE, make_answers, make_board, make_scores, make_testset
 
 from ragsweep import store
-from ragsweep.regression import compare_runs, render, verdict_metrics
+from ragsweep.errors import RagsweepError
+from ragsweep.exports import best_spec
+from ragsweep.leaderboard import build_board
+from ragsweep.regression import compare_runs, render, resolve_deployed, verdict_metrics
 from ragsweep.schemas import write_table
+from ragsweep.settings import RunSettings
+from ragsweep.space import SearchSpace
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
@@ -32,30 +38,45 @@ def test_an_identical_rerun_is_unchanged_everywhere():
     result = compare_runs(*runs(values))
     assert set(result.table["verdict"].to_pylist()) == {"unchanged"}
     assert not result.best_regressed
+    assert result.alarm.difference == 0.0
     assert result.flips.num_rows == 0
     assert verdict_metrics(result)["best_regressed"] == 0.0
 
 
-def test_a_real_drop_of_the_best_configuration_raises_the_alarm_and_lists_flips():
+def test_a_drop_of_the_deployed_configuration_raises_its_alarm_and_lists_flips():
     values = baseline_values()
-    best = make_board(values).leaderboard["config_id"][0].as_py()
-    row = [c["config_id"] for c in SPACE.all_configs()].index(best)
+    configs = [c["config_id"] for c in SPACE.all_configs()]
+    deployed = make_board(values).leaderboard["config_id"][1].as_py()  # not the best
+    row = configs.index(deployed)
     passing = np.flatnonzero(values[row] == 1)[:15]
     worse = values.copy()
-    worse[row, passing] = 0.0  # 15 questions the best answered now fail
-    result = compare_runs(*runs(worse, values))
-    assert result.best["config_id"] == best
-    assert result.best["verdict"] == "regressed" and result.best_regressed
-    assert result.best["difference"] == pytest.approx(-15 / 60)
-    assert result.best["difference_high"] < 0
-    assert result.best["flipped_to_wrong"] == 15
-    flipped = result.flips.filter(pc.equal(result.flips["config_id"], best))
+    worse[row, passing] = 0.0  # 15 questions the deployed configuration answered now fail
+    result = compare_runs(*runs(worse, values), deployed=deployed)
+    assert result.deployed["config_id"] == deployed
+    assert result.deployed["verdict"] == "regressed" and result.best_regressed
+    assert result.deployed["difference"] == pytest.approx(-15 / 60)
+    assert result.deployed["difference_high"] < 0
+    assert result.deployed["flipped_to_wrong"] == 15
+    flipped = result.flips.filter(pc.equal(result.flips["config_id"], deployed))
     assert sorted(flipped["question_id"].to_pylist()) == [f"q{i:03d}" for i in passing]
-    others = [r["verdict"] for r in result.table.to_pylist() if not r["is_best"]]
+    others = [r["verdict"] for r in result.table.to_pylist() if not r["deployed"]]
     assert others == ["unchanged", "unchanged"]
     text = render(result)
-    assert "REGRESSED" in text and "now fails (15)" in text
+    assert "REGRESSED" in text and "deployed configuration now fails (15)" in text
     assert verdict_metrics(result)["best_regressed"] == 1.0
+    # the sweep's best did not move: without a deployed configuration, no alarm
+    unpinned = compare_runs(*runs(worse, values))
+    assert unpinned.alarm.difference == 0.0 and not unpinned.best_regressed
+
+
+def test_a_drop_of_every_configuration_raises_the_best_of_sweep_alarm():
+    values = baseline_values()
+    worse = values.copy()
+    worse[:, :20] = 0.0
+    result = compare_runs(*runs(worse, values))
+    assert result.alarm.hypothesis == "best of sweep"
+    assert result.alarm.candidate < result.alarm.baseline and result.best_regressed
+    assert "alarm, best of sweep" in render(result) and "REGRESSED" in render(result)
 
 
 def test_an_improvement_is_called_improved_not_an_alarm():
@@ -67,19 +88,117 @@ def test_an_improvement_is_called_improved_not_an_alarm():
 
 
 def test_runs_without_shared_questions_are_a_clear_error():
-    from ragsweep.errors import RagsweepError
-
     (bl, br), cand = runs(baseline_values())
-    renamed = br.set_column(1, "question_id", [[f"x{i}" for i in range(br.num_rows)]])
-    with pytest.raises(RagsweepError, match="share no configuration or no question"):
+    renamed = br.set_column(
+        1, "question_id", pc.binary_join_element_wise("x", br["question_id"], "")
+    )
+    with pytest.raises(RagsweepError, match="share 3 configurations and 0 questions"):
         compare_runs((bl, renamed), cand)
 
 
-def write_run(folder: Path, values) -> Path:
-    b = make_board(values)
+def board(values, question_ids, space=SPACE, metric="answer_correctness"):
+    """A run's (leaderboard, results) on these questions, in this order."""
+    configs = space.all_configs()[: len(values)]
+    ids = [c["config_id"] for c in configs]
+    b = build_board(
+        make_scores(ids, question_ids, values),
+        make_answers(ids, question_ids),
+        make_testset(question_ids),
+        configs,
+        metric,
+        settings=RunSettings("docs", "testset.json", space, metric).record(),
+    )
+    return b.leaderboard, b.results
+
+
+def outcomes(space, question_ids, failing=()):
+    """Each configuration's pass (1) or fail (0) per question, a function of the question
+    and the configuration only (so the same in every run); ``failing`` questions fail."""
+    rows = [
+        [
+            0.0 if q in failing else float((int(q[1:]) * 7 + c["top_k"] * 3) % 4 != 0)
+            for q in question_ids
+        ]
+        for c in space.all_configs()
+    ]
+    return np.array(rows)
+
+
+def with_versions(run, versions):
+    leaderboard, results = run
+    column = pa.array([versions(q) for q in results["question_id"].to_pylist()], pa.string())
+    return leaderboard, results.append_column("question_version", column)
+
+
+def test_reordered_questions_are_paired_by_identity_not_position():
+    ids = [f"q{i:03d}" for i in range(40)]
+    before = board(outcomes(SPACE, ids), ids)
+    shuffled = list(np.random.default_rng(1).permutation(ids))
+    after = board(outcomes(SPACE, shuffled), shuffled)
+    result = compare_runs(before, after)
+    assert result.table["difference"].to_pylist() == [0.0] * 4
+    assert result.flips.num_rows == 0 and result.overlap.questions_added == []
+
+
+def test_an_edited_question_is_reported_and_not_compared_with_its_old_self():
+    ids = [f"q{i:03d}" for i in range(40)]
+    values = outcomes(SPACE, ids)
+    before = with_versions(board(values, ids), lambda q: "v1")
+    changed = values.copy()
+    changed[:, 5] = 1.0 - changed[:, 5]  # q005's outcome differs: it is a new question
+    after = with_versions(board(changed, ids), lambda q: "v2" if q == "q005" else "v1")
+    result = compare_runs(before, after)
+    assert result.overlap.questions_edited == ["q005"]
+    assert len(result.overlap.questions) == 39
+    assert result.table["questions"].to_pylist() == [39] * 4
+    assert result.flips.num_rows == 0
+    assert "edited (same id, new version; not compared): 1 question: q005" in render(result)
+    assert verdict_metrics(result)["questions_edited"] == 1.0
+    # a run that records no versions (an older store) pairs by question id only
+    legacy = compare_runs(board(values, ids), after)
+    assert legacy.overlap.questions_edited == [] and legacy.flips.num_rows == 4
+
+
+def test_the_baselines_best_missing_from_the_candidate_is_said_never_replaced():
+    ids = [f"q{i:03d}" for i in range(40)]
+    before = board(outcomes(SPACE, ids), ids)
+    best = before[0]["config_id"][0].as_py()
+    after = board(outcomes(SPACE, ids), ids)
+    after = tuple(t.filter(pc.not_equal(t["config_id"], best)) for t in after)
+    result = compare_runs(before, after)
+    assert result.best is None and not any(result.table["is_best"].to_pylist())
+    text = render(result)
+    label = before[0]["label"][0].as_py()
+    assert f"the baseline's best configuration, {label}, is not in the candidate run" in text
+    assert "baseline best:" not in text
+    assert result.alarm.hypothesis == "best of sweep" and not result.best_regressed
+    assert verdict_metrics(result)["baseline_best_missing"] == 1.0
+    with pytest.raises(RagsweepError, match=f"deployed configuration {best} is not in the cand"):
+        compare_runs(before, after, deployed=best)
+
+
+def test_the_yaml_ragsweep_best_prints_names_the_deployed_configuration(tmp_path):
+    ids = [f"q{i:03d}" for i in range(20)]
+    leaderboard, _ = board(outcomes(SPACE, ids), ids)
+    spec = tmp_path / "best.yaml"
+    spec.write_text(best_spec(leaderboard))
+    assert resolve_deployed(str(spec)) == leaderboard["config_id"][0].as_py()
+    assert resolve_deployed(spec.read_text()) == leaderboard["config_id"][0].as_py()
+    assert resolve_deployed("abc123") == "abc123"
+    with pytest.raises(RagsweepError, match="no such file"):
+        resolve_deployed(str(tmp_path / "missing.yaml"))
+    space = tmp_path / "space.yaml"
+    space.write_text("top_ks: [1, 3]\n")
+    with pytest.raises(
+        RagsweepError, match=r"names \d+ configurations; the deployed one must be exactly one"
+    ):
+        resolve_deployed(str(space))
+
+
+def write_run(folder: Path, run) -> Path:
     folder.mkdir()
-    write_table(b.leaderboard, folder / "leaderboard.arrow", "leaderboard")
-    write_table(b.results, folder / "results.arrow", "results")
+    write_table(run[0], folder / "leaderboard.arrow", "leaderboard")
+    write_table(run[1], folder / "results.arrow", "results")
     return folder
 
 
@@ -87,28 +206,90 @@ def cli(*args):
     return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=120)
 
 
+def test_two_runs_on_overlapping_questions_and_grids_compare_what_they_share(tmp_path):
+    """Run 1: questions 1-30, Top K 3 and 5; run 2: questions 11-40, Top K 3, 5 and 10."""
+    small = SearchSpace(chunk_sizes=(128,), top_ks=(3, 5), search_types=("similarity",))
+    large = SearchSpace(chunk_sizes=(128,), top_ks=(3, 5, 10), search_types=("similarity",))
+    first, second = [f"q{i:03d}" for i in range(1, 31)], [f"q{i:03d}" for i in range(11, 41)]
+    run1 = write_run(tmp_path / "run1", board(outcomes(small, first), first, small))
+    same = write_run(tmp_path / "same", board(outcomes(large, second), second, large))
+    shared = second[:20]
+    failing = outcomes(large, second, failing=shared)
+    worse = write_run(tmp_path / "worse", board(failing, second, large))
+
+    result = cli("compare", str(run1), str(same))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    out = result.stdout
+    assert "compared on what both runs share: 2 configurations, 20 questions" in out
+    assert "only in the baseline: 10 questions: q001, q002" in out
+    assert "only in the candidate: 1 configuration: sentence-128/" in out and "k=10" in out
+    assert "only in the candidate: 10 questions: q031" in out
+    assert out.lower().count("unchanged") == 2 and "not regressed" in out
+
+    result = cli("compare", str(run1), str(worse))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "alarm, best of sweep" in result.stdout and "REGRESSED" in result.stdout
+
+
+def test_a_metric_without_values_in_one_run_is_a_usage_error(tmp_path):
+    ids = [f"q{i:03d}" for i in range(30)]
+    leaderboard, results = board(outcomes(SPACE, ids), ids)
+    at = results.schema.get_field_index("correctness")
+    judged = results.set_column(at, "correctness", results["answer_correctness"])
+    base = write_run(tmp_path / "judged", (leaderboard, judged))
+    cand = write_run(tmp_path / "unjudged", (leaderboard, results))
+    result = cli("compare", str(base), str(cand), "--metric", "correctness")
+    assert result.returncode == 2
+    assert "the candidate run has no values of correctness" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert cli("compare", str(base), str(base), "--metric", "correctness").returncode == 0
+
+
 def test_compare_command_exits_1_on_a_regression_0_otherwise_2_on_a_mistake(tmp_path):
+    ids = [f"q{i:03d}" for i in range(60)]
     values = baseline_values()
     worse = values.copy()
     worse[:, :20] = 0.0
-    base = write_run(tmp_path / "base", values)
-    same = write_run(tmp_path / "same", values)
-    bad = write_run(tmp_path / "bad", worse)
+    base = write_run(tmp_path / "base", board(values, ids))
+    same = write_run(tmp_path / "same", board(values, ids))
+    bad = write_run(tmp_path / "bad", board(worse, ids))
     assert cli("compare", str(base), str(same)).returncode == 0
     result = cli("compare", str(base), str(bad))
     assert result.returncode == 1, result.stderr
     assert "REGRESSED" in result.stdout
     missing = cli("compare", str(base), "no-such-run", "--store", f"sqlite:///{tmp_path}/r.db")
     assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
+    unknown = cli("compare", str(base), str(same), "--deployed", "0123456789ab")
+    assert unknown.returncode == 2 and "deployed configuration 0123456789ab" in unknown.stderr
+    spec = tmp_path / "best.yaml"
+    spec.write_text(cli("best", str(base)).stdout)
+    pinned = cli("compare", str(base), str(bad), "--deployed", str(spec))
+    assert pinned.returncode == 1 and "alarm, deployed configuration" in pinned.stdout
 
 
 def test_compare_reads_stored_runs_by_id(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     engine = store.connect(url)
-    for run_id, values in [("a", baseline_values()), ("b", baseline_values(seed=1))]:
-        b = make_board(values)
+    values = baseline_values()
+    for run_id, night in [("a", values), ("b", values), ("c", np.zeros_like(values))]:
+        b = make_board(night)
         questions = make_testset(b.results["question_id"].unique().to_pylist())
         store.publish(engine, run_id, b.leaderboard, b.results, questions)
     result = cli("compare", "a", "b", "--store", url, "--format", "markdown")
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| verdict |")
+    assert cli("compare", "a", "c", "--store", url).returncode == 1
+
+
+def test_matrix_leaves_out_rows_of_unlisted_configurations_and_questions():
+    from ragsweep.leaderboard import matrix
+
+    ids = [f"q{i:03d}" for i in range(10)]
+    _, results = board(outcomes(SPACE, ids), ids)
+    config = results["config_id"][0].as_py()
+    got = matrix(results, "answer_correctness", [config, "absent"], ["q003", "q001", "q999"])
+    expected = outcomes(SPACE, ids)[[c["config_id"] for c in SPACE.all_configs()].index(config)]
+    assert got[0, :2].tolist() == [expected[3], expected[1]]
+    assert np.isnan(got[0, 2]) and np.isnan(got[1]).all()

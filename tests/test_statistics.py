@@ -2,14 +2,16 @@
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import binom, norm
 
 from ragsweep.statistics import (
+    best_of_sweep_pvalue,
     bootstrap_intervals,
     cluster_ids,
     holm,
     means,
     sign_flip_pvalues,
+    worse_than_best_pvalues,
 )
 
 RUNS = 1000
@@ -128,3 +130,154 @@ def test_sign_flip_can_reject_among_hundreds_of_configurations_after_holm():
 def test_holm_adjusts_step_down_and_keeps_order():
     adjusted = holm(np.array([0.04, 0.01, 0.03]))
     assert adjusted.tolist() == pytest.approx([0.06, 0.03, 0.06])
+
+
+# Many equally good configurations over nights: the selection-aware verdicts.
+CONFIGS, CONFIG_SD = 48, 0.3
+# A rate claimed to be at most 5% (or at least 80%) fails the test only when the simulated
+# count is beyond what Monte Carlo error allows at that rate (the binomial 99% quantile).
+MOST_FALSE = binom.ppf(0.99, RUNS, 0.05)  # 63 of 1000
+LEAST_DETECTED = binom.ppf(0.01, RUNS, 0.80)  # 771 of 1000
+
+
+def sweep_nights(rng, runs, shift=0.0, nights=2, configs=CONFIGS, questions=100, documents=40):
+    """``nights`` runs of ``configs`` equally good configurations, ``runs`` times over.
+
+    As ``latent_runs``, with a configuration x question effect (the context each
+    configuration retrieves; the same every night, mean zero, so no configuration is better
+    on average): a question's ease is shared by every configuration and night, clustered by
+    document; each night adds its own noise; outcomes are Bernoulli. The last night's ease
+    is lower by ``shift``. Returns a list of runs x configs x questions arrays and the
+    runs x questions clusters.
+    """
+    clusters = rng.integers(0, documents, (runs, questions))
+    doc = np.take_along_axis(rng.normal(0, DOC_SD, (runs, documents)), clusters, axis=1)
+    ease = doc + rng.normal(EASE_MEAN, QUESTION_SD, (runs, questions))
+    ease = ease[:, None, :] + rng.normal(0, CONFIG_SD, (runs, configs, questions))
+    out = []
+    for night in range(nights):
+        lower = shift if night == nights - 1 and night > 0 else 0.0
+        out.append((ease - lower + rng.normal(0, NOISE_SD, ease.shape) > 0).astype(float))
+    return out, clusters
+
+
+def sweep_shift_for_drop(drop):
+    sd = np.sqrt(DOC_SD**2 + QUESTION_SD**2 + CONFIG_SD**2 + NOISE_SD**2)
+    return EASE_MEAN - sd * norm.ppf(norm.cdf(EASE_MEAN / sd) - drop)
+
+
+def best_of_sweep_alarms(baseline, candidate, clusters):
+    return np.array(
+        [
+            best_of_sweep_pvalue(b, c, g, flips=999)[1] < 0.05
+            for b, c, g in zip(baseline, candidate, clusters, strict=True)
+        ]
+    )
+
+
+def deployed_alarms(baseline, candidate, clusters, deployed=7):
+    differences = candidate[:, deployed] - baseline[:, deployed]
+    return np.array(
+        [
+            sign_flip_pvalues(d[None], g)[0] < 0.05
+            for d, g in zip(differences, clusters, strict=True)
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def unchanged_nights():
+    return sweep_nights(np.random.default_rng(21), RUNS)
+
+
+def test_the_old_alarm_on_the_baselines_best_fires_too_often_with_48_equal_configurations(
+    unchanged_nights,
+):
+    (baseline, candidate), clusters = unchanged_nights
+    assert 0.05 < np.mean(baseline != candidate) < 0.15  # the nights do differ
+    best = means(baseline.reshape(-1, baseline.shape[2])).reshape(RUNS, CONFIGS).argmax(axis=1)
+    rows = np.arange(RUNS)
+    old = deployed_alarms(
+        baseline[rows, best][:, None], candidate[rows, best][:, None], clusters, 0
+    )
+    assert old.sum() > binom.ppf(0.99, RUNS, 0.05)  # the winner's curse: 17.7% measured
+
+
+def test_unchanged_nights_raise_the_best_of_sweep_alarm_at_most_5_percent(unchanged_nights):
+    (baseline, candidate), clusters = unchanged_nights
+    assert best_of_sweep_alarms(baseline, candidate, clusters).sum() <= MOST_FALSE
+
+
+def test_unchanged_nights_raise_the_deployed_configuration_alarm_at_most_5_percent(
+    unchanged_nights,
+):
+    (baseline, candidate), clusters = unchanged_nights
+    assert deployed_alarms(baseline, candidate, clusters).sum() <= MOST_FALSE
+
+
+def test_a_true_10_point_drop_of_every_configuration_is_detected_80_percent():
+    rng = np.random.default_rng(22)
+    (baseline, candidate), clusters = sweep_nights(rng, RUNS, shift=sweep_shift_for_drop(0.10))
+    assert np.mean(baseline) - np.mean(candidate) == pytest.approx(0.10, abs=0.005)
+    assert best_of_sweep_alarms(baseline, candidate, clusters).sum() >= LEAST_DETECTED
+    assert deployed_alarms(baseline, candidate, clusters).sum() >= LEAST_DETECTED
+
+
+def test_48_equal_configurations_are_all_tied_with_the_best_in_95_percent_of_runs(
+    unchanged_nights,
+):
+    (single, _), clusters = unchanged_nights
+    marked = 0
+    for values, g in zip(single, clusters, strict=True):
+        p = worse_than_best_pvalues(values, g, int(np.argmax(means(values))))
+        marked += np.nanmin(p) < 0.05
+    assert marked <= MOST_FALSE
+    # the old procedure, each against the leader Holm-adjusted, marks one in about 1 in 4
+    old = 0
+    for values, g in zip(single[:200], clusters[:200], strict=True):
+        leader = int(np.argmax(means(values)))
+        others = np.delete(values, leader, axis=0)
+        old += holm(sign_flip_pvalues(others - values[leader], g)).min() < 0.05
+    assert old > binom.ppf(0.99, 200, 0.05)
+
+
+def test_a_clearly_worse_configuration_is_marked_worse_and_an_equal_one_is_not():
+    rng = np.random.default_rng(23)
+    (values,), clusters = sweep_nights(rng, 1, nights=1, configs=10)
+    values, clusters = values[0], clusters[0]
+    values[9] = 0.0  # fails everything
+    p = worse_than_best_pvalues(values, clusters, 0)
+    assert np.isnan(p[0]) and p[9] < 0.001
+    assert worse_than_best_pvalues(np.vstack([values[0], values[0]]), clusters, 0)[1] == 1.0
+
+
+def test_the_best_of_sweep_test_is_exact_for_few_clusters():
+    clusters = np.arange(4)
+    baseline = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    candidate = np.zeros_like(baseline)
+    difference, p = best_of_sweep_pvalue(baseline, candidate, clusters)
+    # of the 16 swap patterns, only the observed one leaves the candidate's best at 0
+    assert difference == -1.0 and p == pytest.approx(1 / 16)
+
+
+def test_equal_best_configurations_stay_tied_when_others_are_worse():
+    """A partial null: 24 equally good configurations and 24 that fail 13% more answers."""
+    rng = np.random.default_rng(24)
+    (single,), clusters = sweep_nights(rng, 300, nights=1)
+    single[:, 24:] *= rng.random(single[:, 24:].shape) > 0.133
+    wrong, found = 0, []
+    for values, g in zip(single, clusters, strict=True):
+        p = worse_than_best_pvalues(values, g, int(np.argmax(means(values))))
+        wrong += np.nanmin(p[:24]) < 0.05
+        found.append(np.mean(p[24:] < 0.05))
+    assert wrong <= binom.ppf(0.99, 300, 0.05)
+    assert np.mean(found) > 0.05  # the step-down sets some of the worse ones apart
+
+
+def test_rows_with_few_or_no_values_are_tested_on_what_they_have():
+    clusters = np.arange(40) // 2
+    values = np.tile((np.arange(40) % 3 != 0).astype(float), (3, 1))
+    values[1, 10:] = np.nan  # evaluated on 10 questions only (dropped by halving)
+    values[2] = np.nan  # no values
+    p = worse_than_best_pvalues(values, clusters, 0)
+    assert np.isnan(p[0]) and 0 < p[1] <= 1 and np.isnan(p[2])
