@@ -41,7 +41,7 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
 
     def counting(batch):
         calls.extend(batch)
-        return [answering.Answer(f"answer to {question}") for question, _ in batch]
+        return [answering.Answer(f"answer to {question}") for question, *_ in batch]
 
     monkeypatch.setitem(answering.ANSWERERS, "extractive", counting)
     # two short documents: with chunks of a whole document, k=2 and k=3 retrieve the same two
