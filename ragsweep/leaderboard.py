@@ -224,7 +224,8 @@ def breakdown(
         values = [v or NO_VALUE for v in testset[dimension].to_pylist()]
         for value in sorted(set(values)):
             mask = np.array([v == value for v in values])
-            answered = (~np.isnan(data[METRICS[0]][:, mask])).sum(axis=1)
+            scored = np.stack([~np.isnan(data[m][:, mask]) for m in METRICS])
+            answered = scored.any(axis=0).sum(axis=1)  # scored on any metric
             rows["config_id"] += config_ids
             rows["label"] += labels
             rows["dimension"] += [dimension] * len(config_ids)
