@@ -264,14 +264,9 @@ def _answered(
     keys = [
         (by_id[r["config_id"]]["answerer"], r["question_id"], tuple(r["passages"])) for r in batch
     ]
-    columns = [
-        "config_id",
-        "question_id",
-        "retrieved_chunk_ids",
-        "retrieved_doc_ids",
-        "retrieved_spans",
-    ]
+    columns = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
     table = {name: [r[name] for r in batch] for name in columns}
+    table["retrieved_spans"] = [r.get("retrieved_spans") for r in batch]  # none: no span metrics
     table["context"] = ["\n\n".join(r["passages"]) for r in batch]
     table["round"] = [number] * len(batch)
     answers = answer_distinct(set(keys), questions, settings) if number is not None else {}
