@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ragsweep.refusal import refuses
 from ragsweep.text import words
@@ -122,13 +123,19 @@ def span_precision(item: Answered) -> float | None:
     return None if shares is None else shares[1]
 
 
+@lru_cache(maxsize=4096)
+def _bag(text: str) -> Counter:
+    """``text``'s tokens with their counts; configurations that share a context or an
+    answer tokenize it once. Read only."""
+    return Counter(words(text))
+
+
 def token_recall(reference: str, candidate: str) -> float:
     """Share of the reference's content tokens (with multiplicity) found in the candidate."""
-    ref = Counter(words(reference))
+    ref = _bag(reference)
     if not ref:
         return 0.0
-    found = Counter(words(candidate))
-    return sum((ref & found).values()) / sum(ref.values())
+    return sum((ref & _bag(candidate)).values()) / sum(ref.values())
 
 
 def answer_correctness(item: Answered) -> float:
@@ -142,7 +149,7 @@ def answer_correctness(item: Answered) -> float:
 def faithfulness(item: Answered) -> float:
     """Token precision of the answer against the retrieved context: how much of what it
     says comes from what was retrieved."""
-    return token_recall(item.answer, item.context) if words(item.answer) else 0.0
+    return token_recall(item.answer, item.context) if _bag(item.answer) else 0.0
 
 
 Metric = Callable[[Answered], "float | None"]

@@ -66,3 +66,9 @@ def test_sentences_end_at_chinese_and_japanese_full_stops():
         "Done.",
         "終わり。",
     ]
+
+
+def test_ascii_text_splits_the_same_way_as_any_other_text():
+    # ASCII text takes a faster path: one accented letter sends it down the general one
+    text = "Error TW-4471 (v2.1_rc): max-age=30s, see docs/faq.md... The END_ of it"
+    assert words(text) + ["e"] == words(text + " é")
