@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ragsweep import statistics
 from ragsweep.errors import RagsweepError
+from ragsweep.metrics import is_out_of_scope
 from ragsweep.schemas import (
     BREAKDOWN,
     CONFIG_FIELDS,
@@ -255,9 +256,11 @@ def failure_reason(row: dict[str, Any]) -> str | None:
             why = row.get("correctness_reason")
             reasons.append(f"judged wrong: {why}" if why else "judged wrong")
     elif row.get("answer_correctness") is not None and row["answer_correctness"] < PASS_MARK:
-        reasons.append(
-            f"the answer holds {row['answer_correctness']:.0%} of the reference answer's words"
-        )
+        if is_out_of_scope(row.get("question_type")):
+            reasons.append("the question is out of scope and the answer does not refuse")
+        else:
+            share = row["answer_correctness"]
+            reasons.append(f"the answer holds {share:.0%} of the reference answer's words")
     return "; ".join(reasons) or None
 
 

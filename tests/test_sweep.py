@@ -228,7 +228,10 @@ def test_question_types_are_retrieved_scored_and_broken_down_as_they_ask():
             assert [row(question)[m] for m in RETRIEVAL_METRICS] == [None] * 4, question
         assert row("oos")["answer_correctness"] == 0.0  # the extractive answerer never refuses
         assert row("no-reference")["answer_correctness"] > 0
-    breakdown = build_board(scores, answers, TYPED, configs).breakdown
+    board = build_board(scores, answers, TYPED, configs)
+    failed = {r["question_id"]: r["reason"] for r in board.failures.to_pylist()}
+    assert failed["oos"] == "the question is out of scope and the answer does not refuse"
+    breakdown = board.breakdown
     by_type = breakdown.filter(pc.equal(breakdown["dimension"], "question_type")).to_pylist()
     assert {r["value"] for r in by_type} == {"simple", "conversational", "out of scope"}
     for r in by_type:
