@@ -8,7 +8,9 @@ import pyarrow.compute as pc
 import pytest
 
 from ragsweep.embedcache import EmbeddingCache
+from ragsweep.leaderboard import check_metric
 from ragsweep.metrics import Answered, merged, span_precision, span_recall
+from ragsweep.schemas import LEADERBOARD, METRICS
 from ragsweep.sources import read_documents
 from ragsweep.space import SearchSpace
 from ragsweep.sweep import build_chunks, evaluate, retrieve
@@ -96,3 +98,10 @@ def test_on_the_example_docs_small_chunks_are_precise_and_large_ones_cover_more(
 
     assert mean("span_precision", 64) > 2 * mean("span_precision", 192)
     assert mean("span_recall", 192) > mean("span_recall", 64)
+
+
+def test_span_metrics_are_leaderboard_metrics_with_intervals_and_ranking_choices():
+    for name in ("span_recall", "span_precision"):
+        assert name in METRICS
+        assert {name, f"{name}_low", f"{name}_high"} <= set(LEADERBOARD.names)
+        check_metric(name)  # a --metric choice: raises for an unknown name
