@@ -7,7 +7,8 @@ case-folds (``str.casefold``: "Straße" and "STRASSE" match), folds compatibilit
 letters ("uber" matches "über", "resume" matches "résumé"). Chinese, Japanese and Korean
 text, written without spaces between words, becomes overlapping character pairs (bigrams:
 "文件大小" gives 文件, 件大, 大小; a lone character stays one token), so no segmenter or
-dictionary is needed. English stop words are dropped; other languages keep every word,
+dictionary is needed; other scripts written without spaces (Thai, Lao, Khmer, Burmese) are
+not segmented. English stop words are dropped; other languages keep every word,
 since no maintained stop-word list ships with ragsweep's dependencies.
 """
 
