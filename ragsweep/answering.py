@@ -2,12 +2,15 @@
 (a model-backed answerer keeps many requests in flight).
 
 ``extractive`` is the offline default: no model, it returns the retrieved sentences that
-share the most informative words with the question. ``llm:<model>`` answers with a model
-at the configured OpenAI-compatible endpoint (``ragsweep.generation``).
+share the most informative words with the question (and the user's earlier turns of a
+conversational question). It never refuses, so it scores 0 on out-of-scope questions.
+``llm:<model>`` answers with a model at the configured OpenAI-compatible endpoint
+(``ragsweep.generation``), which sees a conversation's history as chat messages.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -35,8 +38,36 @@ class Answer:
     error: str | None = None
 
 
-Question = tuple[str, list[str]]  # a question and its retrieved passages, best first
+ROLES = ("system", "user", "assistant")  # a history message of another role is the user's
+History = tuple[tuple[str, str], ...]  # (role, content) messages before the question
+# a question, its retrieved passages (best first) and, optionally, its conversation history
+Question = tuple[str, list[str]] | tuple[str, list[str], History]
 Answerer = Callable[[list[Question]], list[Answer]]  # answers a batch, in order
+
+
+def parts(item: Question) -> tuple[str, list[str], History]:
+    """(question, passages, history) of a batch item; no history when it has none."""
+    question, passages, *rest = item
+    return question, passages, (rest[0] if rest else ())
+
+
+def parse_history(raw: str | None) -> History:
+    """The (role, content) messages of a test set's ``conversation_history`` (JSON text, a
+    list of ``{"role", "content"}`` as Giskard writes it); empty when there is none."""
+    messages = json.loads(raw) if raw else []
+    return tuple(
+        (role if role in ROLES else "user", str(m["content"]))
+        for m in messages
+        if isinstance(m, dict) and m.get("content")
+        for role in [str(m.get("role") or "user").strip().lower()]
+    )
+
+
+def with_history(question: str, history: History) -> str:
+    """``question`` after the user's earlier turns: what retrieval and the extractive
+    answerer search with, since a conversational question leaves its subject to them."""
+    said = [content for role, content in history if role == "user"]
+    return "\n".join([*said, question])
 
 
 def extractive(question: str, passages: list[str], max_sentences: int = 2) -> str:
@@ -59,7 +90,10 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
 
 
 ANSWERERS: dict[str, Answerer] = {
-    "extractive": lambda batch: [Answer(extractive(q, passages)) for q, passages in batch],
+    "extractive": lambda batch: [
+        Answer(extractive(with_history(q, history), passages))
+        for q, passages, history in map(parts, batch)
+    ],
 }
 
 

@@ -1,8 +1,9 @@
-"""Answers from a model: the run's system prompt, and its template filled with the retrieved
-passages and the question, sent to an OpenAI-compatible endpoint.
+"""Answers from a model: the run's system prompt, a conversational question's earlier
+messages, and the template filled with the retrieved passages and the question, sent to an
+OpenAI-compatible endpoint.
 
-Each distinct (model, endpoint, answer settings, question, exact passages) is asked once and
-cached (``ragsweep.cache``): configurations that retrieve the same context share one call,
+Each distinct (model, endpoint, answer settings, question, history, exact passages) is asked
+once and cached (``ragsweep.cache``): configurations that retrieve the same context share one call,
 and a rerun makes none. A request that fails after its retries becomes an answer with an
 error, which is not cached, so the next run asks again.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 
-from ragsweep.answering import Answer, Answerer, Question
+from ragsweep.answering import Answer, Answerer, History, Question, parts
 from ragsweep.cache import ReplyCache
 from ragsweep.errors import RagsweepError
 from ragsweep.llm import Chat, Endpoint, LLMSettings, check_reachable
@@ -20,11 +21,14 @@ from ragsweep.llm import Chat, Endpoint, LLMSettings, check_reachable
 log = logging.getLogger("ragsweep")
 
 
-def prompt_messages(question: str, passages: list[str], settings: LLMSettings) -> list:
-    """The (role, content) messages that ask ``question`` over ``passages``."""
+def prompt_messages(
+    question: str, passages: list[str], settings: LLMSettings, history: History = ()
+) -> list:
+    """The (role, content) messages that ask ``question`` over ``passages``: the system
+    prompt, the conversation so far (``history``), then the filled template."""
     user = settings.prompt_template.replace("{context}", "\n\n".join(passages))
     user = user.replace("{question}", question)
-    return [("system", settings.system_prompt), ("user", user)]
+    return [("system", settings.system_prompt), *history, ("user", user)]
 
 
 def llm_answerer(model: str, settings: LLMSettings) -> Answerer:
@@ -38,12 +42,14 @@ def llm_answerer(model: str, settings: LLMSettings) -> Answerer:
         cache = ReplyCache()
 
         async def answer(item: Question) -> Answer:
-            question, passages = item
+            question, passages, history = parts(item)
             key = {"kind": "answer", **where, "question": question, "passages": passages}
+            if history:
+                key["history"] = [list(message) for message in history]
             if (hit := cache.get(key)) is not None:
                 return Answer(**hit, cached=True)
             reply = await chat.ask(
-                prompt_messages(question, passages, settings),
+                prompt_messages(question, passages, settings, history),
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
             )

@@ -19,7 +19,13 @@ from typing import Any
 
 from ragsweep.cache import ReplyCache, digest
 from ragsweep.llm import Chat, Endpoint, LLMSettings, Reply, check_reachable
-from ragsweep.prompts import JUDGE_CORRECTION, JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE
+from ragsweep.metrics import is_out_of_scope
+from ragsweep.prompts import (
+    JUDGE_CORRECTION,
+    JUDGE_OUT_OF_SCOPE,
+    JUDGE_SYSTEM_PROMPT,
+    JUDGE_TEMPLATE,
+)
 
 log = logging.getLogger("ragsweep")
 
@@ -36,6 +42,11 @@ class Judged:
     question: str
     references: list[str]
     answer: str
+    question_type: str | None = None  # Giskard's; "out of scope" asks for a refusal
+
+    @property
+    def out_of_scope(self) -> bool:
+        return is_out_of_scope(self.question_type)
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,7 @@ class Judge:
             "endpoint": self.endpoint.where,
             "system_prompt": JUDGE_SYSTEM_PROMPT,
             "template": JUDGE_TEMPLATE,
+            "out_of_scope_note": JUDGE_OUT_OF_SCOPE,
         }
 
     def judge(self, items: list[Judged]) -> list[Verdict]:
@@ -161,11 +173,15 @@ class Judge:
         return [by_key[digest(key)] for key in keys]
 
     def _key(self, item: Judged) -> dict:
+        scope = {"out_of_scope": True} if item.out_of_scope else {}
         return {
+            **scope,
             "kind": "judgment",
             "model": self.endpoint.model,
             "endpoint": self.endpoint.where,
-            "prompt": digest([JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE, JUDGE_CORRECTION]),
+            "prompt": digest(
+                [JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE, JUDGE_OUT_OF_SCOPE, JUDGE_CORRECTION]
+            ),
             "question": item.question,
             "references": item.references,
             "answer": item.answer,
@@ -176,6 +192,8 @@ class Judge:
         user = JUDGE_TEMPLATE.format(
             question=item.question, references=references, answer=item.answer
         )
+        if item.out_of_scope:
+            user += JUDGE_OUT_OF_SCOPE
         messages = [("system", JUDGE_SYSTEM_PROMPT), ("user", user)]
         first = await self._request(messages)
         if first.error is not None:

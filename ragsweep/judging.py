@@ -1,6 +1,7 @@
 """Score every answer with the registered metrics, one row per configuration x question, and
 with the LLM judge when the run names one. A row left unanswered (null answer: its
-configuration was dropped by successive halving) gets only the retrieval metrics.
+configuration was dropped by successive halving) gets only the retrieval metrics. A metric
+that does not apply to a question (``ragsweep.metrics``) is null.
 
 A failure counts against its configuration, so that failing never raises a mean: an answer
 whose request failed after its retries (``answer_error``) scores 0 on every answer metric
@@ -26,10 +27,12 @@ def score_answers(
     """Join answers to their questions' references and apply every metric; with a judge in
     ``settings``, add its verdicts (``correctness``, ``correctness_reason``, ``judge_error``)
     and record the judge and its prompt in the table's metadata (``ragsweep.judge``)."""
+    wanted = ["question_id", "question", "reference_answers", "reference_doc_ids"]
+    optional = ["gold_spans", "question_type"]  # absent from a bare test set: none
     references = {
         row["question_id"]: row
         for row in testset.select(
-            ["question_id", "question", "reference_answers", "reference_doc_ids"]
+            wanted + [name for name in optional if name in testset.column_names]
         ).to_pylist()
     }
     rows: dict[str, list] = {"config_id": [], "question_id": []}
@@ -43,6 +46,9 @@ def score_answers(
             retrieved_doc_ids=row["retrieved_doc_ids"],
             context=row["context"],
             answer=row["answer"] or "",
+            gold_spans=_spans(ref.get("gold_spans")),
+            retrieved_spans=_spans(row.get("retrieved_spans")),
+            question_type=ref.get("question_type"),
         )
         rows["config_id"].append(row["config_id"])
         rows["question_id"].append(row["question_id"])
@@ -59,6 +65,10 @@ def score_answers(
     return _judged(rows, answered, references, settings)
 
 
+def _spans(spans: list[dict] | None) -> list[tuple[str, int, int]]:
+    return [(s["doc_id"], s["start"], s["end"]) for s in spans or []]
+
+
 def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSettings) -> pa.Table:
     from ragsweep.judge import Judge, Judged
 
@@ -71,7 +81,9 @@ def _judged(rows: dict, answered: list[dict], references: dict, settings: LLMSet
     items = []
     for i in todo:
         ref = references[answered[i]["question_id"]]
-        items.append(Judged(ref["question"], ref["reference_answers"], answered[i]["answer"]))
+        answer = answered[i]["answer"]
+        kind = ref.get("question_type")
+        items.append(Judged(ref["question"], ref["reference_answers"], answer, kind))
     verdicts = dict(zip(todo, judge.judge(items), strict=True))
     if verdicts and all(v.error for v in verdicts.values()):
         first = next(iter(verdicts.values())).error

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ragsweep import statistics
 from ragsweep.errors import RagsweepError
+from ragsweep.metrics import is_out_of_scope
 from ragsweep.schemas import (
     BREAKDOWN,
     CONFIG_FIELDS,
@@ -252,7 +253,8 @@ def breakdown(
         values = [v or NO_VALUE for v in testset[dimension].to_pylist()]
         for value in sorted(set(values)):
             mask = np.array([v == value for v in values])
-            answered = (~np.isnan(data[METRICS[0]][:, mask])).sum(axis=1)
+            scored = np.stack([~np.isnan(data[m][:, mask]) for m in METRICS])
+            answered = scored.any(axis=0).sum(axis=1)  # scored on any metric
             rows["config_id"] += config_ids
             rows["label"] += labels
             rows["dimension"] += [dimension] * len(config_ids)
@@ -287,9 +289,11 @@ def failure_reason(row: dict[str, Any]) -> str | None:
             why = row.get("correctness_reason")
             reasons.append(f"judged wrong: {why}" if why else "judged wrong")
     elif row.get("answer_correctness") is not None and row["answer_correctness"] < PASS_MARK:
-        reasons.append(
-            f"the answer holds {row['answer_correctness']:.0%} of the reference answer's words"
-        )
+        if is_out_of_scope(row.get("question_type")):
+            reasons.append("the question is out of scope and the answer does not refuse")
+        else:
+            share = row["answer_correctness"]
+            reasons.append(f"the answer holds {share:.0%} of the reference answer's words")
     return "; ".join(reasons) or None
 
 

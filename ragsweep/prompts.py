@@ -22,6 +22,10 @@ whether the answer is correct with respect to the references:
 - Incorrect: it contradicts a reference, misses the information the question asks for, is
   about something else, or says it cannot answer (unless the reference itself says that the
   question cannot be answered).
+- Out of scope: when the question is marked out of scope, the documentation does not hold
+  its answer. Then the answer is correct only if it declines to answer (says it cannot
+  answer, or that the documentation does not say); an answer that gives facts anyway is
+  incorrect, whatever the references say.
 
 Reply with one JSON object and nothing else:
 {"correctness": true or false, "correctness_reason": "one sentence saying why"}"""
@@ -34,6 +38,11 @@ Reference answer(s):
 
 Assistant's answer:
 {answer}"""
+
+JUDGE_OUT_OF_SCOPE = """
+
+This question is out of scope: the documentation does not hold its answer."""
+"""Appended to the judge's user message for an out-of-scope question."""
 
 JUDGE_CORRECTION = (
     "Your reply could not be read: {problem}. Reply again with only one JSON object: "

@@ -62,6 +62,7 @@ RETRIEVALS = pa.schema(
         ("retrieved_doc_ids", pa.list_(pa.string())),
         # the retrieved chunks' texts, each stored once: a dictionary of the chunk set's texts
         ("passages", pa.list_(pa.dictionary(pa.int32(), pa.string()))),
+        ("retrieved_spans", pa.list_(SPAN)),  # where each retrieved chunk lies, best first
     ]
 )
 
@@ -80,6 +81,7 @@ ANSWERS = pa.schema(
         ("llm_calls", pa.int64()),  # requests sent for this answer, retries included
         ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
         ("answer_error", pa.string()),  # why the model gave no answer; null when it did
+        ("retrieved_spans", pa.list_(SPAN)),  # best first
     ]
 )
 
@@ -89,6 +91,8 @@ SCORES = pa.schema(
         ("question_id", pa.string()),
         ("context_correctness", pa.float64()),
         ("document_recall", pa.float64()),
+        ("span_recall", pa.float64()),  # null: no gold span
+        ("span_precision", pa.float64()),
         ("answer_correctness", pa.float64()),
         ("faithfulness", pa.float64()),
         ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged

@@ -21,7 +21,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragsweep import embedding, halving
-from ragsweep.answering import Answer, get_answerer, uses_model
+from ragsweep.answering import (
+    Answer,
+    History,
+    get_answerer,
+    parse_history,
+    uses_model,
+    with_history,
+)
 from ragsweep.chunking import chunk_documents
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
@@ -76,7 +83,7 @@ def retrieve(
         raise ValueError("the chunk set is empty")
     texts = chunks.column("text").to_pylist()
     doc_ids = chunks.column("doc_id").to_pylist()
-    questions = testset.column("question").to_pylist()
+    questions = [with_history(q, h) for q, h in asked(testset)]
     question_ids = testset.column("question_id").to_pylist()
     index = Index(
         question_vectors=cache.embed(
@@ -106,6 +113,11 @@ def retrieve(
     rows["passages"] = pa.ListArray.from_arrays(
         offsets, pa.DictionaryArray.from_arrays(flat, chunks.column("text").combine_chunks())
     )
+    spans = pa.StructArray.from_arrays(
+        [chunks.column(n).combine_chunks() for n in ("doc_id", "start", "end")],
+        names=["doc_id", "start", "end"],
+    )
+    rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
     log.info(
         "retrieved for %d configurations x %d questions (%d rankings)",
         len(configs),
@@ -143,8 +155,7 @@ def evaluate(
     if unknown:
         raise ValueError(f"retrievals of configurations not in the search space: {unknown}")
     answerers = sorted({by_id[c]["answerer"] for c in config_ids})
-    ids, texts = testset["question_id"].to_pylist(), testset["question"].to_pylist()
-    questions = dict(zip(ids, texts, strict=True))
+    questions = dict(zip(testset["question_id"].to_pylist(), asked(testset), strict=True))
     order = list(questions)
     random.Random(seed).shuffle(order)
     configured = [by_id[c] for c in config_ids]
@@ -232,10 +243,23 @@ ANSWER_COLUMNS = {
 }
 
 
+def asked(testset: pa.Table) -> list[tuple[str, History]]:
+    """Each question of ``testset`` with its conversation history (empty when it has none)."""
+    histories = (
+        testset["conversation_history"].to_pylist()
+        if "conversation_history" in testset.column_names
+        else [None] * testset.num_rows
+    )
+    return [
+        (question, parse_history(history))
+        for question, history in zip(testset["question"].to_pylist(), histories, strict=True)
+    ]
+
+
 def _answered(
     batch: list[dict[str, Any]],
     by_id: dict[str, dict[str, Any]],
-    questions: dict[str, str],
+    questions: dict[str, tuple[str, History]],
     settings: LLMSettings,
     number: int | None,
 ) -> tuple[pa.Table, int]:
@@ -246,6 +270,7 @@ def _answered(
     ]
     columns = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
     table = {name: [r[name] for r in batch] for name in columns}
+    table["retrieved_spans"] = [r.get("retrieved_spans") for r in batch]  # none: no span metrics
     table["context"] = ["\n\n".join(r["passages"]) for r in batch]
     table["round"] = [number] * len(batch)
     answers = answer_distinct(set(keys), questions, settings) if number is not None else {}
@@ -257,14 +282,15 @@ def _answered(
 
 def answer_distinct(
     keys: set[tuple[str, str, tuple[str, ...]]],
-    questions: dict[str, str],
+    questions: dict[str, tuple[str, History]],
     settings: LLMSettings,
 ) -> dict[tuple[str, str, tuple[str, ...]], Answer]:
     """Answer each distinct (answerer, question id, passages) once, one batch per answerer,
-    so configurations that retrieve the same passages share one answer."""
+    so configurations that retrieve the same passages share one answer; a conversational
+    question goes with its history (``questions``: id -> (question, history))."""
     answers = {}
     for name in sorted({key[0] for key in keys}):
         batch = sorted(key for key in keys if key[0] == name)
-        items = [(questions[q], list(passages)) for _, q, passages in batch]
+        items = [(questions[q][0], list(passages), questions[q][1]) for _, q, passages in batch]
         answers.update(zip(batch, get_answerer(name, settings)(items), strict=True))
     return answers

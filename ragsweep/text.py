@@ -1,27 +1,66 @@
-"""Word-level text helpers shared by the answerer and the metrics."""
+"""Text helpers shared by the answerers, BM25 and the lexical metrics: one tokenizer for
+text in any language, sentence splitting, and locating a passage in a document.
+
+``words`` is the one tokenizer. It reads Unicode letters, marks and digits in any script,
+case-folds (``str.casefold``: "Straße" and "STRASSE" match), folds compatibility forms
+(NFKC: full-width "３０" is "30") and drops the accents of Latin, Greek and Cyrillic
+letters ("uber" matches "über", "resume" matches "résumé"). Chinese, Japanese and Korean
+text, written without spaces between words, becomes overlapping character pairs (bigrams:
+"文件大小" gives 文件, 件大, 大小; a lone character stays one token), so no segmenter or
+dictionary is needed; other scripts written without spaces (Thai, Lao, Khmer, Burmese) are
+not segmented. English stop words are dropped; other languages keep every word,
+since no maintained stop-word list ships with ragsweep's dependencies.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from itertools import accumulate
+
+import regex
 
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how i in is it its my of on or "
     "that the their there this to was what when where which who why will with you your".split()
 )
 
-_WORD = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*#|\d])")
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"  # ー: the katakana long vowel
+_LETTER = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]"
+_WORD = regex.compile(rf"(?P<cjk>[{_CJK}]+)|{_LETTER}+(?:[._\-]{_LETTER}+)*", regex.VERSION1)
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*")  # the same, on ASCII text: faster
+_ACCENTED = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n\s*\n|\n(?=\s*[-*#|\d])")
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded, in compatibility form, without Latin, Greek or Cyrillic accents."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return unicodedata.normalize("NFC", _ACCENTED.sub(r"\1", decomposed))
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased content words: letters and digits, keeping ``v2.1``, ``max-age``, ``a_b``."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """The content tokens of ``text`` in any language, in order (see the module docstring):
+    folded words, keeping ``v2.1``, ``max-age``, ``a_b``; CJK runs as character bigrams."""
+    if text.isascii():
+        return [w for w in _ASCII_WORD.findall(text.lower()) if w not in STOPWORDS]
+    tokens: list[str] = []
+    for match in _WORD.finditer(fold(text)):
+        run = match.group()
+        if match.group("cjk") is None:
+            if run not in STOPWORDS:
+                tokens.append(run)
+        elif len(run) == 1:
+            tokens.append(run)
+        else:
+            tokens += [run[i : i + 2] for i in range(len(run) - 1)]
+    return tokens
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences and list items, stripped, empty ones dropped."""
+    """Sentences and list items, stripped, empty ones dropped; a sentence ends at ``.!?``
+    followed by white space, or at a CJK full stop ``。！？``."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 

@@ -1,4 +1,4 @@
-from ragsweep.answering import extractive
+from ragsweep.answering import ANSWERERS, extractive, parse_history, with_history
 
 
 def test_extractive_answer_picks_the_sentences_that_match_the_question():
@@ -18,3 +18,45 @@ def test_extractive_answer_keeps_retrieval_order_and_never_invents_text():
 
 def test_extractive_answer_of_nothing_retrieved_is_empty():
     assert extractive("Anything?", []) == ""
+
+
+def test_extractive_answer_picks_the_right_chinese_sentence():
+    passages = [
+        "Tidewater是一个同步服务器。它默认监听8443端口。",
+        "管理控制台使用9000端口。日志每天轮换。",
+    ]
+    answer = extractive("管理控制台使用哪个端口？", passages, max_sentences=1)
+    assert answer == "管理控制台使用9000端口。"
+
+
+def test_extractive_answer_matches_german_words_without_their_accents():
+    passages = ["Die Datei wird täglich gesichert. Die maximale Größe beträgt 30 MB."]
+    answer = extractive("Was ist die MAXIMALE Grösse?", passages, max_sentences=1)
+    assert answer == "Die maximale Größe beträgt 30 MB."
+
+
+def test_a_conversational_question_is_answered_with_the_users_earlier_turns():
+    history = parse_history(
+        '[{"role": "user", "content": "I administer the admin console."},'
+        ' {"role": "assistant", "content": "How can I help you with that?"}]'
+    )
+    passages = [
+        "Tidewater listens on port 8443 by default. The sync protocol uses port 7420.",
+        "The admin console uses port 9000.",
+    ]
+    question = "Which port does it use?"
+    assert with_history(question, history) == f"I administer the admin console.\n{question}"
+    [alone, with_turns] = ANSWERERS["extractive"](
+        [(question, passages), (question, passages, history)]
+    )
+    assert "9000" not in alone.text  # every sentence names a port: the first two win
+    assert (
+        with_turns.text
+        == "Tidewater listens on port 8443 by default. The admin console uses port 9000."
+    )
+
+
+def test_history_keeps_roles_and_tolerates_none():
+    raw = '[{"role": "User", "content": "hi"}, {"role": "tool", "content": "x"}, {"role": "a"}]'
+    assert parse_history(raw) == (("user", "hi"), ("user", "x"))
+    assert parse_history(None) == parse_history("") == parse_history("[]") == ()

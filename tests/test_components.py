@@ -237,6 +237,7 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "retrieved_chunk_ids": [[0]],
                 "retrieved_doc_ids": [[f"doc{1 - i}.md"]],
                 "passages": [["the answer to q1"]],
+                "retrieved_spans": [[{"doc_id": f"doc{1 - i}.md", "start": 0, "end": 16}]],
             }
         )
         branches.append(artifact(tmp_path, f"r{i}"))

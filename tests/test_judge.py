@@ -11,7 +11,7 @@ from ragsweep.errors import RagsweepError
 from ragsweep.judge import Judge, Judged, parse_verdict
 from ragsweep.judging import score_answers
 from ragsweep.llm import LLMSettings
-from ragsweep.prompts import JUDGE_SYSTEM_PROMPT
+from ragsweep.prompts import JUDGE_OUT_OF_SCOPE, JUDGE_SYSTEM_PROMPT
 
 JUDGE = LLMSettings(judge="judge", backoff_s=0.01, concurrency=1)
 RIGHT = Judged("Which port?", ["Port 9000."], "It uses port 9000.")
@@ -191,3 +191,21 @@ def test_a_judge_that_gives_no_verdict_at_all_stops_with_one_message(llm_server)
     llm_server.responder = lambda request: "no idea"
     with pytest.raises(RagsweepError, match="the judge judge gave no verdict on any of 2 answers"):
         score_answers(ANSWERS, TESTSET, JUDGE)
+
+
+def test_an_out_of_scope_question_tells_the_judge_a_refusal_is_correct(llm_server):
+    refusal = Judged("Is there a student discount?", ["No information."], "I cannot answer.")
+    out_of_scope = Judged(refusal.question, refusal.references, refusal.answer, "out of scope")
+    Judge("judge", JUDGE).judge([refusal, out_of_scope, out_of_scope])
+    assert llm_server.chat_calls == 2  # judged apart from the same in-scope item, once
+    plain, scoped = (r["messages"][-1]["content"] for r in llm_server.requests)
+    assert "out of scope" not in plain
+    assert scoped == plain + JUDGE_OUT_OF_SCOPE
+    assert "only if it declines to answer" in llm_server.requests[0]["messages"][0]["content"]
+
+
+def test_scores_pass_the_question_type_to_the_judge(llm_server):
+    typed = TESTSET.append_column("question_type", pa.array(["out of scope", "simple"]))
+    score_answers(ANSWERS, typed, JUDGE)
+    notes = [JUDGE_OUT_OF_SCOPE in r["messages"][-1]["content"] for r in llm_server.requests]
+    assert notes == [True, True]  # the two answers to q1; q2's answer failed: not judged

@@ -58,6 +58,21 @@ def test_the_prompt_is_the_settings_system_prompt_and_filled_template(llm_server
     assert prompt_messages("Why {braces}?", ["one", "two"], settings)[1][1].startswith("Q: Why")
 
 
+def test_a_conversational_question_sends_its_history_as_chat_messages(llm_server):
+    settings = LLMSettings(system_prompt="Be terse.", prompt_template="Q: {question}\nC: {context}")
+    history = (("user", "I run the admin console."), ("assistant", "How can I help?"))
+    answerer = llm_answerer("answerer", settings)
+    answerer([("Which port?", ["Port 9000."], history)])
+    assert llm_server.requests[0]["messages"] == [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "I run the admin console."},
+        {"role": "assistant", "content": "How can I help?"},
+        {"role": "user", "content": "Q: Which port?\nC: Port 9000."},
+    ]
+    answerer([("Which port?", ["Port 9000."], history), ("Which port?", ["Port 9000."])])
+    assert llm_server.chat_calls == 2  # the history is part of the cache key: one new call
+
+
 def test_429_with_retry_after_and_500_are_retried(llm_server):
     llm_server.then(Step(status=429, headers={"Retry-After": "0"}), Step(status=503))
     [answer] = llm_answerer("answerer", FAST)(batch(1))

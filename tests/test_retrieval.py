@@ -78,3 +78,30 @@ def test_depth_beyond_the_number_of_chunks_returns_every_chunk():
     idx = index([[0, 1]], [[1, 0], [0, 1]], ["q"], ["a", "b"])
     for search_type in ("similarity", "mmr", "hybrid"):
         assert sorted(rank_chunks(idx, search_type, 5)[0].tolist()) == [0, 1]
+
+
+GERMAN = [
+    "Die Synchronisierung läuft im Hintergrund und zeigt Fehler im Aktivitätsbereich.",
+    "Der Desktop-Client meldet Probleme bei der Synchronisierung in einem Banner.",
+    "Die Aufbewahrungsfrist für gelöschte Dateien beträgt 30 Tage.",
+]
+
+
+def test_bm25_finds_a_german_rare_term_whatever_its_case_and_accents():
+    for query in ("Wie lange ist die Aufbewahrungsfrist?", "AUFBEWAHRUNGSFRIST geloschte Dateien"):
+        scores = bm25([query], GERMAN)[0]
+        assert scores.argmax() == 2 and scores[1] == 0  # no German stop words: "die" counts
+
+
+def test_hybrid_finds_the_german_chunk_with_the_rare_term_that_vectors_miss():
+    idx = index(
+        [[1, 0.2]], [[1, 0.1], [1, 0.15], [0.2, 1]], ["Was ist die Aufbewahrungsfrist?"], GERMAN
+    )
+    assert 2 not in rank_chunks(idx, "similarity", 2)[0]
+    assert rank_chunks(idx, "hybrid", 2)[0].tolist()[0] == 2
+
+
+def test_bm25_matches_chinese_queries_on_character_pairs():
+    chunks = ["默认端口是8443。", "管理控制台使用9000端口。", "备份保留30天。"]
+    scores = bm25(["管理控制台用哪个端口？"], chunks)[0]
+    assert scores.argmax() == 1 and scores[2] == 0

@@ -12,6 +12,8 @@ def scores(n=2):
             "question_id": [f"q{i}" for i in range(n)],
             "context_correctness": [1.0] * n,
             "document_recall": [1.0] * n,
+            "span_recall": [None] * n,
+            "span_precision": [None] * n,
             "answer_correctness": [0.5] * n,
             "faithfulness": [1.0] * n,
             "correctness": [None] * n,

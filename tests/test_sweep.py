@@ -1,7 +1,12 @@
+import json
+
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragsweep import answering, embedding, retrieval
 from ragsweep.embedcache import EmbeddingCache
+from ragsweep.leaderboard import build_board
+from ragsweep.metrics import RETRIEVAL_METRICS
 from ragsweep.schemas import read_table, write_table
 from ragsweep.space import SearchSpace
 from ragsweep.sweep import build_chunks, evaluate, retrieve
@@ -41,7 +46,7 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
 
     def counting(batch):
         calls.extend(batch)
-        return [answering.Answer(f"answer to {question}") for question, _ in batch]
+        return [answering.Answer(f"answer to {question}") for question, *_ in batch]
 
     monkeypatch.setitem(answering.ANSWERERS, "extractive", counting)
     # two short documents: with chunks of a whole document, k=2 and k=3 retrieve the same two
@@ -154,3 +159,84 @@ def test_retrievals_store_each_chunk_text_once_and_read_back_as_passages(tmp_pat
         strict=True,
     ):
         assert passages == [texts[i] for i in ids]
+
+
+GISKARD_OOS_ANSWER = "This question can not be answered by the context."
+
+TYPED = pa.table(
+    {
+        "question_id": ["simple", "follow-up", "oos", "no-reference"],
+        "question": [
+            "Which port does the console use?",
+            "And how long are they kept there?",
+            "Is there a discount for students?",
+            "How long does Pro keep backups?",
+        ],
+        "reference_answers": [["9000"], ["90 days"], [GISKARD_OOS_ANSWER], ["90 days"]],
+        "reference_doc_ids": [["ports.md"], ["plans.md"], ["plans.md"], []],
+        "reference_context": [None] * 4,
+        "gold_spans": [
+            [{"doc_id": "ports.md", "start": 43, "end": 77}],
+            [{"doc_id": "plans.md", "start": 43, "end": 81}],
+            [{"doc_id": "plans.md", "start": 0, "end": 42}],
+            [],
+        ],
+        "question_type": ["simple", "conversational", "out of scope", "simple"],
+        "topic": [None] * 4,
+        "conversation_history": [
+            "[]",
+            json.dumps(
+                [
+                    {"role": "user", "content": "My company pays for backups on the Pro plan."},
+                    {"role": "assistant", "content": "How can I help you with that?"},
+                ]
+            ),
+            "[]",
+            None,
+        ],
+    }
+)
+
+
+def test_question_types_are_retrieved_scored_and_broken_down_as_they_ask():
+    space = SearchSpace(
+        chunk_sizes=(16,), chunk_overlaps=(0,), top_ks=(1,), search_types=("similarity", "hybrid")
+    )
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    chunks = build_chunks(DOCS, chunk_config, cache)
+    retrievals = retrieve(chunks, TYPED, space, chunk_config, cache)
+    configs = space.all_configs()
+    answers, scores = evaluate(retrievals, TYPED, configs, "auto")
+    rows = {(r["config_id"], r["question_id"]): r for r in scores.to_pylist()}
+    for config in configs:
+        # the follow-up names neither plan nor backups: its history does
+        [span] = retrievals.filter(
+            pc.and_(
+                pc.equal(retrievals["config_id"], config["config_id"]),
+                pc.equal(retrievals["question_id"], "follow-up"),
+            )
+        )["retrieved_spans"].to_pylist()[0]
+        assert span["doc_id"] == "plans.md" and span["start"] >= 42, config["search_type"]
+
+        def row(question, config=config):
+            return rows[(config["config_id"], question)]
+
+        assert row("follow-up")["context_correctness"] == 1.0
+        assert row("simple")["span_recall"] > 0 and row("simple")["span_precision"] > 0
+        for question in ("oos", "no-reference"):  # left out of every retrieval metric
+            assert [row(question)[m] for m in RETRIEVAL_METRICS] == [None] * 4, question
+        assert row("oos")["answer_correctness"] == 0.0  # the extractive answerer never refuses
+        assert row("no-reference")["answer_correctness"] > 0
+    board = build_board(scores, answers, TYPED, configs)
+    failed = {r["question_id"]: r["reason"] for r in board.failures.to_pylist()}
+    assert failed["oos"] == "the question is out of scope and the answer does not refuse"
+    breakdown = board.breakdown
+    by_type = breakdown.filter(pc.equal(breakdown["dimension"], "question_type")).to_pylist()
+    assert {r["value"] for r in by_type} == {"simple", "conversational", "out of scope"}
+    for r in by_type:
+        if r["value"] == "out of scope":
+            assert r["questions"] == 1 and r["context_correctness"] is None
+            assert r["answer_correctness"] == 0.0
+        if r["value"] == "simple":
+            assert r["questions"] == 2 and r["span_recall"] is not None
