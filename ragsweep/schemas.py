@@ -15,7 +15,7 @@ import pyarrow.ipc as ipc
 from ragsweep.errors import RagsweepError
 
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "3"  # 3: retrievals; evaluation rounds (successive halving); judge calls
+SCHEMA_VERSION = "4"  # 4: span metrics, retrieved spans, prefixes, errors, question versions
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
