@@ -39,7 +39,8 @@ DOUBLES = [("q001", "q028"), ("q035", "q045")]  # pairs from two documents each
 def chunks(documents) -> list[tuple[str, int, int, str]]:
     """(doc_id, start, end, chunk text) for every paragraph of every document."""
     out = []
-    for doc_id, text in zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=False):
+    ids, texts = documents["doc_id"].to_pylist(), documents["text"].to_pylist()
+    for doc_id, text in zip(ids, texts, strict=True):
         collapse = doc_id.endswith((".html", ".pdf"))
         for m in re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", text, re.S):
             body = " ".join(m.group().split()) if collapse else m.group()

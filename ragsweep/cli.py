@@ -116,6 +116,12 @@ def run(
         "halving. 0: no limit, the full grid.",
     ),
     seed: int = typer.Option(42, help="Seed of the samples and of successive halving."),
+    skip_unresolved: bool = typer.Option(
+        False,
+        "--skip-unresolved",
+        help="Leave out (with a warning) the questions whose reference documents or context "
+        "match no document, instead of stopping.",
+    ),
     cache: str = typer.Option(
         None,
         help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
@@ -160,7 +166,7 @@ def run(
     from ragsweep import store as results_store
     from ragsweep.cache import cache_dir
     from ragsweep.qagen import QASettings
-    from ragsweep.runner import run_local
+    from ragsweep.runner import preflight, run_local
     from ragsweep.settings import RunSettings
 
     models = [m.strip() for m in llm.split(",") if m.strip()]
@@ -203,6 +209,7 @@ def run(
         max_questions=max_questions,
         max_llm_calls=max_llm_calls,
         seed=seed,
+        skip_unresolved=skip_unresolved,
         embedding_cache="" if cache == "none" else str(cache or cache_dir()),
         baseline=baseline,
         llm=llm_settings,
@@ -213,6 +220,7 @@ def run(
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
+    preflight(settings)  # a bad test set or documents folder fails now, not in the pipeline
     url = None if no_store else results_store.resolve_url(store)
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep

@@ -35,6 +35,21 @@ log = logging.getLogger("ragsweep")
 OUTPUTS = ("leaderboard", "results", "breakdown", "failures")
 
 
+def preflight(settings: RunSettings) -> None:
+    """Check the inputs before the pipeline starts, with the messages its steps would give:
+    the documents' location holds documents (a local folder, or an S3 prefix listed), the
+    test set parses and validates, and its document ids name listed documents. A question
+    with a reference context is resolved in the pipeline, which reads the texts."""
+    from ragsweep.sources import document_keys
+    from ragsweep.testset import check_references, load_testset
+
+    keys = document_keys(absolute(settings.docs, "--docs"))
+    if settings.testset:
+        testset = load_testset(absolute(settings.testset, "--testset"))
+        if not settings.skip_unresolved:
+            check_references(testset, keys)
+
+
 def run_local(settings: RunSettings, output: Path, store_url: str | None = None) -> Path:
     """Run the pipeline locally; return the run folder holding the leaderboard, per-question
     results, breakdown, failures, report and the test set (generated when none was given).

@@ -393,13 +393,11 @@ def resolve_testset(
         try:
             _resolve(row, collection)
         except _Unresolved as exc:
-            head = row["question"] if len(row["question"]) <= 60 else row["question"][:57] + "..."
-            problems.append(f"question {row['question_id']} (item {number}, {head!r}): {exc}")
+            problems.append(_problem(row, number, exc))
         else:
             kept.append(row)
     if problems and not skip_unresolved:
-        more = f" (and {len(problems) - 1} more questions)" if len(problems) > 1 else ""
-        raise RagsweepError(f"{problems[0]}{more}; --skip-unresolved leaves such questions out")
+        _fail(problems)
     if problems:
         log.warning(
             "skipped %d of %d questions whose references match no document; the first: %s",
@@ -410,6 +408,33 @@ def resolve_testset(
         if not kept:
             raise RagsweepError(f"no question left: all {len(rows)} are unresolved")
     return pa.Table.from_pylist(kept, schema=TESTSET)
+
+
+def check_references(testset: pa.Table, doc_ids: list[str]) -> None:
+    """Fail as ``resolve_testset`` would when a question's reference document id names none
+    of ``doc_ids``: a check needing no document text, so a question with a reference context
+    (which the texts may resolve) is left to ``resolve_testset``."""
+    collection = _Collection(pa.table({"doc_id": doc_ids, "text": [""] * len(doc_ids)}))
+    problems = []
+    for number, row in enumerate(testset.to_pylist(), 1):
+        if not row["reference_context"]:
+            try:
+                [collection.resolve(ref) for ref in row["reference_doc_ids"]]
+            except _Unresolved as exc:
+                problems.append(_problem(row, number, exc))
+    if problems:
+        _fail(problems)
+
+
+def _problem(row: dict, number: int, exc: _Unresolved) -> str:
+    head = row["question"] if len(row["question"]) <= 60 else row["question"][:57] + "..."
+    return f"question {row['question_id']} (item {number}, {head!r}): {exc}"
+
+
+def _fail(problems: list[str]) -> NoReturn:
+    others = len(problems) - 1
+    more = f" (and {others} more unresolved question{'s' * (others > 1)})" if others else ""
+    raise RagsweepError(f"{problems[0]}{more}; --skip-unresolved leaves such questions out")
 
 
 def _resolve(row: dict, collection: _Collection) -> None:
