@@ -583,3 +583,49 @@ def test_stored_names_come_from_the_file_or_the_generated_content(tmp_path: Path
     generated = stored_name("", testset, day)
     assert generated.startswith("generated-20261130-") and len(generated) == len("generated-") + 17
     assert stored_name("", testset.slice(0, 1), day) != generated
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> None:
+    """examples/testset-giskard-native.jsonl is what giskard's QATestset.save wrote for the
+    example questions over another tool's paragraph chunks (examples/make_giskard_native.py):
+    integer seeds, ``Document N:`` contexts, HTML and PDF text with white space collapsed."""
+    from ragsweep.embedcache import EmbeddingCache
+    from ragsweep.sources import read_documents
+    from ragsweep.space import SearchSpace
+    from ragsweep.sweep import build_chunks, evaluate, retrieve
+
+    docs = read_documents(str(EXAMPLES / "docs")).table
+    native_file = EXAMPLES / "testset-giskard-native.jsonl"
+    assert '"seed_document_id":349' in native_file.read_text().splitlines()[0]
+    native = resolve_testset(load_testset(str(native_file)), docs)
+    keyed = resolve_testset(load_testset(str(EXAMPLES / "testset.jsonl")), docs)
+    references = {row["question"]: row["reference_doc_ids"] for row in keyed.to_pylist()}
+    shared = [row for row in native.to_pylist() if row["question"] in references]
+    assert len(shared) == keyed.num_rows == native.num_rows - 2
+    assert all(row["reference_doc_ids"] == references[row["question"]] for row in shared)
+    doubles = [row for row in native.to_pylist() if row["question_type"] == "double"]
+    assert [len(row["reference_doc_ids"]) for row in doubles] == [2, 2]
+
+    space = SearchSpace(chunk_sizes=(128,), top_ks=(3,), search_types=("similarity",))
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    chunks = build_chunks(docs, chunk_config, cache)
+
+    def context_correctness(testset: pa.Table) -> float:
+        retrievals = retrieve(chunks, testset, space, chunk_config, cache)
+        _, scores = evaluate(retrievals, testset, space.all_configs(), "context_correctness")
+        values = scores["context_correctness"].to_pylist()
+        return sum(values) / len(values)
+
+    shared_ids = pa.array([row["question_id"] for row in shared])
+    on_native = context_correctness(
+        native.filter(pa.compute.is_in(native["question_id"], shared_ids))
+    )
+    on_keyed = context_correctness(keyed)
+    on_all = context_correctness(native)
+    print(f"context correctness: keyed {on_keyed:.3f}, native {on_native:.3f} ({on_all:.3f} all)")
+    assert on_native == pytest.approx(on_keyed)
+    assert abs(on_all - on_keyed) < 0.05
