@@ -99,9 +99,11 @@ def edit_question(
     if answers is not None and (not answers or not all(a.strip() for a in answers)):
         raise RagsweepError("a new reference answer is empty")
     rows = testset.to_pylist()
+    old = dict(rows[row])
     if question is not None:
         rows[row]["question"] = question
     if answers is not None:
         rows[row]["reference_answers"] = list(answers)
-    rows[row]["question_version"] = question_version(rows[row])
+    if rows[row] != old:  # an edit that changes nothing keeps the version
+        rows[row]["question_version"] = question_version(rows[row])
     return pa.Table.from_pylist(rows, schema=testset.schema)
