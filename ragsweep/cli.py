@@ -163,10 +163,15 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
+    from ragsweep.runner import preflight
+
+    # inputs first, before the heavier imports: a bad test set or folder fails in a moment
+    preflight(docs, testset, skip_unresolved)
+
     from ragsweep import store as results_store
     from ragsweep.cache import cache_dir
     from ragsweep.qagen import QASettings
-    from ragsweep.runner import preflight, run_local
+    from ragsweep.runner import run_local
     from ragsweep.settings import RunSettings
 
     models = [m.strip() for m in llm.split(",") if m.strip()]
@@ -220,7 +225,6 @@ def run(
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
-    preflight(settings)  # a bad test set or documents folder fails now, not in the pipeline
     url = None if no_store else results_store.resolve_url(store)
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
