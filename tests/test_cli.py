@@ -191,3 +191,23 @@ def test_baseline_without_a_store_is_refused(kb):
         "run", "--docs", str(docs), "--testset", str(good), "--no-store", "--baseline", "latest"
     )
     assert_user_error(result, "--baseline reads the results database")
+
+
+def test_preflight_lists_an_s3_prefix_and_checks_the_ids_without_reading_documents(s3, bucket):
+    from ragsweep.runner import preflight
+
+    s3.put_object(Bucket=bucket, Key="kb/guides/a.md", Body=b"Port 8443.")
+    s3.put_object(Bucket=bucket, Key="kb/logo.png", Body=b"\x89PNG")
+    item = {"question": "Port?", "correct_answers": ["8443"], "correct_answer_document_ids": []}
+    for name, doc_ids in [("good.json", ["a.md"]), ("bad.json", ["b.md"])]:
+        body = json.dumps([{**item, "correct_answer_document_ids": doc_ids}]).encode()
+        s3.put_object(Bucket=bucket, Key=f"sets/{name}", Body=body)
+
+    preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/good.json")
+    preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/bad.json", skip_unresolved=True)
+    with pytest.raises(RagsweepError, match="reference document 'b.md' matches no document"):
+        preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/bad.json")
+    with pytest.raises(RagsweepError, match="no documents found: it holds no files"):
+        preflight(f"s3://{bucket}/elsewhere", "")
+    with pytest.raises(RagsweepError, match="sets/missing.json"):
+        preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/missing.json")
