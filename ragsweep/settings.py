@@ -74,8 +74,8 @@ class RunSettings:
         if testset is not None and documents is not None:
             from ragsweep.testset import fingerprint
 
-            content = {"documents": documents_fingerprint(documents)}
-            content["questions"] = fingerprint(testset)
+            content = {"documents_content": documents_fingerprint(documents)}
+            content["testset_content"] = fingerprint(testset)
         sweep = {
             **content,
             "search_space": self.space.to_dict(),
