@@ -163,17 +163,6 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
-    from ragsweep.runner import preflight
-
-    # inputs first, before the heavier imports: a bad test set or folder fails in a moment
-    preflight(docs, testset, skip_unresolved)
-
-    from ragsweep import store as results_store
-    from ragsweep.cache import cache_dir
-    from ragsweep.qagen import QASettings
-    from ragsweep.runner import run_local
-    from ragsweep.settings import RunSettings
-
     models = [m.strip() for m in llm.split(",") if m.strip()]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
@@ -204,6 +193,19 @@ def run(
     qa_llm = qa_llm or (models[0] if models else "")
     if not testset and not qa_llm:
         raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
+
+    from ragsweep.runner import preflight
+
+    # the inputs before the heavier work (the space checks its models' limits): a bad test set
+    # or folder fails in a moment
+    preflight(docs, testset, skip_unresolved)
+
+    from ragsweep import store as results_store
+    from ragsweep.cache import cache_dir
+    from ragsweep.qagen import QASettings
+    from ragsweep.runner import run_local
+    from ragsweep.settings import RunSettings
+
     settings = RunSettings(
         docs=docs,
         testset=testset,
