@@ -434,7 +434,9 @@ def _problem(row: dict, number: int, exc: _Unresolved) -> str:
 def _fail(problems: list[str]) -> NoReturn:
     others = len(problems) - 1
     more = f" (and {others} more unresolved question{'s' * (others > 1)})" if others else ""
-    raise RagsweepError(f"{problems[0]}{more}; --skip-unresolved leaves such questions out")
+    raise RagsweepError(
+        f"{problems[0]}{more}; `ragsweep run --skip-unresolved` leaves such questions out"
+    )
 
 
 def _resolve(row: dict, collection: _Collection) -> None:

@@ -348,7 +348,7 @@ def test_unknown_reference_id_is_an_error_naming_question_and_id(tmp_path: Path)
     qid = testset["question_id"][1].as_py()
     assert message.startswith(f"question {qid} (item 2, 'Q?'): reference document 'gone.md'")
     assert "matches no document" in message and "e.g. 'docs/a.md'" in message
-    assert message.endswith("; --skip-unresolved leaves such questions out")
+    assert message.endswith("; `ragsweep run --skip-unresolved` leaves such questions out")
 
 
 # ---- gold spans ------------------------------------------------------------------------------
