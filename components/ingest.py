@@ -14,11 +14,13 @@ def ingest(
     seed: int,
     documents: Output[Dataset],
     questions: Output[Dataset],
+    skip_unresolved: bool = False,
 ):
     """Read the documents under ``s3://bucket_name/key``, or under ``key`` itself when no
     bucket is given (a folder or an s3:// URI), and resolve the test set's document IDs
-    against them; then sample ``max_questions`` questions and documents within
-    ``max_document_bytes`` (0: all), cited documents first.
+    against them (``skip_unresolved``: leave out, with a warning, the questions whose
+    references are found in no document, instead of failing); then sample ``max_questions``
+    questions and documents within ``max_document_bytes`` (0: all), cited documents first.
 
     Outputs: ``documents`` and ``questions``, Arrow artifacts of kinds documents and testset.
     """
@@ -30,7 +32,9 @@ def ingest(
 
     with pipeline_step():
         docs_table = read_documents(location(bucket_name, key)).table
-        questions_table = resolve_testset(read_table(testset.path, "testset"), docs_table)
+        questions_table = resolve_testset(
+            read_table(testset.path, "testset"), docs_table, skip_unresolved
+        )
         questions_table = sample_questions(questions_table, max_questions, seed)
         docs_table = sample_documents(docs_table, questions_table, max_document_bytes, seed)
         write_table(docs_table, documents.path, "documents")

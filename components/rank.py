@@ -9,6 +9,7 @@ def rank(
     scores: Input[Dataset],
     answers: Input[Dataset],
     questions: Input[Dataset],
+    documents: Input[Dataset],
     input_data_bucket_name: str,
     input_data_key: str,
     test_data_bucket_name: str,
@@ -29,7 +30,9 @@ def rank(
     summary: Output[Markdown],
     best: Output[Metrics],
 ):
-    """Rank every configuration by ``optimization_metric`` with intervals and paired tests.
+    """Rank every configuration by ``optimization_metric`` with intervals and paired tests;
+    the run's settings record the sweep key, a hash of the ``questions``' and ``documents``'
+    content.
 
     Outputs: Arrow artifacts ``leaderboard`` (run settings in its metadata), ``results``
     (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
@@ -60,13 +63,14 @@ def rank(
             llm=LLMSettings.from_dict(llm),
             qa_generation=QASettings.from_dict(qa_generation),
         )
+        testset = read_table(questions.path, "testset")
         board = build_board(
             read_table(scores.path, "scores"),
             read_table(answers.path, "answers"),
-            read_table(questions.path, "testset"),
+            testset,
             settings.space.all_configs(),
             optimization_metric,
-            settings=settings.record(),
+            settings=settings.record(testset, read_table(documents.path, "documents")),
         )
         tables = {"leaderboard": leaderboard, "results": results, "breakdown": breakdown}
         for kind, artifact in {**tables, "failures": failures}.items():

@@ -61,6 +61,7 @@ def sweep_pipeline(
     max_questions: int = 0,
     max_llm_calls: int = 0,
     seed: int = 42,
+    skip_unresolved: bool = False,
     embedding_cache: str = "",
     llm: dict = DEFAULT_LLM,
     llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
@@ -98,6 +99,8 @@ def sweep_pipeline(
             configuration on a sample of the questions and promotes the best half to twice
             as many, until the survivors answer all (0: no limit, the full grid).
         seed: The seed of both samples and of the question order of successive halving.
+        skip_unresolved: Leave out, with a warning, the questions whose reference documents
+            (or reference context) are found in no document, instead of failing.
         embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
             the input data connection) or a folder; empty: not kept.
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
@@ -129,6 +132,7 @@ def sweep_pipeline(
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
             seed=seed,
+            skip_unresolved=skip_unresolved,
         ),
         s3_connection=input_data_secret_name,
         retry=True,
@@ -206,6 +210,7 @@ def sweep_pipeline(
             scores=evaluated.outputs["scores"],
             answers=evaluated.outputs["answers"],
             questions=questions.outputs["questions"],
+            documents=inputs.outputs["documents"],
             input_data_bucket_name=input_data_bucket_name,
             input_data_key=input_data_key,
             test_data_bucket_name=test_data_bucket_name,

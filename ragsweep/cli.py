@@ -124,6 +124,12 @@ def run(
         "halving. 0: no limit, the full grid.",
     ),
     seed: int = typer.Option(42, help="Seed of the samples and of successive halving."),
+    skip_unresolved: bool = typer.Option(
+        False,
+        "--skip-unresolved",
+        help="Leave out (with a warning) the questions whose reference documents or context "
+        "match no document, instead of stopping.",
+    ),
     cache: str = typer.Option(
         None,
         help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
@@ -165,12 +171,6 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
-    from ragsweep import store as results_store
-    from ragsweep.cache import cache_dir
-    from ragsweep.qagen import QASettings
-    from ragsweep.runner import run_local
-    from ragsweep.settings import RunSettings
-
     models = [m.strip() for m in llm.split(",") if m.strip()]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
@@ -203,6 +203,19 @@ def run(
     qa_llm = qa_llm or (models[0] if models else "")
     if not testset and not qa_llm:
         raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
+
+    from ragsweep.runner import preflight
+
+    # the inputs before the heavier work (the space checks its models' limits): a bad test set
+    # or folder fails in a moment
+    preflight(docs, testset, skip_unresolved)
+
+    from ragsweep import store as results_store
+    from ragsweep.cache import cache_dir
+    from ragsweep.qagen import QASettings
+    from ragsweep.runner import run_local
+    from ragsweep.settings import RunSettings
+
     settings = RunSettings(
         docs=docs,
         testset=testset,
@@ -213,6 +226,7 @@ def run(
         max_questions=max_questions,
         max_llm_calls=max_llm_calls,
         seed=seed,
+        skip_unresolved=skip_unresolved,
         embedding_cache="" if cache == "none" else str(cache or cache_dir()),
         baseline=baseline,
         llm=llm_settings,

@@ -1,5 +1,6 @@
 """Stored test sets and their curation: delete a question, edit a question or its reference
-answers while its reference context and metadata stay as they are.
+answers while its reference context and metadata stay as they are. An edited question keeps
+its ``question_id`` and gets a new ``question_version``: it is not compared with its old self.
 
 A store holds named test sets behind ``Store``; ``FolderStore`` keeps each as an
 Arrow artifact of kind testset in a folder (lossless: every reference answer and document,
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 
 from ragsweep.errors import RagsweepError
 from ragsweep.schemas import read_table, write_table
+from ragsweep.testset import question_version
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -89,15 +91,19 @@ def edit_question(
     answers: list[str] | None = None,
 ) -> pa.Table:
     """The test set with a new question text and/or new reference answers for
-    ``question_id``; its reference context, documents, spans, type and topic stay."""
+    ``question_id``; its reference context, documents, spans, type and topic stay, and its
+    ``question_version`` is that of the new content."""
     row = row_of(testset, question_id)
     if question is not None and not question.strip():
         raise RagsweepError("the new question is empty")
     if answers is not None and (not answers or not all(a.strip() for a in answers)):
         raise RagsweepError("a new reference answer is empty")
     rows = testset.to_pylist()
+    old = dict(rows[row])
     if question is not None:
         rows[row]["question"] = question
     if answers is not None:
         rows[row]["reference_answers"] = list(answers)
+    if rows[row] != old:  # an edit that changes nothing keeps the version
+        rows[row]["question_version"] = question_version(rows[row])
     return pa.Table.from_pylist(rows, schema=testset.schema)

@@ -115,8 +115,8 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
     first_docs = pa.array([refs[0] if refs else None for refs in testset["reference_doc_ids"]])
     questions = testset.append_column("cluster", first_docs).take(q_at)
     columns: dict[str, Any] = {name: scores[name] for name in SCORES.names}
-    for name in ("cluster", "topic", "question_type"):
-        columns[name] = questions[name]
+    for name in ("cluster", "topic", "question_type", "question_version"):
+        columns[name] = questions[name] if name in questions.column_names else pa.nulls(len(q_at))
     columns["round"] = answered["round"]
     columns["answer"] = answered["answer"]
     columns["retrieved_doc_ids"] = answered["retrieved_doc_ids"]

@@ -31,6 +31,7 @@ from ragsweep.errors import RagsweepError
 from ragsweep.fromdict import build
 from ragsweep.llm import Chat, Endpoint, LLMSettings, check_reachable
 from ragsweep.schemas import TESTSET
+from ragsweep.testset import content_id, question_version
 from ragsweep.text import locate
 
 log = logging.getLogger("ragsweep")
@@ -182,8 +183,8 @@ def _to_testset(samples: list, chunks: pa.Table, documents: pa.Table) -> pa.Tabl
     doc_texts = dict(
         zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True)
     )
-    rows = []
-    for number, sample in enumerate(samples, 1):
+    rows: dict[str, dict] = {}
+    for sample in samples:
         seed = int(sample.metadata["seed_document_id"].removeprefix("chunk-"))
         used = _context_chunks(sample.reference_context) or [(seed, chunk_texts[seed])]
         order = [seed] + [c for c, _ in used if c != seed]
@@ -194,22 +195,24 @@ def _to_testset(samples: list, chunks: pa.Table, documents: pa.Table) -> pa.Tabl
             if span:
                 spans.append({"doc_id": doc_id, "start": span[0], "end": span[1]})
             context.append(f"Document {doc_id}: {block}")
-        rows.append(
-            {
-                "question_id": f"q{number:04d}",
-                "question": sample.question,
-                "reference_answers": [sample.reference_answer],
-                "reference_doc_ids": list(dict.fromkeys(doc_ids[c] for c in order)),
-                "reference_context": "\n\n".join(context),
-                "gold_spans": spans,
-                "question_type": sample.metadata.get("question_type"),
-                "topic": sample.metadata.get("topic"),
-                "conversation_history": json.dumps(
-                    list(sample.conversation_history), ensure_ascii=False
-                ),
-            }
-        )
-    return pa.Table.from_pylist(rows, schema=TESTSET)
+        row = {
+            "question": sample.question,
+            "reference_answers": [sample.reference_answer],
+            "reference_doc_ids": list(dict.fromkeys(doc_ids[c] for c in order)),
+            "reference_context": "\n\n".join(context),
+            "gold_spans": spans,
+            "question_type": sample.metadata.get("question_type"),
+            "topic": sample.metadata.get("topic"),
+            "conversation_history": json.dumps(
+                list(sample.conversation_history), ensure_ascii=False
+            ),
+        }
+        row["question_id"] = content_id(row["question"], row["reference_answers"])
+        row["question_version"] = question_version(row)
+        if row["question_id"] in rows:
+            log.warning("Giskard wrote a question twice, kept once: %s", row["question"])
+        rows.setdefault(row["question_id"], row)
+    return pa.Table.from_pylist(list(rows.values()), schema=TESTSET)
 
 
 def _context_chunks(context: str) -> list[tuple[int, str]]:

@@ -22,17 +22,33 @@ from contextlib import contextmanager, redirect_stdout
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ragsweep import store
 from ragsweep.errors import RagsweepError
-from ragsweep.exports import export
 from ragsweep.schemas import read_table
-from ragsweep.settings import RunSettings
+
+if TYPE_CHECKING:  # imported where used: `ragsweep run` checks its inputs before loading them
+    from ragsweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
 
 
 OUTPUTS = ("leaderboard", "results", "breakdown", "failures")
+
+
+def preflight(docs: str, testset: str, skip_unresolved: bool = False) -> None:
+    """Check the inputs before the pipeline starts, with the messages its steps would give:
+    the documents' location holds documents (a local folder, or an S3 prefix, listed), the
+    test set (if any) parses and validates, and its document ids name listed documents. A
+    question with a reference context is resolved in the pipeline, which reads the texts."""
+    from ragsweep.sources import document_keys
+    from ragsweep.testset import check_references, load_testset
+
+    keys = document_keys(absolute(docs, "--docs"))
+    if testset:
+        table = load_testset(absolute(testset, "--testset"))
+        if not skip_unresolved:
+            check_references(table, keys)
 
 
 def run_local(settings: RunSettings, output: Path, store_url: str | None = None) -> Path:
@@ -43,6 +59,8 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     RAGSWEEP_JUDGE_* environment, which the steps inherit."""
     from kfp import local
 
+    from ragsweep import store
+    from ragsweep.exports import export
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
     from ragsweep.platform import for_local_run
 

@@ -39,6 +39,7 @@ TESTSET = pa.schema(
         ("question_type", pa.string()),
         ("topic", pa.string()),
         ("conversation_history", pa.string()),  # JSON text, as Giskard gives it
+        ("question_version", pa.string()),  # hash of the content it is scored against
     ]
 )
 
@@ -173,6 +174,7 @@ RESULTS = pa.schema(
         pa.field("cluster", pa.string()),  # the question's first reference document
         pa.field("topic", pa.string()),
         pa.field("question_type", pa.string()),
+        pa.field("question_version", pa.string()),  # null in results stored before it
         pa.field("round", pa.int64()),
         pa.field("answer", pa.string()),
         pa.field("retrieved_doc_ids", pa.list_(pa.string())),

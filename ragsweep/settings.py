@@ -3,8 +3,11 @@ folder records in ``settings.json``, and what is stored with its results."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import pyarrow as pa
 
 from ragsweep import __version__, statistics
 from ragsweep.errors import RagsweepError
@@ -25,6 +28,7 @@ class RunSettings:
     max_questions: int = 0  # 0: every question
     max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
     seed: int = 42  # for both samples
+    skip_unresolved: bool = False  # leave out questions whose references match no document
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
@@ -50,18 +54,30 @@ class RunSettings:
             "max_questions": self.max_questions,
             "max_llm_calls": self.max_llm_calls,
             "seed": self.seed,
+            "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,
             "baseline": self.baseline,
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
         }
 
-    def record(self) -> dict[str, Any]:
+    def record(
+        self, testset: pa.Table | None = None, documents: pa.Table | None = None
+    ) -> dict[str, Any]:
         """What the run evaluated, stored with its results. ``sweep_key`` identifies the
-        sweep, so that nightly runs of it can be compared."""
+        sweep, so that nightly runs of it can be compared: a hash of the settings that change
+        what is measured and of the content of the ``testset`` (its questions' ids and
+        versions) and of the ``documents`` (their texts): moving a file leaves it as it is,
+        editing one changes it. Without those tables (a run that failed before reading
+        them) their locations stand in for their content."""
+        content = {"docs": self.docs, "testset": self.testset}
+        if testset is not None and documents is not None:
+            from ragsweep.testset import fingerprint
+
+            content = {"documents_content": documents_fingerprint(documents)}
+            content["testset_content"] = fingerprint(testset)
         sweep = {
-            "docs": self.docs,
-            "testset": self.testset,
+            **content,
             "search_space": self.space.to_dict(),
             "optimization_metric": self.optimization_metric,
             "max_document_bytes": self.max_document_bytes,
@@ -75,6 +91,8 @@ class RunSettings:
             sweep["qa_generation"] = self.qa_generation.to_dict()
         return {
             **sweep,
+            "docs": self.docs,
+            "testset": self.testset,
             "sweep_key": config_id(sweep),
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
@@ -85,3 +103,9 @@ class RunSettings:
             },
             "ragsweep_version": __version__,
         }
+
+
+def documents_fingerprint(documents: pa.Table) -> str:
+    """A hash of the documents' texts, whatever their ids or order."""
+    hashes = sorted(hashlib.sha256(t.encode()).hexdigest() for t in documents["text"].to_pylist())
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()

@@ -396,5 +396,21 @@ def read_documents(uri: str) -> DocumentSet:
     return documents
 
 
+def document_keys(uri: str) -> list[str]:
+    """The doc_ids of the supported files under a folder or ``s3://bucket/prefix``, listed
+    without reading them; an error when the location is missing or holds none."""
+    files, _ = _s3_files(uri) if uri.startswith("s3://") else _local_files(uri)
+    keys = [doc_id for doc_id, _ in files if _suffix(doc_id) in EXTRACTORS]
+    if not keys:
+        types = " ".join(sorted(EXTRACTORS))
+        raise RagsweepError(
+            f"{uri}: no documents found among {len(files)} files ({len(files)} unsupported "
+            f"type); supported types: {types}"
+            if files
+            else f"{uri}: no documents found: it holds no files"
+        )
+    return keys
+
+
 def _suffix(name: str) -> str:
     return PurePosixPath(name).suffix.lower()

@@ -3,7 +3,9 @@ leaderboards, on SQLite, PostgreSQL or Oracle Database through one SQLAlchemy Co
 
 The URL comes from ``--store``, else ``RAGSWEEP_STORE_URL``, else a SQLite file in the
 user's data folder. Tables are created when missing (``create_all`` only adds, never
-alters or drops). Publishing a run is one transaction: either all of it is stored or none.
+alters or drops), and a nullable column added since a store was created is added to it, so
+older stores keep working (their rows read null there). Publishing a run is one transaction:
+either all of it is stored or none.
 
 Portable across the three backends: ``TIMESTAMP(timezone=True)`` (Oracle's ``DATE`` drops
 fractions and zone), every ``String`` has a length, identity keys are ``BigInteger`` with an
@@ -59,7 +61,8 @@ testsets = sa.Table(
     "ragsweep_testsets",
     metadata,
     _key(),
-    sa.Column("name", sa.String(1000), nullable=False, unique=True),  # where it was read
+    # the file name, or generated-<YYYYMMDD>-<hash8>; never empty (Oracle makes '' NULL)
+    sa.Column("name", sa.String(1000), nullable=False, unique=True),
     sa.Column("created_at", WHEN, nullable=False),
 )
 
@@ -79,6 +82,7 @@ testset_items = sa.Table(
     sa.Column("topic", sa.String(400)),
     sa.Column("question_type", sa.String(100)),
     sa.Column("created_at", WHEN, nullable=False),
+    sa.Column("question_version", sa.String(64)),  # the test set's; null in older stores
     sa.UniqueConstraint("testset_id", "question_id", "version", name="ragsweep_item_version"),
 )
 
@@ -107,6 +111,7 @@ results = sa.Table(
     sa.Column("config_id", sa.String(64), nullable=False),
     sa.Column("question_id", sa.String(200), nullable=False),
     sa.Column("item_version", sa.Integer),
+    sa.Column("question_version", sa.String(64)),  # null in results stored before it
     sa.Column("cluster_doc", sa.String(1000)),  # CLUSTER is reserved in Oracle
     sa.Column("topic", sa.String(400)),
     sa.Column("question_type", sa.String(100)),
@@ -178,6 +183,7 @@ def connect(url: str | None = None) -> Engine:
         engine = sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
         with engine.begin() as conn:
             metadata.create_all(conn, checkfirst=True)
+            _add_new_columns(conn)
             _check_version(conn)
     except sa.exc.NoSuchModuleError:
         raise RagsweepError(
@@ -190,6 +196,24 @@ def connect(url: str | None = None) -> Engine:
             f"results store {safe_url(parsed)}: cannot connect or prepare tables: {reason}"
         ) from None
     return engine
+
+
+def _add_new_columns(conn: Connection) -> None:
+    """Add the nullable columns a store created by an older ragsweep lacks."""
+    inspector = sa.inspect(conn)
+    for table in metadata.sorted_tables:
+        present = {c["name"].lower() for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name.lower() in present:
+                continue
+            if not column.nullable:
+                raise RagsweepError(
+                    f"results store: table {table.name} lacks column {column.name}; "
+                    "it was made by another program or an unknown ragsweep"
+                )
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(sa.text(f"ALTER TABLE {table.name} ADD {column.name} {kind}"))
+            log.info("results store: added column %s.%s", table.name, column.name)
 
 
 def _check_version(conn: Connection) -> None:
@@ -225,9 +249,21 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
+def check_name(name: str | None) -> str:
+    """A test set's name, refused when empty or blank (Oracle would store '' as NULL)."""
+    if not name or not name.strip():
+        raise RagsweepError(
+            f"results store: a test set needs a name, got {name!r}: the file name, or "
+            "generated-<YYYYMMDD>-<hash> for a generated one"
+        )
+    return name
+
+
 def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, dict[str, int]]:
-    """Store the test set's items under ``name``: a new version for each changed item, a
-    deletion version for each item no longer there. Returns its id and each item's version."""
+    """Store the test set's items under ``name`` (not empty): a new version for each changed
+    item, a deletion version for each item no longer there. Returns its id and each item's
+    version."""
+    check_name(name)
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
@@ -267,6 +303,7 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
                     "topic": _text(row["topic"]),
                     "question_type": _text(row["question_type"]),
                     "created_at": now,
+                    "question_version": row.get("question_version"),
                 }
             )
         versions[qid] = version
@@ -282,6 +319,7 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
                     **dict.fromkeys(["question", "reference_answers", "reference_doc_ids"]),
                     **dict.fromkeys(["reference_context", "topic", "question_type"]),
                     "created_at": now,
+                    "question_version": None,
                 }
             )
     if inserts:
@@ -300,10 +338,13 @@ def publish(
 ) -> str:
     """Store a finished run in one transaction; a run stored before under ``run_id`` (a
     retried step) is replaced. Returns ``run_id``."""
+    from ragsweep.testset import stored_name
+
     settings = settings_of(leaderboard)
     best = leaderboard.slice(0, 1).to_pylist()[0] if leaderboard.num_rows else {}
+    name = stored_name(settings.get("testset", ""), testset, (started_at or _now()).date())
     with engine.begin() as conn:
-        testset_id, versions = save_testset(conn, settings.get("testset", "unnamed"), testset)
+        testset_id, versions = save_testset(conn, name, testset)
         _delete_run(conn, run_id)
         run_pk = conn.execute(
             runs.insert().values(
@@ -352,7 +393,8 @@ def _delete_run(conn: Connection, run_id: str) -> None:
 
 
 # RESULTS columns with a column of their own; every other one goes into ``scores`` (JSON)
-_STORED = {"config_id", "question_id", "cluster", "topic", "question_type", "answer"}
+_STORED = {"config_id", "question_id", "question_version", "cluster", "topic", "question_type"}
+_STORED |= {"answer"}
 _STORED |= {"retrieved_doc_ids"}
 
 
@@ -367,6 +409,7 @@ def _insert_results(
                 "config_id": row["config_id"],
                 "question_id": row["question_id"],
                 "item_version": versions.get(row["question_id"]),
+                "question_version": row.get("question_version"),
                 "cluster_doc": _text(row["cluster"]),
                 "topic": _text(row["topic"]),
                 "question_type": _text(row["question_type"]),
@@ -441,7 +484,7 @@ def load_results(engine: Engine, run_id: str) -> pa.Table:
         rows = [
             {
                 **(r["scores"] or {}),
-                **{k: r[k] for k in ("config_id", "question_id", "topic")},
+                **{k: r[k] for k in ("config_id", "question_id", "question_version", "topic")},
                 "cluster": r["cluster_doc"],
                 "question_type": r["question_type"],
                 "answer": r["answer"] or "",

@@ -7,17 +7,26 @@ Two formats, chosen by suffix:
   ``correct_answer_document_keys``).
 - ``.jsonl``, Giskard RAGET: one ``{"id", "question", "reference_answer", "reference_context",
   "conversation_history": [...], "metadata": {"question_type", "seed_document_id", "topic"}}``
-  a line.
+  a line, as ragsweep or Giskard's ``QATestset.save`` writes it (there ``seed_document_id``
+  is Giskard's knowledge-base index and the context reads ``Document <index>: <text>``).
+
+A question's identity: ``question_id`` is the source's id, else ``q-`` and a hash of the
+question and its reference answers (so inserting a question moves no other id);
+``question_version`` hashes everything it is scored against, so an edit is a new version.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import date
+from itertools import accumulate
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
@@ -69,6 +78,13 @@ class _Record:
             self.fail(field, "is empty")
         return value
 
+    def scalar(self, field: str) -> str | None:
+        """An optional JSON scalar (string, number, boolean) as text; null or '' is None."""
+        value = self._get(field, False)
+        if isinstance(value, (list, dict)):
+            self.fail(field, f"expected a string or a number, got {_type_name(value)}")
+        return None if value is None or value == "" else str(value)
+
     def texts(self, field: str, allow_empty: bool = False) -> list[str]:
         """A list of non-empty strings."""
         value = self._get(field, True)
@@ -94,13 +110,72 @@ class _Record:
         return value
 
 
+def _digest(content: object) -> str:
+    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def content_id(question: str, answers: list[str]) -> str:
+    """The id of a question its source gives none: ``q-`` and 12 hex of its content."""
+    return "q-" + _digest({"question": question, "reference_answers": answers})[:12]
+
+
+def question_version(row: dict) -> str:
+    """16 hex of a hash over what a question is scored against: its text, reference answers,
+    reference documents (as given), reference context and conversation history."""
+    content = {
+        "question": row["question"],
+        "reference_answers": row["reference_answers"],
+        "reference_doc_ids": row["reference_doc_ids"],
+        "reference_context": row.get("reference_context") or None,
+        "conversation_history": json.loads(row.get("conversation_history") or "[]"),
+    }
+    return _digest(content)[:16]
+
+
+def fingerprint(testset: pa.Table) -> str:
+    """A hash of the test set's content: its questions' ids and versions, in any order."""
+    ids, versions = testset["question_id"].to_pylist(), testset["question_version"].to_pylist()
+    return _digest(sorted(zip(ids, versions, strict=True), key=str))
+
+
+def stored_name(uri: str, testset: pa.Table, day: date) -> str:
+    """The name a test set is stored under: its file name, or for a generated one (no
+    ``uri``) ``generated-<YYYYMMDD>-<hash8>``, the hash of its content."""
+    name = PurePosixPath(uri.rstrip("/")).name.strip() if uri else ""
+    return name or f"generated-{day:%Y%m%d}-{fingerprint(testset)[:8]}"
+
+
 def _row(
-    question_id: str, question: str, answers: list[str], doc_ids: list[str], **extra: Any
+    question_id: str | None, question: str, answers: list[str], doc_ids: list[str], **extra: Any
 ) -> dict:
     row = dict.fromkeys(TESTSET.names)
-    row.update(question_id=question_id, question=question, gold_spans=[], **extra)
+    row.update(question=question, gold_spans=[], **extra)
     row.update(reference_answers=answers, reference_doc_ids=doc_ids)
+    row["question_id"] = question_id or content_id(question, answers)
+    row["question_version"] = question_version(row)
     return row
+
+
+class _Ids:
+    """Each question id once in a file; a repeated one names both records."""
+
+    def __init__(self, name: str, unit: str) -> None:
+        self.name, self.unit, self.seen = name, unit, {}
+
+    def add(self, row: dict, number: int, given: bool) -> None:
+        qid, unit = row["question_id"], self.unit
+        first = self.seen.setdefault(qid, number)
+        if first == number:
+            return
+        if given:
+            problem = f"duplicate id '{qid}' (first on {unit} {first})"
+        else:
+            problem = (
+                f"the same question and reference answers as {unit} {first}: remove one "
+                "(a question's id is derived from them)"
+            )
+        raise RagsweepError(f"{self.name}: {unit} {number}: {problem}")
 
 
 # ---- formats ---------------------------------------------------------------------------------
@@ -115,19 +190,20 @@ def _read_autorag(name: str, text: str) -> list[dict]:
         ) from None
     if not isinstance(items, list):
         raise RagsweepError(f"{name}: expected a JSON list of test items, got {_type_name(items)}")
-    rows = []
+    rows, ids = [], _Ids(name, "record")
     for number, item in enumerate(items, 1):
         record = _Record(f"{name}: record {number}", item)
         ids_field = next((f for f in _DOC_ID_FIELDS if f in record.data), _DOC_ID_FIELDS[0])
         question = record.text("question")
         answers = record.texts("correct_answers")
         doc_ids = record.texts(ids_field, allow_empty=True)
-        rows.append(_row(f"q{number:04d}", question, answers, doc_ids))
+        rows.append(_row(None, question, answers, doc_ids))
+        ids.add(rows[-1], number, given=False)
     return rows
 
 
 def _read_giskard(name: str, text: str) -> list[dict]:
-    rows, first_seen = [], {}
+    rows, ids = [], _Ids(name, "line")
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON may hold U+2028
         if not line.strip():
             continue
@@ -139,17 +215,12 @@ def _read_giskard(name: str, text: str) -> list[dict]:
                 f"{where}: malformed JSON at column {exc.colno}: {exc.msg}"
             ) from None
         record = _Record(where, item)
-        question_id = record.text("id")
-        if question_id in first_seen:
-            raise RagsweepError(
-                f"{where}: duplicate id '{question_id}' (first on line {first_seen[question_id]})"
-            )
-        first_seen[question_id] = number
+        question_id = record.scalar("id")
         question, answer = record.text("question"), record.text("reference_answer")
         context = record.text("reference_context", required=False)
         history = record.value("conversation_history", list, [])
         metadata = _Record(where, record.value("metadata", dict, {}), prefix="metadata.")
-        seed = metadata.text("seed_document_id", required=False)
+        seed = metadata.scalar("seed_document_id")  # Giskard's own: an index or a uuid
         rows.append(
             _row(
                 question_id,
@@ -162,6 +233,7 @@ def _read_giskard(name: str, text: str) -> list[dict]:
                 conversation_history=json.dumps(history, ensure_ascii=False),
             )
         )
+        ids.add(rows[-1], number, given=question_id is not None)
     return rows
 
 
@@ -246,15 +318,17 @@ class _Unresolved(Exception):
 
 
 class _Collection:
-    """The documents' texts, found by doc_id or by a file name unique in the collection."""
+    """The documents' texts, found by doc_id or by a file name unique in the collection; and
+    passages searched across all of them (one ``str.find`` over the joined texts)."""
 
     def __init__(self, documents: pa.Table) -> None:
-        ids = documents.column("doc_id").to_pylist()
-        self.texts = dict(zip(ids, documents.column("text").to_pylist(), strict=True))
+        self.ids = documents.column("doc_id").to_pylist()
+        self.texts = dict(zip(self.ids, documents.column("text").to_pylist(), strict=True))
         self.by_name: dict[str, list[str]] = defaultdict(list)
-        for doc_id in ids:
+        for doc_id in self.ids:
             self.by_name[PurePosixPath(doc_id).name].append(doc_id)
-        self.example = min(ids, default="")
+        self.example = min(self.ids, default="")
+        self._joined: list[tuple[str, list[int]]] = []  # verbatim, then white space collapsed
 
     def resolve(self, ref: str) -> str:
         if ref in self.texts:
@@ -272,30 +346,131 @@ class _Collection:
             f"docs folder, e.g. '{self.example}', or file names unique in it)"
         )
 
+    def span(self, doc_id: str, passage: str, unique: bool = False) -> dict | None:
+        found = locate(self.texts[doc_id], passage, unique)
+        return {"doc_id": doc_id, "start": found[0], "end": found[1]} if found else None
 
-def resolve_testset(testset: pa.Table, documents: pa.Table) -> pa.Table:
+    def find(self, passage: str, prefer: list[str]) -> dict | None:
+        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document."""
+        for doc_id in prefer:
+            if span := self.span(doc_id, passage):
+                return span
+        doc_id = self._search(passage)
+        return self.span(doc_id, passage) if doc_id else None
+
+    def _search(self, passage: str) -> str | None:
+        """The first document holding ``passage`` verbatim, else up to white space."""
+        if not self._joined:
+            for texts in (self.texts.values(), (" ".join(t.split()) for t in self.texts.values())):
+                texts = list(texts)
+                starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+                self._joined.append(("\0".join(texts), starts))
+        for (joined, starts), target in zip(
+            self._joined, (passage.strip(), " ".join(passage.split())), strict=True
+        ):
+            at = joined.find(target) if target else -1
+            if at >= 0:
+                return self.ids[bisect_right(starts, at) - 1]
+        return None
+
+
+def resolve_testset(
+    testset: pa.Table, documents: pa.Table, skip_unresolved: bool = False
+) -> pa.Table:
     """Resolve every reference document id to a doc_id of ``documents`` and locate gold spans.
 
     An id resolves to the document whose doc_id it is, else to the one document of that file
-    name. Gold spans are where a Giskard item's reference context lies in its documents, or
-    where an AutoRAG correct answer occurs in one of its reference documents exactly once; an
-    item that cannot be located simply has no span.
+    name. A Giskard reference context is located block by block (``Document N:`` prefixes
+    dropped), in the question's documents first, else in any: the documents it is found in
+    are references too, so an id that resolves nowhere (Giskard's own knowledge-base index)
+    is replaced by them. An AutoRAG correct answer gives a span where it occurs in one of its
+    reference documents exactly once. A question whose references are found nowhere is an
+    error naming it, or with ``skip_unresolved`` is left out with a warning.
     """
     collection = _Collection(documents)
-    rows, problems = testset.to_pylist(), []
+    rows, kept, problems = testset.to_pylist(), [], []
     for number, row in enumerate(rows, 1):
-        resolved = []
-        for ref in row["reference_doc_ids"]:
-            try:
-                resolved.append(collection.resolve(ref))
-            except _Unresolved as exc:
-                problems.append(f"question {row['question_id']} (item {number}): {exc}")
-        row["reference_doc_ids"] = list(dict.fromkeys(resolved))
-        row["gold_spans"] = _gold_spans(row, collection)
+        try:
+            _resolve(row, collection)
+        except _Unresolved as exc:
+            problems.append(_problem(row, number, exc))
+        else:
+            kept.append(row)
+    if problems and not skip_unresolved:
+        _fail(problems)
     if problems:
-        more = f" (and {len(problems) - 1} more unresolved)" if len(problems) > 1 else ""
-        raise RagsweepError(problems[0] + more)
-    return pa.Table.from_pylist(rows, schema=TESTSET)
+        log.warning(
+            "skipped %d of %d questions whose references match no document; the first: %s",
+            len(problems),
+            len(rows),
+            problems[0],
+        )
+        if not kept:
+            raise RagsweepError(f"no question left: all {len(rows)} are unresolved")
+    return pa.Table.from_pylist(kept, schema=TESTSET)
+
+
+def check_references(testset: pa.Table, doc_ids: list[str]) -> None:
+    """Fail as ``resolve_testset`` would when a question's reference document id names none
+    of ``doc_ids``: a check needing no document text, so a question with a reference context
+    (which the texts may resolve) is left to ``resolve_testset``."""
+    collection = _Collection(pa.table({"doc_id": doc_ids, "text": [""] * len(doc_ids)}))
+    problems = []
+    for number, row in enumerate(testset.to_pylist(), 1):
+        if not row["reference_context"]:
+            try:
+                [collection.resolve(ref) for ref in row["reference_doc_ids"]]
+            except _Unresolved as exc:
+                problems.append(_problem(row, number, exc))
+    if problems:
+        _fail(problems)
+
+
+def _problem(row: dict, number: int, exc: _Unresolved) -> str:
+    head = row["question"] if len(row["question"]) <= 60 else row["question"][:57] + "..."
+    return f"question {row['question_id']} (item {number}, {head!r}): {exc}"
+
+
+def _fail(problems: list[str]) -> NoReturn:
+    others = len(problems) - 1
+    more = f" (and {others} more unresolved question{'s' * (others > 1)})" if others else ""
+    raise RagsweepError(
+        f"{problems[0]}{more}; `ragsweep run --skip-unresolved` leaves such questions out"
+    )
+
+
+def _resolve(row: dict, collection: _Collection) -> None:
+    """Resolve ``row``'s reference documents and locate its gold spans, in place."""
+    resolved, unresolved = [], []
+    for ref in row["reference_doc_ids"]:
+        try:
+            resolved.append(collection.resolve(ref))
+        except _Unresolved as exc:
+            unresolved.append(exc)
+    if row["reference_context"]:
+        spans = []
+        for named, block in _context_blocks(row["reference_context"]):
+            prefer = resolved
+            with suppress(_Unresolved):  # Giskard names its own index, not always our ids
+                prefer = [collection.resolve(named), *resolved] if named else resolved
+            spans.append(collection.find(block, prefer))
+        located = [span for span in spans if span]
+        if unresolved and not located:
+            raise _Unresolved(f"{unresolved[0]}, and its reference context is in no document")
+        resolved += [span["doc_id"] for span in located]
+    elif unresolved:
+        raise unresolved[0]
+    else:
+        spans = [
+            collection.span(doc_id, answer, unique=True)
+            for answer in row["reference_answers"]
+            for doc_id in resolved
+        ]
+        located = [span for span in spans if span]
+    if len(located) < len(spans):
+        log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
+    row["reference_doc_ids"] = list(dict.fromkeys(resolved))
+    row["gold_spans"] = list({tuple(span.values()): span for span in located}.values())
 
 
 # Giskard writes a reference context as "Document <id>: <text>" blocks joined by blank lines.
@@ -311,32 +486,3 @@ def _context_blocks(context: str) -> list[tuple[str | None, str]]:
     return [
         (mark.group(1), context[mark.end() : end]) for mark, end in zip(marks, ends, strict=True)
     ]
-
-
-def _gold_spans(row: dict, collection: _Collection) -> list[dict]:
-    doc_ids = row["reference_doc_ids"]
-    spans = []
-    if row["reference_context"]:
-        for named, block in _context_blocks(row["reference_context"]):
-            candidates = doc_ids
-            with suppress(_Unresolved):  # Giskard names its own chunk ids, not always ours
-                candidates = [collection.resolve(named), *doc_ids] if named else doc_ids
-            span = next(
-                (s for d in candidates if (s := _span(collection, d, block, unique=False))), None
-            )
-            spans.append(span)
-    else:
-        spans = [
-            _span(collection, doc_id, answer, unique=True)
-            for answer in row["reference_answers"]
-            for doc_id in doc_ids
-        ]
-    located = [span for span in spans if span]
-    if len(located) < len(spans):
-        log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
-    return list({tuple(span.values()): span for span in located}.values())
-
-
-def _span(collection: _Collection, doc_id: str, passage: str, unique: bool) -> dict | None:
-    found = locate(collection.texts[doc_id], passage, unique)
-    return {"doc_id": doc_id, "start": found[0], "end": found[1]} if found else None

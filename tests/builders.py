@@ -30,6 +30,7 @@ def make_testset(question_ids: list[str], documents: int = 10) -> pa.Table:
             "question_type": ["simple" if i % 2 else "complex" for i in range(n)],
             "topic": [TOPICS[i % 3] for i in range(n)],
             "conversation_history": ["[]"] * n,
+            "question_version": [f"{q}-v1" for q in question_ids],
         }
     )
 

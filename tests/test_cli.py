@@ -1,10 +1,15 @@
 """User mistakes on the command line: one clear line, a non-zero exit, no traceback."""
 
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from ragsweep.errors import RagsweepError
+from ragsweep.testset import load_testset
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
@@ -69,18 +74,80 @@ def test_leaderboard_of_a_folder_that_is_no_run(tmp_path):
     assert_user_error(ragsweep("leaderboard", str(tmp_path)), "no leaderboard.arrow")
 
 
-def test_unknown_document_id_fails_the_run_with_the_ingest_message(kb):
+def test_a_malformed_test_set_stops_the_run_before_the_pipeline_with_the_loaders_message(kb):
+    tmp, docs, _ = kb
+    bad = tmp / "bad.json"
+    bad.write_text('[{"question": "Q?",\n "correct_answers": ["A"], }]')
+    with pytest.raises(RagsweepError) as loader:
+        load_testset(str(bad))
+
+    started = time.perf_counter()
+    result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
+    print(f"malformed test set refused in {time.perf_counter() - started:.2f} s")
+
+    assert_user_error(result, str(loader.value))
+    assert not (tmp / "r").exists()
+
+
+def test_an_unknown_document_id_stops_the_run_before_the_pipeline(kb):
     tmp, docs, _ = kb
     bad = tmp / "bad.json"
     bad.write_text(
         '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["b.md"]}]'
     )
     result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
-    assert_user_error(result, "the pipeline failed")
-    assert "b.md" in result.stderr + result.stdout
+    assert_user_error(result, "(item 1, 'Q?'): reference document 'b.md' matches no document")
+    assert not (tmp / "r").exists()
+
+
+def test_a_docs_folder_without_documents_stops_the_run_before_the_pipeline(kb):
+    tmp, _, good = kb
+    (tmp / "empty").mkdir()
+    (tmp / "empty" / "notes.xyz").write_text("not a document type")
+    result = ragsweep("run", "--docs", str(tmp / "empty"), "--testset", str(good))
+    assert_user_error(result, "no documents found among 1 files", "supported types")
+
+
+def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(kb):
+    tmp, docs, _ = kb
+    native = tmp / "native.jsonl"
+    items = [
+        {"id": "found", "context": "Document 0: Tidewater listens on port 8443."},
+        {"id": "lost", "context": "Document 1: Nothing like this is in the documents."},
+    ]
+    native.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": item["id"],
+                    "question": "Which port?",
+                    "reference_answer": "8443",
+                    "reference_context": item["context"],
+                    "conversation_history": [],
+                    "metadata": {"question_type": "simple", "seed_document_id": n, "topic": "T"},
+                }
+            )
+            + "\n"
+            for n, item in enumerate(items)
+        )
+    )
+    args = ["run", "--docs", str(docs), "--testset", str(native), "--top-k", "1"]
+    args += ["--chunk-sizes", "64", "--search-types", "similarity", "--output", str(tmp / "r")]
+
+    failed = ragsweep(*args)
+    assert_user_error(failed, "the pipeline failed")
+    assert "question lost (item 2, 'Which port?'): reference document '1' matches no" in (
+        failed.stdout
+    )
     [run_dir] = (tmp / "r").iterdir()
     listed = ragsweep("runs").stdout  # the default store, in the test's data folder
     assert f"{run_dir.name:<28} failed" in listed
+
+    skipped = ragsweep(*args, "--skip-unresolved")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "skipped 1 of 2 questions whose references match no document" in skipped.stdout
+    [run_dir] = set((tmp / "r").iterdir()) - {run_dir}
+    assert (run_dir / "testset.jsonl").read_text().count("\n") == 1
 
 
 def test_convert_reports_malformed_json_with_its_position(tmp_path):
@@ -124,3 +191,23 @@ def test_baseline_without_a_store_is_refused(kb):
         "run", "--docs", str(docs), "--testset", str(good), "--no-store", "--baseline", "latest"
     )
     assert_user_error(result, "--baseline reads the results database")
+
+
+def test_preflight_lists_an_s3_prefix_and_checks_the_ids_without_reading_documents(s3, bucket):
+    from ragsweep.runner import preflight
+
+    s3.put_object(Bucket=bucket, Key="kb/guides/a.md", Body=b"Port 8443.")
+    s3.put_object(Bucket=bucket, Key="kb/logo.png", Body=b"\x89PNG")
+    item = {"question": "Port?", "correct_answers": ["8443"], "correct_answer_document_ids": []}
+    for name, doc_ids in [("good.json", ["a.md"]), ("bad.json", ["b.md"])]:
+        body = json.dumps([{**item, "correct_answer_document_ids": doc_ids}]).encode()
+        s3.put_object(Bucket=bucket, Key=f"sets/{name}", Body=body)
+
+    preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/good.json")
+    preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/bad.json", skip_unresolved=True)
+    with pytest.raises(RagsweepError, match="reference document 'b.md' matches no document"):
+        preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/bad.json")
+    with pytest.raises(RagsweepError, match="no documents found: it holds no files"):
+        preflight(f"s3://{bucket}/elsewhere", "")
+    with pytest.raises(RagsweepError, match="sets/missing.json"):
+        preflight(f"s3://{bucket}/kb", f"s3://{bucket}/sets/missing.json")

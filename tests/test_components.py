@@ -117,6 +117,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         scores=scores,
         answers=answers,
         questions=questions,
+        documents=documents,
         input_data_bucket_name="",
         input_data_key=str(docs),
         test_data_bucket_name="",

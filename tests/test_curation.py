@@ -35,11 +35,25 @@ def test_editing_changes_only_the_question_and_its_answers(giskard_set):
     table = edit_question(giskard_set, "q003", question="Which port?", answers=["7420", "TCP 7420"])
     before, after = giskard_set.to_pylist()[2], table.to_pylist()[2]
     assert after["question"] == "Which port?" and after["reference_answers"] == ["7420", "TCP 7420"]
-    unchanged = {k: v for k, v in before.items() if k not in ("question", "reference_answers")}
+    edited = ("question", "reference_answers", "question_version")
+    unchanged = {k: v for k, v in before.items() if k not in edited}
     assert {k: after[k] for k in unchanged} == unchanged
     assert table.to_pylist()[3] == giskard_set.to_pylist()[3]
     only_answer = edit_question(giskard_set, "q003", answers=["7420"]).to_pylist()[2]
     assert only_answer["question"] == before["question"]
+
+
+def test_an_edited_question_keeps_its_id_and_gets_a_new_version(giskard_set):
+    before = giskard_set.to_pylist()[2]
+    versions = {before["question_version"]}
+    for question, answers in [("Which port?", None), (None, ["7420"]), ("Which port?", ["7420"])]:
+        after = edit_question(giskard_set, "q003", question=question, answers=answers)
+        row = after.to_pylist()[2]
+        assert row["question_id"] == "q003"
+        versions.add(row["question_version"])
+    assert len(versions) == 4
+    same = edit_question(giskard_set, "q003", question=before["question"]).to_pylist()[2]
+    assert same["question_version"] == before["question_version"]
 
 
 def test_curation_mistakes_are_clear(giskard_set, tmp_path):

@@ -247,3 +247,160 @@ def test_oracle_ddl_compiles_with_native_json_zoned_timestamps_and_sized_strings
 def test_sqlite_keys_are_integer_primary_keys():
     ddl = str(CreateTable(store.runs).compile(dialect=sa.create_engine("sqlite://").dialect))
     assert "id INTEGER NOT NULL" in ddl
+
+
+# ---- question identity and test set names ----------------------------------------------------
+
+
+def test_question_versions_are_stored_with_the_results(url):
+    b = board()
+    engine = store.connect(url)
+    publish(engine, b)
+
+    results = store.load_results(engine, "run-1")
+
+    versions = results["question_version"].to_pylist()
+    assert None not in versions and versions == b.results["question_version"].to_pylist()
+    with engine.connect() as conn:
+        items = conn.execute(
+            sa.select(store.testset_items.c.question_id, store.testset_items.c.question_version)
+        ).all()
+    assert {q: v for q, v in items} == dict(
+        zip(b.results["question_id"].to_pylist(), versions, strict=True)
+    )
+
+
+def old_ddl(dialect) -> list[str]:
+    """The CREATE TABLE statements of the store as ragsweep wrote it before question_version."""
+    statements = []
+    for table in store.metadata.sorted_tables:
+        ddl = str(CreateTable(table).compile(dialect=dialect))
+        statements.append("\n".join(x for x in ddl.splitlines() if "question_version" not in x))
+    return statements
+
+
+def make_old_store(url, b) -> None:
+    """A store with one run ("old-run") as the old code wrote it, through its own columns."""
+    engine = sa.create_engine(url)
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    with engine.begin() as conn:
+        for statement in old_ddl(engine.dialect):
+            conn.execute(sa.text(statement))
+        conn.execute(store.meta_table.insert().values(name="store_version", setting="1"))
+        testset_id = conn.execute(
+            store.testsets.insert().values(name="/data/tests.json", created_at=now)
+        ).inserted_primary_key[0]
+        settings = store.settings_of(b.leaderboard)
+        run_pk = conn.execute(
+            store.runs.insert().values(
+                run_id="old-run",
+                sweep_key=settings["sweep_key"],
+                testset_id=testset_id,
+                status="succeeded",
+                finished_at=now,
+                settings=settings,
+            )
+        ).inserted_primary_key[0]
+        store._insert_leaderboard(conn, run_pk, b.leaderboard)
+        old_rows = [
+            {
+                "run_pk": run_pk,
+                "config_id": row["config_id"],
+                "question_id": row["question_id"],
+                "cluster_doc": row["cluster"],
+                "answer": row["answer"],
+                "retrieved_doc_ids": row["retrieved_doc_ids"],
+                "scores": {"answer_correctness": row["answer_correctness"]},
+            }
+            for row in b.results.to_pylist()
+        ]
+        conn.execute(store.results.insert(), old_rows)
+    engine.dispose()
+
+
+def test_a_store_made_before_question_versions_still_reads_and_takes_new_runs(url):
+    b = board()
+    make_old_store(url, b)
+
+    engine = store.connect(url)
+
+    old = store.load_results(engine, "old-run")
+    assert old["question_version"].null_count == old.num_rows == b.results.num_rows
+    assert old["answer_correctness"].to_pylist() == b.results["answer_correctness"].to_pylist()
+    assert store.load_leaderboard(engine, "old-run").num_rows == b.leaderboard.num_rows
+    publish(engine, b, "new-run")
+    assert store.load_results(engine, "new-run")["question_version"].null_count == 0
+    assert [r["run_id"] for r in store.list_runs(engine)] == ["new-run", "old-run"]
+
+
+def test_the_cli_reads_a_store_made_before_question_versions(tmp_path):
+    from test_cli import ragsweep
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    b = board()
+    make_old_store(url, b)
+
+    listed = ragsweep("runs", "--store", url)
+    shown = ragsweep("leaderboard", "old-run", "--store", url)
+    compared = ragsweep("compare", "old-run", "old-run", "--store", url)
+
+    assert listed.returncode == 0 and "old-run" in listed.stdout, listed.stderr
+    assert shown.returncode == 0 and f"{b.leaderboard.num_rows} configurations" in shown.stdout
+    assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr
+
+
+@pytest.mark.parametrize("name", ["", "   ", None])
+def test_a_test_set_without_a_name_is_refused_on_every_backend(url, name):
+    engine = store.connect(url)
+    with engine.begin() as conn, pytest.raises(RagsweepError, match="a test set needs a name"):
+        store.save_testset(conn, name, make_testset(["q1"]))
+    assert counts(engine)["ragsweep_testsets"] == 0
+
+
+def test_stored_test_sets_are_named_by_file_name_or_as_generated(url):
+    b = board()
+    given = b.leaderboard
+    settings = {**store.settings_of(given), "testset": ""}
+    generated = given.replace_schema_metadata({store.SETTINGS_KEY: store.json.dumps(settings)})
+    engine = store.connect(url)
+
+    publish(engine, b, "from-file")
+    publish(engine, type(b)(generated, b.results, b.breakdown, b.failures), "generated")
+
+    with engine.connect() as conn:
+        names = conn.execute(sa.select(store.testsets.c.name).order_by(store.testsets.c.id))
+        names = names.scalars().all()
+    assert names[0] == "testset.json"
+    assert re.fullmatch(r"generated-20261130-[0-9a-f]{8}", names[1])
+
+
+# ---- the sweep key ---------------------------------------------------------------------------
+
+
+def documents_table(texts: dict[str, str]):
+    import pyarrow as pa
+
+    from ragsweep.schemas import DOCUMENTS
+
+    rows = [{"doc_id": k, "source": k, "format": "md", "text": v} for k, v in texts.items()]
+    return pa.Table.from_pylist(rows, schema=DOCUMENTS)
+
+
+def test_the_sweep_key_follows_the_content_not_the_locations():
+    from ragsweep.settings import RunSettings
+
+    questions = make_testset(["q1", "q2", "q3"])
+    docs = documents_table({"a.md": "Alpha.", "b.md": "Beta."})
+
+    def key(docs_at="/data/docs", testset_at="/data/t.json", testset=questions, documents=docs):
+        return RunSettings(docs_at, testset_at).record(testset, documents)["sweep_key"]
+
+    moved_docs = documents_table({"old/b.md": "Beta.", "new/a.md": "Alpha."})
+    assert key() == key("/elsewhere/docs", "s3://bucket/t.json") == key(documents=moved_docs)
+    assert key() == key(testset=questions.take([2, 0, 1]))
+    edited_doc = documents_table({"a.md": "Alpha, edited.", "b.md": "Beta."})
+    assert key(documents=edited_doc) != key()
+    rows = questions.to_pylist()
+    rows[1]["question_version"] = "q2-v2"
+    assert key(testset=type(questions).from_pylist(rows, schema=questions.schema)) != key()
+    assert key(testset=questions.slice(0, 2)) != key()

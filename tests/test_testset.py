@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
@@ -10,7 +11,15 @@ import pytest
 
 from ragsweep.errors import RagsweepError
 from ragsweep.schemas import DOCUMENTS, TESTSET
-from ragsweep.testset import export_testset, load_testset, locate, resolve_testset
+from ragsweep.testset import (
+    check_references,
+    content_id,
+    export_testset,
+    load_testset,
+    locate,
+    resolve_testset,
+    stored_name,
+)
 
 AUTORAG = [
     {
@@ -80,7 +89,10 @@ def test_loads_autorag_json(tmp_path: Path) -> None:
 
     assert table.schema.equals(TESTSET)
     rows = table.to_pylist()
-    assert [row["question_id"] for row in rows] == ["q0001", "q0002"]
+    assert [row["question_id"] for row in rows] == [
+        content_id(item["question"], item["correct_answers"]) for item in AUTORAG
+    ]
+    assert all(len(row["question_id"]) == 14 and len(row["question_version"]) == 16 for row in rows)
     assert rows[0]["question"] == "How do I show defaults?"
     assert rows[0]["reference_answers"] == ["Use show_default=True.", "Pass show_default."]
     assert rows[1]["reference_doc_ids"] == ["api/types.md", "options.rst"]
@@ -143,7 +155,7 @@ def test_giskard_export_writes_the_first_answer_and_first_document(tmp_path: Pat
     path = export_testset(loaded, tmp_path / "out.jsonl")
 
     second = json.loads(path.read_text().splitlines()[1])
-    assert second["id"] == "q0002"
+    assert second["id"] == loaded["question_id"][1].as_py()
     assert second["reference_answer"] == "It clamps values to the range."
     assert second["metadata"]["seed_document_id"] == "api/types.md"
 
@@ -205,6 +217,12 @@ BAD_AUTORAG = [
         "t.json: record 1: field 'correct_answer_document_keys': "
         "expected a list of strings, got null",
     ),
+    (
+        '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": []},'
+        ' {"question": "R?", "correct_answers": ["B"], "correct_answer_document_ids": []},'
+        ' {"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["x"]}]',
+        "t.json: record 3: the same question and reference answers as record 1: remove one",
+    ),
 ]
 
 BAD_GISKARD = [
@@ -214,7 +232,16 @@ BAD_GISKARD = [
     ),
     ("\n\n", "t.jsonl: the test set is empty"),
     ('["not", "an", "object"]', "t.jsonl: line 1: expected an object, got list"),
-    ('{"question": "Q?", "reference_answer": "A"}', "t.jsonl: line 1: missing field 'id'"),
+    (
+        '{"id": ["a"], "question": "Q?", "reference_answer": "A"}',
+        "t.jsonl: line 1: field 'id': expected a string or a number, got list",
+    ),
+    (
+        '{"id": "a", "question": "Q?", "reference_answer": "A", '
+        '"metadata": {"seed_document_id": {"doc": 1}}}',
+        "t.jsonl: line 1: field 'metadata.seed_document_id': expected a string or a number, "
+        "got dict",
+    ),
     ('{"id": "a", "reference_answer": "A"}', "t.jsonl: line 1: missing field 'question'"),
     (
         '{"id": "a", "question": "Q?", "reference_answer": ""}',
@@ -302,7 +329,10 @@ def test_ambiguous_basename_is_an_error_listing_the_candidates(tmp_path: Path) -
     with pytest.raises(RagsweepError) as error:
         resolve_testset(testset, docs)
 
-    assert str(error.value).startswith("question q0001 (item 1): reference document 'types.md'")
+    qid = testset["question_id"][0].as_py()
+    assert str(error.value).startswith(
+        f"question {qid} (item 1, 'Q?'): reference document 'types.md'"
+    )
     assert "ambiguous" in str(error.value)
     assert "api/types.md, other/types.md" in str(error.value)
 
@@ -315,9 +345,10 @@ def test_unknown_reference_id_is_an_error_naming_question_and_id(tmp_path: Path)
         resolve_testset(testset, documents({"docs/a.md": "text"}))
 
     message = str(error.value)
-    assert message.startswith("question q0002 (item 2): reference document 'gone.md' matches no")
-    assert "e.g. 'docs/a.md'" in message
-    assert message.endswith("(and 1 more unresolved)")
+    qid = testset["question_id"][1].as_py()
+    assert message.startswith(f"question {qid} (item 2, 'Q?'): reference document 'gone.md'")
+    assert "matches no document" in message and "e.g. 'docs/a.md'" in message
+    assert message.endswith("; `ragsweep run --skip-unresolved` leaves such questions out")
 
 
 # ---- gold spans ------------------------------------------------------------------------------
@@ -387,3 +418,214 @@ def test_locate_maps_a_whitespace_insensitive_match_back_to_the_text() -> None:
     assert locate(text, "x") is None
     assert locate("ab ab", "ab", unique=True) is None
     assert locate("ab ab", "ab") == (0, 2)
+
+
+# ---- question identity -----------------------------------------------------------------------
+
+
+def test_inserting_a_question_at_the_top_moves_no_other_id(tmp_path: Path) -> None:
+    before = load_testset(write_json(tmp_path / "a.json", AUTORAG))
+    new = autorag_item(["A new answer."], ["new.md"])
+
+    after = load_testset(write_json(tmp_path / "b.json", [new, *AUTORAG]))
+
+    ids = after["question_id"].to_pylist()
+    assert ids[1:] == before["question_id"].to_pylist() and ids[0] not in ids[1:]
+    assert after["question_version"].to_pylist()[1:] == before["question_version"].to_pylist()
+
+
+def test_a_changed_reference_is_a_new_version_of_the_same_question(tmp_path: Path) -> None:
+    moved = [AUTORAG[0], {**AUTORAG[1], "correct_answer_document_ids": ["api/types.md"]}]
+
+    before = load_testset(write_json(tmp_path / "a.json", AUTORAG)).to_pylist()
+    after = load_testset(write_json(tmp_path / "b.json", moved)).to_pylist()
+
+    assert [r["question_id"] for r in after] == [r["question_id"] for r in before]
+    assert after[0]["question_version"] == before[0]["question_version"]
+    assert after[1]["question_version"] != before[1]["question_version"]
+
+
+def test_giskard_ids_are_kept_and_context_or_history_change_the_version(tmp_path: Path) -> None:
+    edited = [GISKARD[0], {**GISKARD[1], "conversation_history": []}]
+    context = [{**GISKARD[0], "reference_context": "It listens on 8080."}, GISKARD[1]]
+
+    versions = [
+        load_testset(write_jsonl(tmp_path / f"{n}.jsonl", items))["question_version"].to_pylist()
+        for n, items in enumerate([GISKARD, edited, context])
+    ]
+
+    assert versions[1][0] == versions[0][0] and versions[1][1] != versions[0][1]
+    assert versions[2][0] != versions[0][0] and versions[2][1] == versions[0][1]
+
+
+def test_giskard_item_without_an_id_gets_one_from_its_content(tmp_path: Path) -> None:
+    item = {"question": "Q?", "reference_answer": "A.", "id": None}
+
+    [row] = load_testset(write_jsonl(tmp_path / "t.jsonl", [item])).to_pylist()
+
+    assert row["question_id"] == content_id("Q?", ["A."])
+
+
+# ---- Giskard-native test sets (QATestset.save: knowledge-base indexes, Document N: blocks) ----
+
+SERVER = "The server listens on port 8080.\n\nWith TLS enabled it uses 8443."
+OPS = "Logs go to stdout.\n\nSet LOG_LEVEL to debug for more."
+
+
+def native_item(qid: str, context: str, seed: object = 12) -> dict:
+    return {
+        "id": qid,
+        "question": f"Question {qid}?",
+        "reference_answer": "An answer.",
+        "reference_context": context,
+        "conversation_history": [],
+        "metadata": {"question_type": "simple", "seed_document_id": seed, "topic": "Ops"},
+    }
+
+
+def test_integer_seed_resolves_to_the_document_holding_the_reference_context(
+    tmp_path: Path,
+) -> None:
+    items = [
+        native_item("a", "Document 12: With TLS enabled it uses 8443."),
+        native_item("b", "Document 3: Set   LOG_LEVEL to\ndebug for more.", seed=3.0),
+        native_item("c", "Document 7: Logs go to stdout.", seed="7b0e-uuid"),
+    ]
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", items))
+    assert testset["reference_doc_ids"].to_pylist() == [["12"], ["3.0"], ["7b0e-uuid"]]
+
+    resolved = resolve_testset(testset, documents({"server.md": SERVER, "ops/logs.md": OPS}))
+
+    assert resolved["reference_doc_ids"].to_pylist() == [
+        ["server.md"],
+        ["ops/logs.md"],
+        ["ops/logs.md"],
+    ]
+    texts = {"server.md": SERVER, "ops/logs.md": OPS}
+    spans = [s for row in resolved["gold_spans"].to_pylist() for s in row]
+    assert [texts[s["doc_id"]][s["start"] : s["end"]] for s in spans] == [
+        "With TLS enabled it uses 8443.",
+        "Set LOG_LEVEL to debug for more.",
+        "Logs go to stdout.",
+    ]
+
+
+def test_a_context_over_two_documents_gives_two_reference_documents(tmp_path: Path) -> None:
+    context = "Document 4: The server listens on port 8080.\n\nDocument 9: Logs go to stdout."
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", [native_item("a", context, 4)]))
+
+    resolved = resolve_testset(testset, documents({"server.md": SERVER, "ops/logs.md": OPS}))
+
+    assert resolved["reference_doc_ids"].to_pylist() == [["server.md", "ops/logs.md"]]
+    assert [s["doc_id"] for s in resolved["gold_spans"][0].as_py()] == ["server.md", "ops/logs.md"]
+
+
+def test_a_context_found_nowhere_is_one_error_naming_the_question_and_counting_others(
+    tmp_path: Path,
+) -> None:
+    items = [
+        native_item("ok", "Document 1: Logs go to stdout."),
+        native_item("lost", "Document 2: Not in any document."),
+        native_item("gone", "Document 3: Nor this one."),
+    ]
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", items))
+
+    with pytest.raises(RagsweepError) as error:
+        resolve_testset(testset, documents({"server.md": SERVER, "ops/logs.md": OPS}))
+
+    message = str(error.value)
+    assert message.startswith("question lost (item 2, 'Question lost?'): reference document '12'")
+    assert "and its reference context is in no document" in message
+    assert "(and 1 more unresolved question)" in message and "--skip-unresolved" in message
+
+
+def test_skip_unresolved_leaves_those_questions_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    keyed = {**native_item("keyed", "", seed="server.md"), "reference_context": None}
+    items = [
+        native_item("ok", "Document 1: Logs go to stdout."),
+        native_item("lost", "Document 2: Not in any document."),
+        keyed,
+    ]
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", items))
+    docs = documents({"server.md": SERVER, "ops/logs.md": OPS})
+
+    with caplog.at_level("WARNING", logger="ragsweep"):
+        resolved = resolve_testset(testset, docs, skip_unresolved=True)
+
+    assert resolved["question_id"].to_pylist() == ["ok", "keyed"]
+    assert "skipped 1 of 3 questions whose references match no document" in caplog.text
+    assert "question lost (item 2" in caplog.text
+    with pytest.raises(RagsweepError, match="no question left: all 1 are unresolved"):
+        resolve_testset(testset.slice(1, 1), docs, skip_unresolved=True)
+
+
+def test_check_references_needs_only_the_keys_and_leaves_contexts_to_the_texts(
+    tmp_path: Path,
+) -> None:
+    items = [native_item("native", "Document 1: Logs go to stdout.")]
+    items.append({**native_item("keyed", ""), "reference_context": None})
+    items[1]["metadata"]["seed_document_id"] = "logs.md"
+    testset = load_testset(write_jsonl(tmp_path / "t.jsonl", items))
+
+    check_references(testset, ["server.md", "ops/logs.md"])  # by basename; context unchecked
+    with pytest.raises(RagsweepError, match=r"question keyed \(item 2.*'logs.md' matches no"):
+        check_references(testset, ["server.md"])
+
+
+def test_stored_names_come_from_the_file_or_the_generated_content(tmp_path: Path) -> None:
+    testset = load_testset(write_json(tmp_path / "t.json", AUTORAG))
+    day = date(2026, 11, 30)
+
+    assert stored_name(str(tmp_path / "faq.json"), testset, day) == "faq.json"
+    assert stored_name("s3://bucket/sets/faq.jsonl", testset, day) == "faq.jsonl"
+    generated = stored_name("", testset, day)
+    assert generated.startswith("generated-20261130-") and len(generated) == len("generated-") + 17
+    assert stored_name("", testset.slice(0, 1), day) != generated
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> None:
+    """examples/testset-giskard-native.jsonl is what giskard's QATestset.save wrote for the
+    example questions over another tool's paragraph chunks (examples/make_giskard_native.py):
+    integer seeds, ``Document N:`` contexts, HTML and PDF text with white space collapsed."""
+    from ragsweep.embedcache import EmbeddingCache
+    from ragsweep.sources import read_documents
+    from ragsweep.space import SearchSpace
+    from ragsweep.sweep import build_chunks, evaluate, retrieve
+
+    docs = read_documents(str(EXAMPLES / "docs")).table
+    native_file = EXAMPLES / "testset-giskard-native.jsonl"
+    assert '"seed_document_id":349' in native_file.read_text().splitlines()[0]
+    native = resolve_testset(load_testset(str(native_file)), docs)
+    keyed = resolve_testset(load_testset(str(EXAMPLES / "testset.jsonl")), docs)
+    references = {row["question"]: row["reference_doc_ids"] for row in keyed.to_pylist()}
+    shared = [row for row in native.to_pylist() if row["question"] in references]
+    assert len(shared) == keyed.num_rows == native.num_rows - 2
+    assert all(row["reference_doc_ids"] == references[row["question"]] for row in shared)
+    doubles = [row for row in native.to_pylist() if row["question_type"] == "double"]
+    assert [len(row["reference_doc_ids"]) for row in doubles] == [2, 2]
+
+    space = SearchSpace(chunk_sizes=(128,), top_ks=(3,), search_types=("similarity",))
+    [chunk_config] = space.chunk_configs()
+    cache = EmbeddingCache()
+    chunks = build_chunks(docs, chunk_config, cache)
+
+    def context_correctness(testset: pa.Table) -> float:
+        retrievals = retrieve(chunks, testset, space, chunk_config, cache)
+        _, scores = evaluate(retrievals, testset, space.all_configs(), "context_correctness")
+        values = scores["context_correctness"].to_pylist()
+        return sum(values) / len(values)
+
+    shared_ids = pa.array([row["question_id"] for row in shared])
+    on_native = context_correctness(
+        native.filter(pa.compute.is_in(native["question_id"], shared_ids))
+    )
+    on_keyed = context_correctness(keyed)
+    on_all = context_correctness(native)
+    print(f"context correctness: keyed {on_keyed:.3f}, native {on_native:.3f} ({on_all:.3f} all)")
+    assert on_native == pytest.approx(on_keyed)
+    assert abs(on_all - on_keyed) < 0.05
