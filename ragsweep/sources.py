@@ -385,13 +385,7 @@ def read_documents(uri: str) -> DocumentSet:
 
     documents = DocumentSet(pa.Table.from_pylist(rows, schema=DOCUMENTS), skipped)
     if not rows:
-        types = " ".join(sorted(EXTRACTORS))
-        raise RagsweepError(
-            f"{uri}: no documents found among {len(files)} files ({documents.skip_counts()}); "
-            f"supported types: {types}"
-            if files
-            else f"{uri}: no documents found: it holds no files"
-        )
+        raise _no_documents(uri, len(files), documents.skip_counts())
     log.log(logging.WARNING if len(rows) < len(files) else logging.INFO, documents.summary())
     return documents
 
@@ -402,14 +396,17 @@ def document_keys(uri: str) -> list[str]:
     files, _ = _s3_files(uri) if uri.startswith("s3://") else _local_files(uri)
     keys = [doc_id for doc_id, _ in files if _suffix(doc_id) in EXTRACTORS]
     if not keys:
-        types = " ".join(sorted(EXTRACTORS))
-        raise RagsweepError(
-            f"{uri}: no documents found among {len(files)} files ({len(files)} unsupported "
-            f"type); supported types: {types}"
-            if files
-            else f"{uri}: no documents found: it holds no files"
-        )
+        raise _no_documents(uri, len(files), f"{len(files)} unsupported type")
     return keys
+
+
+def _no_documents(uri: str, files: int, skipped: str) -> RagsweepError:
+    if not files:
+        return RagsweepError(f"{uri}: no documents found: it holds no files")
+    types = " ".join(sorted(EXTRACTORS))
+    return RagsweepError(
+        f"{uri}: no documents found among {files} files ({skipped}); supported types: {types}"
+    )
 
 
 def _suffix(name: str) -> str:
