@@ -37,6 +37,7 @@ from ragsweep.llm import LLMSettings
 from ragsweep.retrieval import Index, rank_chunks
 from ragsweep.schemas import ANSWERS, SCORES
 from ragsweep.space import SearchSpace, chunk_config_from
+from ragsweep.stores import DEFAULT_STORE, IndexSpec, open_store
 
 log = logging.getLogger("ragsweep")
 
@@ -85,11 +86,15 @@ def retrieve(
     doc_ids = chunks.column("doc_id").to_pylist()
     questions = [with_history(q, h) for q, h in asked(testset)]
     question_ids = testset.column("question_id").to_pylist()
+    chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))
+    store = open_store(DEFAULT_STORE, chunk_config["chunk_config_id"])
+    store.create(chunk_vectors, texts, IndexSpec())
     index = Index(
+        store=store,
         question_vectors=cache.embed(
             chunk_config["embedding_model"], questions, chunk_config.get("query_prefix", "")
         ),
-        chunk_vectors=np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False)),
+        chunk_vectors=chunk_vectors,
         questions=questions,
         chunk_texts=texts,
     )
@@ -105,7 +110,7 @@ def retrieve(
         ranking = rankings[search_of(config)][:, : config["top_k"]]
         rows["config_id"] += [config["config_id"]] * len(question_ids)
         rows["question_id"] += question_ids
-        rows["retrieved_chunk_ids"] += ranking.tolist()
+        rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
     picked = rows["retrieved_chunk_ids"]
     rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
     offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)

@@ -1,6 +1,7 @@
 import numpy as np
 
-from ragsweep.retrieval import Index, bm25, rank_chunks
+from ragsweep.retrieval import BM25, Index, rank_chunks
+from ragsweep.stores import IndexSpec, open_store
 
 
 def unit(rows):
@@ -9,7 +10,10 @@ def unit(rows):
 
 
 def index(questions, chunks, question_texts=None, chunk_texts=None):
+    store = open_store("memory", "test")
+    store.create(unit(chunks), chunk_texts or [""] * len(chunks), IndexSpec())
     return Index(
+        store=store,
         question_vectors=unit(questions),
         chunk_vectors=unit(chunks),
         questions=question_texts or [""] * len(questions),
@@ -65,9 +69,10 @@ def test_hybrid_finds_the_chunk_with_the_exact_rare_term_that_vectors_miss():
 
 
 def test_bm25_scores_rarer_matching_terms_higher_and_unmatched_zero():
-    scores = bm25(
-        ["backup retention days"],
-        ["retention is 30 days", "backup", "days days days", "nothing relevant"],
+    scores = (
+        BM25(["retention is 30 days", "backup", "days days days", "nothing relevant"])
+        .scores(["backup retention days"])
+        .toarray()
     )
     assert scores.shape == (1, 4)
     assert scores[0, 3] == 0
@@ -89,7 +94,7 @@ GERMAN = [
 
 def test_bm25_finds_a_german_rare_term_whatever_its_case_and_accents():
     for query in ("Wie lange ist die Aufbewahrungsfrist?", "AUFBEWAHRUNGSFRIST geloschte Dateien"):
-        scores = bm25([query], GERMAN)[0]
+        scores = BM25(GERMAN).scores([query]).toarray()[0]
         assert scores.argmax() == 2 and scores[1] == 0  # no German stop words: "die" counts
 
 
@@ -103,5 +108,5 @@ def test_hybrid_finds_the_german_chunk_with_the_rare_term_that_vectors_miss():
 
 def test_bm25_matches_chinese_queries_on_character_pairs():
     chunks = ["默认端口是8443。", "管理控制台使用9000端口。", "备份保留30天。"]
-    scores = bm25(["管理控制台用哪个端口？"], chunks)[0]
+    scores = BM25(chunks).scores(["管理控制台用哪个端口？"]).toarray()[0]
     assert scores.argmax() == 1 and scores[2] == 0
