@@ -1,5 +1,6 @@
 """Shared fixtures. S3: a real moto server on 127.0.0.1 speaking HTTP to real boto3 clients.
-PostgreSQL: a real server started from the Debian package's binaries."""
+PostgreSQL: a real server started from the Debian package's binaries, and one with pgvector
+started by the ``pgserver`` package."""
 
 from __future__ import annotations
 
@@ -126,6 +127,28 @@ def postgres_server() -> Iterator[str]:
     finally:
         pg("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """A real PostgreSQL server with the pgvector extension (the ``pgserver`` package bundles
+    both), in a temporary folder for the session, listening on a unix socket; its URL.
+    Stopped and deleted at the end."""
+    pgserver = pytest.importorskip("pgserver")
+    home = Path(tempfile.mkdtemp(prefix="ragsweep-pgv-"))
+    server = pgserver.get_server(home / "data", cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """RAGSWEEP_PGVECTOR_URL set to the pgvector server for the test."""
+    monkeypatch.setenv("RAGSWEEP_PGVECTOR_URL", pgvector_server)
+    return pgvector_server
 
 
 TEST_API_KEY = "sk-test-do-not-leak-8d41"

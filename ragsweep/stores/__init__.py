@@ -24,6 +24,8 @@ from ragsweep.errors import RagsweepError
 # store name -> "module:class", imported only when used (each store has its own client)
 STORES = {
     "memory": "ragsweep.stores.memory:MemoryStore",
+    "pgvector": "ragsweep.stores.pgvector:PgvectorStore",
+    "oracle": "ragsweep.stores.oracle:OracleStore",
 }
 DEFAULT_STORE = "memory"
 DISTANCES = ("cosine", "dot", "euclidean")
