@@ -151,6 +151,45 @@ def pgvector_url(pgvector_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return pgvector_server
 
 
+def oracle_test_settings() -> dict[str, str] | None:
+    """The Oracle server to test against, from RAGSWEEP_TEST_ORACLE_DSN: the results store's
+    SQLAlchemy URL (oracle+oracledb://user:pw@host:1521/?service_name=FREEPDB1), or a plain
+    connect string with RAGSWEEP_TEST_ORACLE_USER and RAGSWEEP_TEST_ORACLE_PASSWORD. None
+    when unset."""
+    found = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
+    if not found:
+        return None
+    if "://" not in found:
+        return {
+            "RAGSWEEP_ORACLE_DSN": found,
+            "RAGSWEEP_ORACLE_USER": os.environ.get("RAGSWEEP_TEST_ORACLE_USER", ""),
+            "RAGSWEEP_ORACLE_PASSWORD": os.environ.get("RAGSWEEP_TEST_ORACLE_PASSWORD", ""),
+        }
+    import sqlalchemy as sa
+
+    url = sa.make_url(found)
+    service = url.query.get("service_name") or url.database or ""
+    return {
+        "RAGSWEEP_ORACLE_DSN": f"{url.host}:{url.port or 1521}/{service}",
+        "RAGSWEEP_ORACLE_USER": url.username or "",
+        "RAGSWEEP_ORACLE_PASSWORD": url.password or "",
+    }
+
+
+@pytest.fixture
+def oracle_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """RAGSWEEP_ORACLE_* set to the test server for the test; skipped without one."""
+    settings = oracle_test_settings()
+    if settings is None:
+        pytest.skip("set RAGSWEEP_TEST_ORACLE_DSN to test against an Oracle server")
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    for name in ("RAGSWEEP_ORACLE_WALLET_DIR", "RAGSWEEP_ORACLE_WALLET_PASSWORD"):
+        if os.environ.get(name.replace("RAGSWEEP_", "RAGSWEEP_TEST_")):
+            monkeypatch.setenv(name, os.environ[name.replace("RAGSWEEP_", "RAGSWEEP_TEST_")])
+    return settings
+
+
 TEST_API_KEY = "sk-test-do-not-leak-8d41"
 
 

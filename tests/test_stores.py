@@ -92,8 +92,14 @@ def test_an_unknown_store_or_distance_is_refused_with_the_choices():
         open_store("memory", "c", "manhattan")
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "pgvector", "oracle"])
 def store_name(request):
+    """Each store, its connection set up: pgvector on a pgserver-started PostgreSQL, Oracle
+    when RAGSWEEP_TEST_ORACLE_DSN names a server (else skipped)."""
+    if request.param == "pgvector":
+        request.getfixturevalue("pgvector_url")
+    elif request.param == "oracle":
+        request.getfixturevalue("oracle_env")
     return request.param
 
 

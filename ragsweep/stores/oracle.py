@@ -341,9 +341,11 @@ def nearest_statement(table: str, metric: str, index: IndexSpec, k: int) -> str:
 
 
 def text_query(question: str) -> str | None:
-    """An Oracle Text query matching any of the question's words (``words``), ACCUM-ulated
-    so chunks holding more of them rank higher; each word escaped in braces (words hold
-    only letters, marks and digits, so never a brace). None when the question has no word."""
+    """An Oracle Text query matching any of the question's words (``words``: English stop
+    words dropped, as BM25 here does), ACCUM-ulated so chunks holding more of them rank
+    higher; each word escaped in braces (a word holds letters, marks, digits and inner
+    ``._-``, never a brace; Oracle Text reads ``{click.group}`` as the phrase "click group").
+    None when the question has no word."""
     terms, length = [], 0
     for word in dict.fromkeys(words(question)):
         term = "{" + word + "}"

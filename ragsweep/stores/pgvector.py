@@ -39,6 +39,7 @@ from psycopg.types import TypeInfo
 from ragsweep.errors import RagsweepError
 from ragsweep.store import safe_url
 from ragsweep.stores import Hits, IndexSpec
+from ragsweep.text import STOPWORDS
 
 ENV = "RAGSWEEP_PGVECTOR_URL"
 CONNECT_TIMEOUT_S = 10
@@ -70,14 +71,16 @@ CREATE_IVF = (
 SET_HNSW = "SET hnsw.ef_search = {ef_search}"
 SET_IVF = "SET ivfflat.probes = {nprobe}"
 NEAREST = "SELECT id, embedding {op} %(q)s AS distance FROM {table} ORDER BY distance LIMIT %(k)s"
-# OR of the question's words as PostgreSQL's 'simple' parser splits the texts (each lexeme
-# quoted for tsquery input: quotes doubled, backslashes escaped), ranked by cover density
+# OR of the question's words as PostgreSQL's 'simple' parser splits the texts, less the
+# English stop words the library's BM25 drops too (each lexeme quoted for tsquery input:
+# quotes doubled, backslashes escaped), ranked by cover density
 KEYWORDS = r"""
 SELECT id, ts_rank_cd(tsv, query) AS score
 FROM {table}, (
     SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')
            ::tsquery AS query
     FROM unnest(tsvector_to_array(to_tsvector('simple', %(q)s))) AS lexeme
+    WHERE lexeme <> ALL (%(stop)s)
 ) AS asked
 WHERE tsv @@ query
 ORDER BY score DESC, id
@@ -154,10 +157,12 @@ class PgvectorStore:
 
     def keyword_search(self, queries: list[str], k: int) -> Hits:
         """Each query's ``k`` best chunks by PostgreSQL full text: the chunks holding any of
-        its words, ranked by ``ts_rank_cd``."""
+        its words (English stop words left out, as BM25 here does), ranked by ``ts_rank_cd``
+        (term frequency and proximity; unlike BM25, no inverse document frequency)."""
         statement = sql.SQL(KEYWORDS).format(table=sql.Identifier(self.table))
         with self.connect() as conn:
-            rows = fetch_each(conn, statement, [{"q": q, "k": k} for q in queries])
+            stop = sorted(STOPWORDS)
+            rows = fetch_each(conn, statement, [{"q": q, "k": k, "stop": stop} for q in queries])
         return to_hits(rows, k, lambda score: score)
 
     def drop(self) -> None:
