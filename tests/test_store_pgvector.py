@@ -173,3 +173,14 @@ def test_collection_names_become_distinct_identifiers():
     long_a, long_b = "x" * 80 + "a", "x" * 80 + "b"
     assert len(table_name(long_a)) == 63 and table_name(long_a) != table_name(long_b)
     assert PgvectorStore.INDEXES.keys() == {"exact", "hnsw", "ivf"}
+
+
+def test_a_database_error_is_a_clear_error_naming_the_collection(pgvector_url):
+    store = open_store("pgvector", "t_wide")
+    wide = unit(np.random.default_rng(1), 3, dim=2001)  # HNSW indexes take at most 2000
+    with pytest.raises(RagsweepError) as raised:
+        store.create(wide, ["a", "b", "c"], IndexSpec("hnsw"))
+    message = str(raised.value)
+    assert message.startswith("vector store pgvector: collection table ragsweep_t_wide in ")
+    assert "2000 dimensions" in message
+    store.drop()

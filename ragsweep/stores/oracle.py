@@ -226,7 +226,8 @@ class OracleStore:
 
     @contextmanager
     def connect(self) -> Iterator[oracledb.Connection]:
-        """A connection; a clear error, without the password, when it cannot be made."""
+        """A connection; a database error is a clear one naming the server, without the
+        password."""
         settings = self.settings
         try:
             conn = oracledb.connect(**settings)
@@ -237,7 +238,13 @@ class OracleStore:
                 f"{scrub(exc, settings)}"
             ) from None
         with conn:
-            yield conn
+            try:
+                yield conn
+            except oracledb.DatabaseError as exc:
+                raise RagsweepError(
+                    f"vector store oracle: collection table {self.table} in {settings['dsn']}: "
+                    f"{scrub(exc, settings)}"
+                ) from None
 
     def _create_vector_index(self, cur: oracledb.Cursor, kind: str, params: dict) -> None:
         metric, _ = METRICS[self.distance]

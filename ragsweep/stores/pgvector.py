@@ -173,19 +173,19 @@ class PgvectorStore:
     @contextmanager
     def connect(self) -> Iterator[psycopg.Connection]:
         """A connection (committed on leaving) able to send numpy vectors as ``vector``; a
-        clear error, with the password hidden, when the server or the extension is missing."""
+        database error is a clear one naming the server, its password hidden."""
         where = safe_url(self.url)
         try:
             conn = psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
-            reason = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "", self.url)
             raise RagsweepError(
-                f"vector store pgvector: cannot connect to {where} (from {ENV}): {reason}"
+                f"vector store pgvector: cannot connect to {where} (from {ENV}): "
+                f"{reason(exc, self.url)}"
             ) from None
         with conn:
             try:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except psycopg.errors.FeatureNotSupported:
+            except (psycopg.errors.FeatureNotSupported, psycopg.errors.UndefinedFile):
                 raise RagsweepError(
                     f"vector store pgvector: the pgvector extension is not installed in {where}; "
                     "install it on the server (https://github.com/pgvector/pgvector#installation)"
@@ -196,7 +196,13 @@ class PgvectorStore:
                     "ask the database owner to run CREATE EXTENSION vector"
                 ) from None
             register_vector(conn)
-            yield conn
+            try:
+                yield conn
+            except psycopg.Error as exc:
+                raise RagsweepError(
+                    f"vector store pgvector: collection table {self.table} in {where}: "
+                    f"{reason(exc, self.url)}"
+                ) from None
 
     def _spec(self, conn: psycopg.Connection) -> IndexSpec:
         """The collection's index, as ``create`` recorded it in the table's comment."""
@@ -278,10 +284,11 @@ def to_hits(rows: list[list[tuple]], k: int, to_score: Any) -> Hits:
     return out
 
 
-def scrub(text: str, url: str) -> str:
-    """``text`` without the URL's password."""
+def reason(exc: Exception, url: str) -> str:
+    """The first line of a database error, without the URL's password."""
     from sqlalchemy import make_url
 
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     try:
         password = make_url(url).password
     except Exception:
