@@ -6,7 +6,7 @@ import pytest
 from conftest import free_port
 
 from ragsweep.errors import RagsweepError
-from ragsweep.retrieval import BM25
+from ragsweep.retrieval import BM25, Index, rank_chunks
 from ragsweep.stores import IndexSpec, open_store
 from ragsweep.stores.memory import MemoryStore
 from ragsweep.stores.pgvector import PgvectorStore, table_name
@@ -184,3 +184,26 @@ def test_a_database_error_is_a_clear_error_naming_the_collection(pgvector_url):
     assert message.startswith("vector store pgvector: collection table ragsweep_t_wide in ")
     assert "2000 dimensions" in message
     store.drop()
+
+
+def test_every_search_type_runs_over_pgvector_as_over_the_memory_store(pgvector_url):
+    rng = np.random.default_rng(5)
+    vectors, queries = unit(rng, len(TEXTS)), unit(rng, 3)
+    questions = ["named options", "group of commands", "CliRunner"]
+    memory = MemoryStore("m", "cosine")
+    memory.create(vectors, TEXTS, IndexSpec())
+    pg = open_store("pgvector", "t_search_types")
+    pg.create(vectors, TEXTS, IndexSpec())
+    try:
+        on_pg = Index(pg, queries, vectors, questions, TEXTS)
+        on_memory = Index(memory, queries, vectors, questions, TEXTS)
+        for search_type in ("similarity", "mmr"):
+            assert (
+                rank_chunks(on_pg, search_type, 3) == rank_chunks(on_memory, search_type, 3)
+            ).all()
+        # hybrid fuses pgvector's own full-text ranking: every chunk it ranks is a real one
+        fused = rank_chunks(on_pg, "hybrid", 5)
+        assert fused.shape == (3, 5) and ((fused >= 0) & (fused < len(TEXTS))).all()
+        assert on_pg.keywords(5).ids[2, 0] == 4  # "CliRunner" is only in chunk 4
+    finally:
+        pg.drop()
