@@ -182,6 +182,8 @@ def test_a_new_handle_searches_a_collection_another_created(oracle_env):
         found = again.search(queries, 5)
         assert again.index.kind == "hnsw" and again.index.params["ef_search"] == 64
         assert (found.ids == first.search(queries, 5).ids).all()
+        with pytest.raises(RagsweepError, match="indexed for dot distance, not cosine"):
+            open_store("oracle", "t_shared", "cosine").search(queries, 5)
     finally:
         first.drop()
     with pytest.raises(RagsweepError, match="no collection table RAGSWEEP_T_SHARED"):

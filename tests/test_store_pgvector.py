@@ -70,6 +70,8 @@ def test_a_new_handle_searches_a_collection_another_created(pgvector_url, data):
         found = again.search(queries, 5)
         assert again.index == IndexSpec("ivf", {"nlist": 8, "nprobe": 8})
         assert (found.ids == first.search(queries, 5).ids).all()
+        with pytest.raises(RagsweepError, match="indexed for dot distance, not cosine"):
+            open_store("pgvector", "t_shared", "cosine").search(queries, 5)
     finally:
         first.drop()
     with pytest.raises(RagsweepError, match="no collection table ragsweep_t_shared"):
@@ -79,7 +81,7 @@ def test_a_new_handle_searches_a_collection_another_created(pgvector_url, data):
 def test_fewer_chunks_than_k_leave_the_rest_empty(pgvector_url, data):
     vectors, queries = data
     store = open_store("pgvector", "t_few")
-    store.create(vectors[:4], ["a", "b", "c", "d"], IndexSpec())
+    store.create(vectors[:4], ["a", "b\x00", "c", "d"], IndexSpec())  # PostgreSQL text: no NUL
     try:
         hits = store.search(queries[:2], 6)
     finally:

@@ -186,7 +186,12 @@ class OracleStore:
             if index.kind != "exact":
                 self._create_vector_index(cur, index.kind, params)
             self.text_index = self._create_text_index(cur)
-            spec = {"kind": index.kind, "params": params, "text_index": self.text_index}
+            spec = {
+                "kind": index.kind,
+                "params": params,
+                "distance": self.distance,
+                "text_index": self.text_index,
+            }
             comment = json.dumps(spec).replace("'", "''")
             cur.execute(render("comment", table=self.table, comment=comment))
         self.index = IndexSpec(index.kind, params)
@@ -291,6 +296,11 @@ class OracleStore:
                     f"{self.settings['dsn']}; create it first"
                 )
             spec = json.loads(found[0])
+            if spec.get("distance", self.distance) != self.distance:
+                raise RagsweepError(
+                    f"vector store oracle: collection table {self.table} was indexed for "
+                    f"{spec['distance']} distance, not {self.distance}"
+                )
             self.index = IndexSpec(spec["kind"], spec["params"])
             self.text_index = bool(spec.get("text_index"))
         return self.index

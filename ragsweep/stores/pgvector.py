@@ -124,7 +124,7 @@ class PgvectorStore:
             with conn.cursor().copy(sql.SQL(COPY_ROWS).format(table=table)) as copy:
                 copy.set_types(["int4", "vector", "text"])
                 for i, (vector, text) in enumerate(zip(vectors, texts, strict=True)):
-                    copy.write_row((i, vector, text))
+                    copy.write_row((i, vector, text.replace("\x00", "")))  # text holds no NUL
             conn.execute(sql.SQL(CREATE_TEXT_INDEX).format(name=self._index("tsv"), table=table))
             if index.kind != "exact":
                 _, opclass, _ = OPERATORS[self.distance]
@@ -215,6 +215,11 @@ class PgvectorStore:
                     f"{safe_url(self.url)}; create it first"
                 )
             spec = json.loads(comment)
+            if spec.get("distance", self.distance) != self.distance:
+                raise RagsweepError(
+                    f"vector store pgvector: collection table {self.table} was indexed for "
+                    f"{spec['distance']} distance, not {self.distance}"
+                )
             self.index = IndexSpec(spec["kind"], spec["params"])
         return self.index
 
