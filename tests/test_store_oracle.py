@@ -56,10 +56,10 @@ def test_every_statement_renders_and_binds_only_what_the_code_supplies():
         rendered[searches[kind]] = store.nearest_statement(table, "EUCLIDEAN", spec, 10)
     assert rendered.keys() == store.SQL.keys()
     supplied = {
-        "insert": {"id", "embedding", "text"},
+        "insert": {"chunk_id", "embedding", "chunk_text"},
         "keywords": {"text_query", "k"},
         "read_comment": {"table_name"},
-        **{name: {"query", "k"} for name in searches.values()},
+        **{name: {"query_vector", "k"} for name in searches.values()},
     }
     for name, statement in rendered.items():
         assert statement.strip() and not re.search(r"{\w+}", statement), name

@@ -65,7 +65,7 @@ METRICS = {
 
 # ---------------------------------------------------------------------------------------
 # The SQL. {placeholders} are identifiers, metric names and integers the code checks and
-# formats in (DDL takes no binds); :names are bind variables.
+# formats in (DDL takes no binds); :names are bind variables, none a reserved word.
 # ---------------------------------------------------------------------------------------
 SQL = {
     # VECTOR(number_of_dimensions, dimension_element_format), FLOAT32 elements:
@@ -79,7 +79,10 @@ SQL = {
     ),
     # python-oracledb binds array.array('f') to a VECTOR column:
     # https://github.com/oracle/python-oracledb/blob/main/doc/src/user_guide/vector_data_type.rst
-    "insert": "INSERT INTO {table} (ID, EMBEDDING, CHUNK_TEXT) VALUES (:id, :embedding, :text)",
+    "insert": (
+        "INSERT INTO {table} (ID, EMBEDDING, CHUNK_TEXT) "
+        "VALUES (:chunk_id, :embedding, :chunk_text)"
+    ),
     # CREATE VECTOR INDEX ... ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE metric
     # WITH TARGET ACCURACY n PARAMETERS (TYPE HNSW, NEIGHBORS m, EFCONSTRUCTION efc):
     # https://docs.oracle.com/en/database/oracle/oracle-database/26/vecse/hierarchical-navigable-small-world-index-syntax-and-parameters.html
@@ -107,8 +110,8 @@ SQL = {
     # https://docs.oracle.com/en/database/oracle/oracle-database/23/vecse/vector_distance-vecse.html
     # (COSINE: cosine distance; DOT: negated dot product; EUCLIDEAN: L2 distance)
     "exact": (
-        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query, {metric}) FROM {table} "
-        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query, {metric}) "
+        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) FROM {table} "
+        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) "
         "FETCH FIRST :k ROWS ONLY"
     ),
     # Approximate search through the index: FETCH APPROX FIRST k ROWS ONLY with the
@@ -116,14 +119,14 @@ SQL = {
     # https://docs.oracle.com/en/database/oracle/oracle-database/26/vecse/approximate-search-using-hnsw.html
     # https://docs.oracle.com/cd/G11854_01/sqlrf/img_text/accuracy_clause.html
     "approx_hnsw": (
-        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query, {metric}) FROM {table} "
-        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query, {metric}) "
+        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) FROM {table} "
+        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) "
         "FETCH APPROX FIRST :k ROWS ONLY WITH TARGET ACCURACY PARAMETERS (EFSEARCH {ef_search})"
     ),
     # ... and PARAMETERS (NEIGHBOR PARTITION PROBES nprobes) for IVF (same pages)
     "approx_ivf": (
-        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query, {metric}) FROM {table} "
-        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query, {metric}) "
+        "SELECT ID, VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) FROM {table} "
+        "ORDER BY VECTOR_DISTANCE(EMBEDDING, :query_vector, {metric}) "
         "FETCH APPROX FIRST :k ROWS ONLY "
         "WITH TARGET ACCURACY PARAMETERS (NEIGHBOR PARTITION PROBES {nprobe})"
     ),
@@ -176,7 +179,7 @@ class OracleStore:
             cur.execute(render("drop", table=self.table))
             cur.execute(render("create_table", table=self.table, dim=int(vectors.shape[1])))
             rows = [
-                {"id": i, "embedding": array("f", vector.tobytes()), "text": text}
+                {"chunk_id": i, "embedding": array("f", vector.tobytes()), "chunk_text": text}
                 for i, (vector, text) in enumerate(zip(vectors, texts, strict=True))
             ]
             insert = render("insert", table=self.table)
@@ -204,7 +207,7 @@ class OracleStore:
             statement = nearest_statement(self.table, metric, self._spec(cur), k)
             cur.arraysize = cur.prefetchrows = k + 1
             rows = [
-                cur.execute(statement, query=array("f", q.tobytes()), k=k).fetchall()
+                cur.execute(statement, query_vector=array("f", q.tobytes()), k=k).fetchall()
                 for q in queries
             ]
         return to_hits(rows, k, to_score)
