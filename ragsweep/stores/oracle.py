@@ -221,12 +221,21 @@ class OracleStore:
                 return None
             statement = render("keywords", table=self.table)
             cur.arraysize = cur.prefetchrows = k + 1
-            rows = []
-            for question in queries:
-                query = text_query(question)
-                found = cur.execute(statement, text_query=query, k=k).fetchall() if query else []
-                rows.append(found)
+            rows = [self._contains(cur, statement, text_query(q), k) for q in queries]
         return to_hits(rows, k, lambda score: score)
+
+    def _contains(self, cur: oracledb.Cursor, statement: str, query: str | None, k: int) -> list:
+        """One question's rows; none when it has no word or Oracle Text rejects its query
+        (a DRG- error, e.g. a query of Oracle Text's own stop words)."""
+        if not query:
+            return []
+        try:
+            return cur.execute(statement, text_query=query, k=k).fetchall()
+        except oracledb.DatabaseError as exc:
+            if "DRG-" not in str(exc):
+                raise
+            log.info("vector store oracle: Oracle Text rejected %r: %s", query, scrub(exc, {}))
+            return []
 
     def drop(self) -> None:
         with self.connect() as conn, conn.cursor() as cur:
