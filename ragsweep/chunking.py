@@ -7,6 +7,7 @@ space, the span still points at the document's own text).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 from ragsweep.text import locate
 
 Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
+WORD = re.compile(r"\S*\w\S*")  # a run without white space holding a letter or digit: 1+ tokens
 
 CHUNKERS: dict[str, Callable[[int, int, Tokenize], Callable[[str], list[str]]]] = {
     "sentence": lambda size, overlap, tok: (
@@ -30,7 +32,7 @@ def chunk_documents(
     documents: pa.Table, chunker: str, chunk_size: int, chunk_overlap: int, tokenize: Tokenize
 ) -> pa.Table:
     """One row per chunk: chunk_id, doc_id, start, end, text (no embeddings yet)."""
-    split = CHUNKERS[chunker](chunk_size, chunk_overlap, tokenize)
+    split = CHUNKERS[chunker](chunk_size, chunk_overlap, bounded(tokenize, chunk_size))
     rows: dict[str, list] = {"doc_id": [], "start": [], "end": [], "text": []}
     for doc_id, text in zip(
         documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True
@@ -48,3 +50,20 @@ def chunk_documents(
             cursor = start + 1
     rows["chunk_id"] = list(range(len(rows["text"])))
     return pa.table(rows)
+
+
+def bounded(tokenize: Tokenize, chunk_size: int) -> Tokenize:
+    """``tokenize``, except for a text with more words than ``chunk_size``: it has more
+    tokens than that (each word is one token or more), which is all a splitter asks of a
+    text it must split further, so it is not tokenized. The splitters tokenize a document,
+    then each piece of it, recursively: on long documents most of the time went there.
+    """
+
+    def count(text: str) -> Sequence[int]:
+        if len(text) > chunk_size:
+            for words, _ in enumerate(WORD.finditer(text), start=1):
+                if words > chunk_size:
+                    return range(words)  # a stand-in: longer than a chunk
+        return tokenize(text)
+
+    return count

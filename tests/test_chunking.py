@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ragsweep import embedding
-from ragsweep.chunking import chunk_documents
+from ragsweep.chunking import CHUNKERS, bounded, chunk_documents
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.sources import read_documents
 from ragsweep.space import SearchSpace
@@ -97,3 +97,27 @@ def test_built_chunks_embed_as_the_plain_llama_index_path_does(documents, plain_
     vectors = np.stack(chunks["embedding"].to_numpy(zero_copy_only=False))
     assert vectors.shape == (plain.num_rows, 384)
     assert np.allclose(vectors, np.asarray(expected, dtype=np.float32), atol=1e-5)
+
+
+def test_texts_longer_than_a_chunk_in_words_are_not_tokenized_and_chunks_do_not_change(
+    documents, plain_tokenize
+):
+    asked = []
+
+    def tokenize(text):
+        asked.append(text)
+        return plain_tokenize(text)
+
+    count = bounded(tokenize, 8)
+    assert len(count("one two three four five six seven eight nine")) > 8 and not asked
+    assert list(count("one two three four five six seven eight")) == plain_tokenize(
+        "one two three four five six seven eight"
+    )
+    assert len(count("-- -- -- -- -- -- -- -- -- -- a")) == len(
+        plain_tokenize("-- -- -- -- -- -- -- -- -- -- a")
+    )  # runs without a letter or digit are not counted as words
+    for chunker, size, overlap in [("sentence", 64, 16), ("sentence", 192, 0), ("token", 32, 8)]:
+        plain = CHUNKERS[chunker](size, overlap, plain_tokenize)
+        fast = CHUNKERS[chunker](size, overlap, bounded(plain_tokenize, size))
+        for text in documents["text"].to_pylist():
+            assert fast(text) == plain(text), (chunker, size, overlap)
