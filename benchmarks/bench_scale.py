@@ -1,0 +1,319 @@
+"""ragsweep at real size: the whole ``ragsweep run`` on a 7.5 MB documentation corpus and on
+10,000 documents, with 1,000 questions, against the embedding limit, step by step in memory.
+
+    python benchmarks/bench_scale.py                    # both corpora
+    python benchmarks/bench_scale.py --corpus django    # or synthetic
+
+Embeddings come from an OpenAI-compatible endpoint in this process that hashes words into
+384 dimensions (the size of all-MiniLM-L6-v2's vectors), so the figures measure ragsweep's
+own work, not a model's: on a real model, embedding dominates and the ratios only improve.
+
+- **django**: the Django 5.2.19 documentation (656 .txt files, 7.5 MB; fetched from PyPI with
+  ``pip download``, not committed), 1,000 known-item questions (a sentence of a document
+  asks for itself: this measures size, not difficulty), 24 configurations (chunk sizes 128
+  and 256 x Top K 1, 3, 5, 10 x similarity, MMR, hybrid).
+- **synthetic**: 10,000 documents of 18 sentences drawn from the Django documentation,
+  1,000 questions, 20 configurations of 64-token chunks (Top K 1, 3, 5, 10 x similarity, MMR
+  at lambda 0.25, 0.5, 0.75, hybrid).
+
+Measured: the run's wall time, cold (empty embedding cache) and again unchanged (warm); the
+limit, one process that chunks nothing and sends each chunk set's texts to the same endpoint
+once; chunks per second of each; the peak memory of every step, which each step reports in
+``pipeline.log`` from its own process. Results replace the section between the markers in
+``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / ".data"
+DJANGO = "django==5.2.19"
+DIMENSIONS = 384
+MODEL = "openai:hashed-words"
+MARK_START, MARK_END = "<!-- scale: start -->", "<!-- scale: end -->"
+STEP_MEMORY = re.compile(r"step ([\w-]+): peak memory (\d+) MB")
+
+GRIDS = {
+    "django": {
+        "chunk_sizes": [128, 256],
+        "chunk_overlaps": [0],
+        "top_ks": [1, 3, 5, 10],
+        "search_types": ["similarity", "mmr", "hybrid"],
+    },
+    "synthetic": {
+        "chunk_sizes": [64],
+        "chunk_overlaps": [0],
+        "top_ks": [1, 3, 5, 10],
+        "search_types": ["similarity", "mmr", "hybrid"],
+        "mmr_lambdas": [0.25, 0.5, 0.75],
+    },
+}
+
+
+# ---- the embedding endpoint ------------------------------------------------------------------
+
+
+def hashed(text: str) -> np.ndarray:
+    """Words hashed into signed buckets: texts sharing words are near, nothing to load."""
+    vector = np.zeros(DIMENSIONS, np.float32)
+    for word in re.findall(r"\w+", text.lower()):
+        h = zlib.crc32(word.encode())
+        vector[h % DIMENSIONS] += 1.0 if h & 1 << 20 else -1.0
+    return vector
+
+
+class Embeddings(ThreadingHTTPServer):
+    """``/v1/embeddings`` and ``/v1/models`` on 127.0.0.1; counts the texts it embedded."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.texts = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Embeddings
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": MODEL.split(":", 1)[1], "object": "model"}]})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        with self.server.lock:
+            self.server.texts += len(texts)
+        data = []
+        for i, text in enumerate(texts):
+            vector = hashed(text)
+            if request.get("encoding_format") == "base64":
+                encoded = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+            else:
+                encoded = vector.tolist()
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+        self._send({"object": "list", "data": data, "model": request["model"], "usage": usage})
+
+
+# ---- corpora ---------------------------------------------------------------------------------
+
+
+def django_docs() -> Path:
+    """The .txt files of the Django documentation, in their folders."""
+    docs = DATA / "django-docs"
+    if not docs.is_dir():
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+                + [DJANGO, "-d", tmp, "--quiet"],
+                check=True,
+            )
+            [archive] = Path(tmp).glob("*.tar.gz")
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+            [source] = Path(tmp).glob("django-*/docs")
+            for path in source.rglob("*.txt"):
+                target = docs / path.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+    return docs
+
+
+def sentences_of(
+    docs: Path, words: tuple[int, int] = (12, 40), markup: bool = False
+) -> list[tuple[str, str]]:
+    """(document id, sentence) for every sentence of ``words`` words (without markup unless
+    ``markup``), as ragsweep reads the documents (so each is in its document's text)."""
+    from ragsweep.sources import read_documents
+
+    table = read_documents(str(docs)).table
+    out = []
+    for doc_id, text in zip(table["doc_id"].to_pylist(), table["text"].to_pylist(), strict=True):
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            length = len(sentence.split())
+            plain = markup or not re.search(r"[=*`_|<>]|---", sentence)
+            if words[0] <= length <= words[1] and plain:
+                out.append((doc_id, sentence))
+    return out
+
+
+def known_items(pairs: list[tuple[str, str]], n: int, seed: int) -> list[dict]:
+    """``n`` questions, each a sentence asking for itself, in as few documents as there
+    are (every document that has it is a reference)."""
+    where: dict[str, list[str]] = {}
+    for doc_id, sentence in pairs:
+        where.setdefault(sentence, []).append(doc_id)
+    rarest = sorted(where, key=lambda s: (len(where[s]), s))[: 2 * n]
+    picked = random.Random(seed).sample(rarest, n)
+    return [
+        {
+            "question": f"What does the documentation say here: {' '.join(s.split())[:-1]}?",
+            "correct_answers": [s],
+            "correct_answer_document_ids": sorted(set(where[s])),
+        }
+        for s in picked
+    ]
+
+
+def django_corpus() -> tuple[Path, Path]:
+    docs = django_docs()
+    testset = DATA / "django-testset.json"
+    if not testset.is_file():
+        testset.write_text(json.dumps(known_items(sentences_of(docs), 1000, seed=1), indent=1))
+    return docs, testset
+
+
+def synthetic_corpus() -> tuple[Path, Path]:
+    """10,000 documents of 18 sentences drawn from the Django documentation's (a question's
+    sentence is in several documents, each a reference)."""
+    root = DATA / "synthetic-10k"
+    docs, testset = root / "docs", root / "testset.json"
+    if testset.is_file():
+        return docs, testset
+    pool = [s for _, s in sentences_of(django_docs(), words=(5, 60), markup=True)]
+    rng = random.Random(2)
+    docs.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for d in range(10_000):
+        picked = rng.sample(pool, 18)
+        (docs / f"doc-{d:05d}.txt").write_text("\n\n".join(picked) + "\n")
+        pairs += [(f"doc-{d:05d}.txt", s) for s in picked]
+    plain = [(d, s) for d, s in pairs if not re.search(r"[=*`_|<>]|---", s)]
+    testset.write_text(json.dumps(known_items(plain, 1000, seed=3), indent=1))
+    return docs, testset
+
+
+CORPORA = {"django": django_corpus, "synthetic": synthetic_corpus}
+
+
+# ---- measurements ----------------------------------------------------------------------------
+
+
+def run_sweep(docs: Path, testset: Path, grid: dict, cache: Path, out: Path, env: dict) -> dict:
+    """The whole ``ragsweep run``, as a user types it; wall time and each step's peak."""
+    space = out / "space.yaml"
+    space.write_text(json.dumps({**grid, "embedding_models": [MODEL]}))
+    command = [str(Path(sys.executable).with_name("ragsweep")), "run", "--docs", str(docs)]
+    command += ["--testset", str(testset), "--space", str(space), "--cache", str(cache)]
+    command += ["--output", str(out / "runs"), "--no-store", "--top", "3"]
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"ragsweep run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    [log] = sorted((out / "runs").glob("*/pipeline.log"))[-1:]
+    peaks: dict[str, int] = {}
+    for step, mb in STEP_MEMORY.findall(log.read_text()):
+        peaks[step] = max(peaks.get(step, 0), int(mb))
+    shutil.rmtree(out / "runs")
+    return {"seconds": seconds, "peaks": peaks, "stdout": done.stdout}
+
+
+def limit_pass(docs: Path, grid: dict, env: dict) -> dict:
+    """One process: each chunk set chunked (not timed), then its texts sent to the endpoint
+    once, nothing else: the least a sweep of these chunk sets can take."""
+    script = f"""
+import json, time
+from ragsweep import embedding
+from ragsweep.chunking import chunk_documents
+from ragsweep.sources import read_documents
+from ragsweep.space import SearchSpace
+documents = read_documents({str(docs)!r}).table
+space = SearchSpace.from_dict({{**{grid!r}, "embedding_models": [{MODEL!r}]}})
+tokenize = embedding.load_tokenizer({MODEL!r})
+sets = [chunk_documents(documents, c["chunker"], c["chunk_size"], c["chunk_overlap"], tokenize)
+        for c in space.chunk_configs()]
+start = time.perf_counter()
+for chunks in sets:
+    embedding.encode({MODEL!r}, chunks["text"].to_pylist())
+print(json.dumps({{"seconds": time.perf_counter() - start,
+                   "chunks": sum(c.num_rows for c in sets)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"the limit pass failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench(corpus: str, server: Embeddings, scratch: Path) -> dict:
+    from ragsweep.space import SearchSpace
+
+    docs, testset = CORPORA[corpus]()
+    grid = GRIDS[corpus]
+    env = {**os.environ, "RAGSWEEP_EMBEDDING_BASE_URL": server.url, "HF_HUB_OFFLINE": "1"}
+    cache = scratch / f"cache-{corpus}"
+    limit = limit_pass(docs, grid, env)
+    before = server.texts
+    cold = run_sweep(docs, testset, grid, cache, scratch, env)
+    embedded = server.texts - before
+    before = server.texts
+    warm = run_sweep(docs, testset, grid, cache, scratch, env)
+    result = {
+        "corpus": corpus,
+        "documents": sum(1 for _ in docs.rglob("*.txt")),
+        "megabytes": sum(p.stat().st_size for p in docs.rglob("*.txt")) / 1e6,
+        "questions": len(json.loads(testset.read_text())),
+        "configs": len(SearchSpace.from_dict({**grid, "embedding_models": [MODEL]}).all_configs()),
+        "chunks": limit["chunks"],
+        "limit_s": limit["seconds"],
+        "cold": {k: v for k, v in cold.items() if k != "stdout"},
+        "warm": {k: v for k, v in warm.items() if k != "stdout"},
+        "embedded_cold": embedded,
+        "embedded_warm": server.texts - before,
+        "best": cold["stdout"],
+    }
+    print(json.dumps({k: v for k, v in result.items() if k != "best"}, indent=1), flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both")
+    args = parser.parse_args()
+    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    server = Embeddings()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = [bench(corpus, server, Path(tmp)) for corpus in corpora]
+    server.shutdown()
+    (DATA / "scale.json").write_text(json.dumps(results, indent=1))
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
