@@ -92,8 +92,11 @@ def test_an_unknown_store_or_distance_is_refused_with_the_choices():
         open_store("memory", "c", "manhattan")
 
 
-@pytest.fixture(params=["memory"])
-def store_name(request):
+@pytest.fixture(params=["memory", "milvus"])
+def store_name(request, tmp_path, monkeypatch):
+    if request.param == "milvus":  # Milvus Lite, embedded: a database in the test's folder
+        monkeypatch.delenv("RAGSWEEP_MILVUS_URI", raising=False)
+        monkeypatch.setenv("RAGSWEEP_MILVUS_LITE_DIR", str(tmp_path))
     return request.param
 
 
