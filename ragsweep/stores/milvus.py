@@ -64,6 +64,7 @@ class MilvusStore:
         self.distance = distance
         self.metric = METRICS[distance]
         self.client = connect()
+        self.lite = not os.environ.get(ENV_URI, "").startswith(("http:", "https:", "tcp:"))
         self.search_params: dict[str, Any] = {}
         self.rows = 0
         self.full_text = False
@@ -84,14 +85,16 @@ class MilvusStore:
                 field_name="vector",
                 index_type=INDEX_TYPES[index.kind],
                 metric_type=self.metric,
-                params=build,
+                # flat (pymilvus 3, Milvus servers) and as "params" (what Milvus Lite reads)
+                params={**build, "params": build},
             )
             if self.full_text:
                 params.add_index(
                     field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
                 )
             self.client.release_collection(self.collection)
-            self.client.create_index(self.collection, params)
+            # Milvus Lite builds in create_index; a server's build is awaited (by polling)
+            self.client.create_index(self.collection, params, sync=not self.lite)
             self.client.load_collection(self.collection)
         self.rows = len(vectors)
 
@@ -173,7 +176,7 @@ class MilvusStore:
                 for row, hits in enumerate(results, start=start):
                     ids = np.array([h["id"] for h in hits], np.int64)
                     scores = np.array([h["distance"] for h in hits], np.float32)
-                    runs = np.concatenate([[0], np.cumsum(scores[1:] != scores[:-1])])
+                    runs = np.cumsum(np.diff(scores, prepend=scores[:1]) != 0)
                     order = np.lexsort((ids, runs))  # Milvus's order, ties by chunk
                     out.ids[row, : len(ids)] = ids[order]
                     out.scores[row, : len(ids)] = scores[order]
@@ -285,14 +288,17 @@ def scrub(exc: Exception) -> str:
 
 @contextmanager
 def quiet() -> Iterator[None]:
-    """pymilvus logs every failed call with its traceback; the RagsweepError says it once."""
-    log = logging.getLogger("pymilvus")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
+    """pymilvus logs every failed call with its traceback (and Milvus Lite's gRPC server the
+    calls it does not implement); the RagsweepError says it once."""
+    logs = [logging.getLogger(name) for name in ("pymilvus", "grpc._server")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        log.setLevel(level)
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
 
 
 def cut(text: str) -> str:

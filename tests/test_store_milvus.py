@@ -1,0 +1,186 @@
+"""The Milvus store against Milvus Lite (embedded, a database in the test's folder): its
+indexes, distances, texts, errors, and the search types over it against exact search."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragsweep import embedding
+from ragsweep.chunking import chunk_documents
+from ragsweep.errors import RagsweepError
+from ragsweep.retrieval import BM25, Index, rank_chunks
+from ragsweep.sources import read_documents
+from ragsweep.stores import IndexSpec, open_store
+from ragsweep.stores.memory import MemoryStore
+from ragsweep.stores.milvus import MAX_TEXT_BYTES, collection_name
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(autouse=True)
+def lite(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGSWEEP_MILVUS_URI", raising=False)
+    monkeypatch.delenv("RAGSWEEP_MILVUS_TOKEN", raising=False)
+    monkeypatch.setenv("RAGSWEEP_MILVUS_LITE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def loaded(name, vectors, texts, index=IndexSpec(), distance="cosine"):
+    store = open_store(name, "test_" + index.kind, distance)
+    store.create(vectors, texts, index)
+    return store
+
+
+def recall(found, truth):
+    return np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)])
+
+
+@pytest.mark.parametrize("distance", ["dot", "euclidean"])
+def test_dot_and_euclidean_rank_and_score_as_exact_search_does(distance):
+    rng = np.random.default_rng(5)  # not unit length: the distances rank differently
+    vectors = rng.normal(size=(400, 24)).astype(np.float32) * rng.uniform(0.2, 3, (400, 1))
+    queries = rng.normal(size=(15, 24)).astype(np.float32)
+    texts = [""] * 400
+    memory, milvus = loaded("memory", vectors, texts, distance=distance), None
+    try:
+        milvus = loaded("milvus", vectors, texts, distance=distance)
+        found, truth = milvus.search(queries, 8), memory.search(queries, 8)
+    finally:
+        if milvus is not None:
+            milvus.drop()
+    assert (found.ids == truth.ids).all()
+    assert np.allclose(found.scores, truth.scores, rtol=1e-4, atol=1e-4)
+    units = loaded("memory", vectors / np.linalg.norm(vectors, axis=1, keepdims=True), texts)
+    assert not (truth.ids == units.search(queries, 8).ids).all(), "distances rank differently"
+
+
+def test_approximate_indexes_answer_searches_with_their_parameters():
+    """A coarse IVF (1 of 64 lists probed) misses neighbours exact search finds: the index
+    built on the sealed rows answers, not a scan; more lists probed find more."""
+    rng = np.random.default_rng(6)
+    vectors = rng.normal(size=(2000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = vectors[:50] + rng.normal(scale=0.3, size=(50, 32)).astype(np.float32)
+    truth = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
+    found = {}
+    for nprobe in (1, 64):
+        store = loaded(
+            "milvus", vectors, [""] * 2000, IndexSpec("ivf", {"nlist": 64, "nprobe": nprobe})
+        )
+        found[nprobe] = recall(store.search(queries, 10).ids, truth)
+        built = store.client.describe_index(store.collection, "vector")
+        assert (built["index_type"], built["params"]) == ("IVF_FLAT", {"nlist": 64})
+        store.drop()
+    assert found[1] < 0.9 and found[64] == 1.0, found
+
+
+def test_unknown_index_kinds_and_parameters_are_refused_before_loading():
+    store = open_store("milvus", "bad")
+    vectors = np.eye(4, dtype=np.float32)
+    with pytest.raises(RagsweepError, match="milvus: unknown index 'diskann'.*exact.*ivf.*hnsw"):
+        store.create(vectors, [""] * 4, IndexSpec("diskann"))
+    with pytest.raises(RagsweepError, match="index 'hnsw' has no parameter 'nlist'"):
+        store.create(vectors, [""] * 4, IndexSpec("hnsw", {"nlist": 8}))
+    with pytest.raises(RagsweepError, match="nprobe must be a positive integer, got 0"):
+        store.create(vectors, [""] * 4, IndexSpec("ivf", {"nprobe": 0}))
+    store.drop()
+
+
+def test_long_texts_load_and_are_searched_by_keywords_up_to_the_varchar_limit():
+    head = "zebrafish " + "é" * 40_000  # 80 kB of UTF-8: cut at a character boundary
+    texts = [head + " platypus", "short text about otters", "x" * 200_000]
+    vectors = np.eye(3, 8, dtype=np.float32)
+    store = loaded("milvus", vectors, texts)
+    try:
+        hits = store.keyword_search(["zebrafish", "otters", "platypus", "  "], 3)
+        assert store.search(vectors[:1], 1).ids.tolist() == [[0]]
+    finally:
+        store.drop()
+    assert hits.ids[0, 0] == 0 and hits.ids[1, 0] == 1
+    assert hits.scores[0, 0] > 0 and np.isinf(hits.scores[0, 1])
+    # only the first MAX_TEXT_BYTES of a text are stored: its end is not keyword-searched
+    assert len(head.encode()) > MAX_TEXT_BYTES and (hits.ids[2] == -1).all()
+    assert (hits.ids[3] == -1).all(), "a blank question matches nothing"
+
+
+def test_an_unreachable_server_is_named_by_its_variable_without_credentials(monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_MILVUS_URI", "http://admin:hunter2@127.0.0.1:9")
+    monkeypatch.setenv("RAGSWEEP_MILVUS_TOKEN", "admin:hunter2")
+    with pytest.raises(RagsweepError, match=r"RAGSWEEP_MILVUS_URI=http://127\.0\.0\.1:9") as err:
+        open_store("milvus", "c")
+    assert "hunter2" not in str(err.value) and "admin" not in str(err.value)
+
+
+def test_a_milvus_lite_folder_that_does_not_exist_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_MILVUS_LITE_DIR", str(tmp_path / "missing"))
+    with pytest.raises(RagsweepError, match="RAGSWEEP_MILVUS_LITE_DIR.*writable folder"):
+        open_store("milvus", "c")
+
+
+def test_collection_names_are_made_valid_for_milvus_and_dropped_with_the_store():
+    assert collection_name("run-7/chunks 64.0") == "run_7_chunks_64_0"
+    assert collection_name("7x") == "c_7x"
+    long = collection_name("a" * 300), collection_name("a" * 299)
+    assert len(long[0]) == 255 and long[0] != long[1]
+    store = open_store("milvus", "run-7/chunks 64.0")
+    store.create(np.eye(3, dtype=np.float32), ["a", "b", "c"], IndexSpec())
+    assert "run_7_chunks_64_0" in store.client.list_collections()
+    store.drop()
+    again = open_store("milvus", "other")
+    assert "run_7_chunks_64_0" not in again.client.list_collections()
+    again.drop()
+
+
+@pytest.fixture(scope="module")
+def corpus(monkeypatch_module):
+    """The examples' documents in 128-token chunks and their questions, embedded with the
+    real all-MiniLM-L6-v2 (offline)."""
+    monkeypatch_module.setenv("HF_HUB_OFFLINE", "1")
+    documents = read_documents(str(EXAMPLES / "docs")).table
+    model = "all-MiniLM-L6-v2"
+    chunks = chunk_documents(documents, "sentence", 128, 16, embedding.load_tokenizer(model))
+    texts = chunks.column("text").to_pylist()
+    questions = [q["question"] for q in json.loads((EXAMPLES / "testset.json").read_text())]
+    return texts, embedding.encode(model, texts), questions, embedding.encode(model, questions)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+class MemoryWithKeywordsOf(MemoryStore):
+    """Exact search, with another store's keyword search (to isolate hybrid's fusion)."""
+
+    def __init__(self, other):
+        super().__init__("c", "cosine")
+        self.keyword_search = other.keyword_search
+
+
+def test_search_types_over_milvus_exact_rank_as_over_memory(corpus):
+    texts, vectors, questions, question_vectors = corpus
+    milvus = loaded("milvus", vectors, texts)
+    memory = loaded("memory", vectors, texts)
+    fused = MemoryWithKeywordsOf(milvus)
+    fused.create(vectors, texts, IndexSpec())
+    try:
+        over = {
+            name: Index(store, question_vectors, vectors, questions, texts)
+            for name, store in [("milvus", milvus), ("memory", memory), ("fused", fused)]
+        }
+        for search_type, params in [("similarity", {}), ("mmr", {"mmr_lambda": 0.5})]:
+            got = rank_chunks(over["milvus"], search_type, 10, **params)
+            assert (got == rank_chunks(over["memory"], search_type, 10, **params)).all()
+        # hybrid: the same fusion, of the same nearest chunks and of Milvus's BM25
+        hybrid = rank_chunks(over["milvus"], "hybrid", 10)
+        assert (hybrid == rank_chunks(over["fused"], "hybrid", 10)).all()
+        # Milvus's BM25 (its analyzer, its stop words) ranks near the library's BM25
+        theirs = milvus.keyword_search(questions, 10).ids
+        ours = BM25(texts).top(questions, 10).ids
+        assert recall(theirs, ours) >= 0.5
+        assert np.mean(theirs[:, 0] == ours[:, 0]) >= 0.5
+    finally:
+        milvus.drop()
