@@ -59,8 +59,10 @@ def chunk_sets(sizes: list[int]) -> dict[int, tuple[list[str], np.ndarray]]:
     return out
 
 
-def queries(vectors: np.ndarray, testset: Path, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The 25 Click questions' vectors, and ``SYNTHETIC`` perturbed chunk vectors."""
+def queries(
+    vectors: np.ndarray, testset: Path, seed: int = 0
+) -> tuple[list, np.ndarray, np.ndarray]:
+    """The 25 Click questions and their vectors, and ``SYNTHETIC`` perturbed chunk vectors."""
     from ragsweep.embedcache import EmbeddingCache
 
     asked = [q["question"] for q in json.loads(testset.read_text())]
@@ -68,7 +70,7 @@ def queries(vectors: np.ndarray, testset: Path, seed: int = 0) -> tuple[np.ndarr
     rng = np.random.default_rng(seed)
     picked = vectors[rng.integers(0, len(vectors), SYNTHETIC)]
     noisy = picked + rng.normal(scale=NOISE, size=picked.shape).astype(np.float32)
-    return questions, noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return asked, questions, noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
 
 
 # ---- stores ----------------------------------------------------------------------------------
@@ -164,6 +166,35 @@ def measure_store(name: str, kind: str, params: dict, texts, vectors, asked, syn
     return result
 
 
+def keyword_agreement(name: str, texts, vectors, questions, asked) -> dict | None:
+    """Where the store has its own full-text search: how its keyword top 10 overlaps the
+    library's BM25, and its hybrid top 10 the memory store's hybrid (exact index)."""
+    from ragsweep.retrieval import BM25, Index, rank_chunks
+    from ragsweep.stores import IndexSpec, open_store
+
+    store, memory = open_store(name, "bench_keywords"), open_store("memory", "exact")
+    memory.create(vectors, texts, IndexSpec())
+    try:
+        store.create(vectors, texts, IndexSpec())
+        theirs = store.keyword_search(questions, 10)
+        hybrid = rank_chunks(Index(store, asked, vectors, questions, texts), "hybrid", 10)
+    finally:
+        store.drop()
+    if theirs is None:
+        return None
+    ours = BM25(texts).top(questions, 10)
+    exact = rank_chunks(Index(memory, asked, vectors, questions, texts), "hybrid", 10)
+    result = {
+        "store": name,
+        "chunks": len(texts),
+        "keyword_overlap@10": overlap(theirs.ids, ours.ids, 10),
+        "keyword_top1_same": float(np.mean(theirs.ids[:, 0] == ours.ids[:, 0])),
+        "hybrid_overlap@10": overlap(hybrid, exact, 10),
+    }
+    print(f"  {name:8s} keywords vs BM25 here / hybrid vs memory: {result}", flush=True)
+    return result
+
+
 # ---- the in-memory path against the one before the store seam --------------------------------
 
 
@@ -216,11 +247,11 @@ def memory_against_previous(texts, vectors, asked, synthetic, repeats: int = 20)
 def benchmark(names: list[str], sizes: list[int], testset: Path) -> dict:
     from ragsweep.stores import store_class
 
-    results: dict = {"stores": [], "memory": []}
+    results: dict = {"stores": [], "memory": [], "keywords": []}
     with tempfile.TemporaryDirectory(dir=DATA) as scratch:
         names = available(names, Path(scratch))
         for size, (texts, vectors) in chunk_sets(sizes).items():
-            asked, synthetic = queries(vectors, testset)
+            questions, asked, synthetic = queries(vectors, testset)
             print(f"chunk size {size}: {len(texts)} chunks", flush=True)
             results["memory"] += memory_against_previous(texts, vectors, asked, synthetic)
             for name in names:
@@ -228,6 +259,9 @@ def benchmark(names: list[str], sizes: list[int], testset: Path) -> dict:
                     results["stores"].append(
                         measure_store(name, kind, params, texts, vectors, asked, synthetic)
                     )
+                keywords = keyword_agreement(name, texts, vectors, questions, asked)
+                if keywords:
+                    results["keywords"].append(keywords)
     results["stores_run"] = names
     return results
 
@@ -245,6 +279,23 @@ def report(results: dict) -> str:
             f"{r['recall@5_questions']:.3f} / {r['recall@10_questions']:.3f} | "
             f"{r['recall@5_synthetic']:.3f} / {r['recall@10_synthetic']:.3f} |"
         )
+    if results["keywords"]:
+        lines += [
+            "",
+            "Stores with their own full-text search, against the library's BM25 (exact "
+            "index, the 25 questions): overlap of the keyword top 10, share of questions "
+            "with the same best keyword hit, and overlap of hybrid's top 10 with the memory "
+            "store's hybrid:",
+            "",
+            "| store | chunks | keyword top-10 overlap | same best keyword hit | "
+            "hybrid top-10 overlap |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for r in results["keywords"]:
+            lines.append(
+                f"| {r['store']} | {r['chunks']} | {r['keyword_overlap@10']:.3f} | "
+                f"{r['keyword_top1_same']:.2f} | {r['hybrid_overlap@10']:.3f} |"
+            )
     lines += [
         "",
         "In-memory search of a batch of queries (what `ragsweep.retrieval` asks for), the "

@@ -28,6 +28,7 @@ import numpy as np
 
 from ragsweep.errors import RagsweepError
 from ragsweep.stores import Hits, IndexSpec
+from ragsweep.text import STOPWORDS
 
 # gRPC's INFO lines (fork_posix.cc ... "Other threads are currently calling into gRPC") on
 # stderr whenever a process forks while Milvus Lite's in-process server runs
@@ -49,6 +50,12 @@ BATCH_ROWS, BATCH_BYTES = 1000, 16 * 2**20  # one insert request
 QUERY_BATCH = 256  # query vectors per search request
 TIMEOUT_S = 30.0
 NAME = re.compile(r"[^A-Za-z0-9_]")
+# Milvus's BM25 made as near the library's as its analyzer allows: the same stop words, k1, b
+ANALYZER = {
+    "tokenizer": "standard",
+    "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS)}],
+}
+BM25_PARAMS = {"bm25_k1": 1.5, "bm25_b": 0.75}
 
 
 class MilvusStore:
@@ -90,7 +97,10 @@ class MilvusStore:
             )
             if self.full_text:
                 params.add_index(
-                    field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
+                    field_name="sparse",
+                    index_type="SPARSE_INVERTED_INDEX",
+                    metric_type="BM25",
+                    params={**BM25_PARAMS, "params": BM25_PARAMS},
                 )
             self.client.release_collection(self.collection)
             # Milvus Lite builds in create_index; a server's build is awaited (by polling)
@@ -108,7 +118,11 @@ class MilvusStore:
             schema.add_field("id", DataType.INT64, is_primary=True)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
             schema.add_field(
-                "text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=full_text
+                "text",
+                DataType.VARCHAR,
+                max_length=MAX_TEXT_BYTES,
+                enable_analyzer=full_text,
+                analyzer_params=ANALYZER if full_text else None,
             )
             if full_text:
                 schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
@@ -269,8 +283,8 @@ def connect() -> Any:
                     f"server, or unset it for Milvus Lite): {scrub(exc)}"
                 ) from None
             raise RagsweepError(
-                f"milvus: cannot open {where()} (set {ENV_LITE_DIR} to a writable folder): "
-                f"{scrub(exc)}"
+                f"milvus: cannot open {where()}: {scrub(exc)} (Milvus Lite needs a writable "
+                f"folder that no other process has open: set {ENV_LITE_DIR})"
             ) from None
 
 
