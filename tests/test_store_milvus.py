@@ -184,3 +184,17 @@ def test_search_types_over_milvus_exact_rank_as_over_memory(corpus):
         assert np.mean(theirs[:, 0] == ours[:, 0]) >= 0.5
     finally:
         milvus.drop()
+
+
+def test_no_queries_and_searches_deeper_than_the_collection():
+    vectors = np.eye(6, 8, dtype=np.float32)
+    store = loaded("milvus", vectors, ["alpha beta"] * 6)
+    try:
+        none = store.search(np.zeros((0, 8), np.float32), 5)
+        deep = store.search(vectors[:2], 50)
+        keywords = store.keyword_search([], 5)
+    finally:
+        store.drop()
+    assert none.ids.shape == (0, 5) and keywords.ids.shape == (0, 5)
+    assert deep.ids.shape == (2, 6) and sorted(deep.ids[0]) == list(range(6))
+    assert deep.ids[1, 0] == 1

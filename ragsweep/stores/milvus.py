@@ -71,7 +71,7 @@ class MilvusStore:
         self.distance = distance
         self.metric = METRICS[distance]
         self.client = connect()
-        self.lite = not os.environ.get(ENV_URI, "").startswith(("http:", "https:", "tcp:"))
+        self.lite = os.environ.get(ENV_URI, ".db").endswith(".db")  # as pymilvus decides
         self.search_params: dict[str, Any] = {}
         self.rows = 0
         self.full_text = False
@@ -117,13 +117,8 @@ class MilvusStore:
             schema = self.client.create_schema(auto_id=False)
             schema.add_field("id", DataType.INT64, is_primary=True)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
-            schema.add_field(
-                "text",
-                DataType.VARCHAR,
-                max_length=MAX_TEXT_BYTES,
-                enable_analyzer=full_text,
-                analyzer_params=ANALYZER if full_text else None,
-            )
+            analyzed = {"enable_analyzer": True, "analyzer_params": ANALYZER} if full_text else {}
+            schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, **analyzed)
             if full_text:
                 schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
                 schema.add_function(
@@ -140,7 +135,9 @@ class MilvusStore:
             except MilvusException:
                 if not full_text:
                     raise
-                logging.getLogger(__name__).info("milvus: no BM25 full-text search; BM25 here")
+                logging.getLogger("ragsweep").info(
+                    "milvus: no BM25 full-text search on the server; hybrid uses ragsweep's BM25"
+                )
         return False
 
     def search(self, queries: np.ndarray, k: int) -> Hits:
@@ -175,7 +172,7 @@ class MilvusStore:
         """Search ``field`` for each of ``data``: ids and Milvus's distances, best first
         (equal distances in chunk order, as exact search gives them)."""
         out = Hits.empty(len(data), k)
-        if k == 0:
+        if k == 0 or not data:
             return out
         with self.calls("search"):
             for start in range(0, len(data), QUERY_BATCH):
