@@ -2,6 +2,9 @@
 indexes, distances, texts, errors, and the search types over it against exact search."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,8 @@ from ragsweep.stores import IndexSpec, open_store
 from ragsweep.stores.memory import MemoryStore
 from ragsweep.stores.milvus import MAX_TEXT_BYTES, collection_name
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(autouse=True)
@@ -198,3 +202,44 @@ def test_no_queries_and_searches_deeper_than_the_collection():
     assert none.ids.shape == (0, 5) and keywords.ids.shape == (0, 5)
     assert deep.ids.shape == (2, 6) and sorted(deep.ids[0]) == list(range(6))
     assert deep.ids[1, 0] == 1
+
+
+FORK_WHILE_SEARCHING = """
+import multiprocessing, threading
+import numpy as np
+from ragsweep.stores import IndexSpec, open_store
+
+store = open_store("milvus", "fork")
+vectors = np.random.default_rng(0).normal(size=(2000, 32)).astype(np.float32)
+store.create(vectors, ["some words"] * 2000, IndexSpec())
+done = threading.Event()
+
+
+def search():
+    while not done.is_set():
+        store.search(vectors[:50], 10)
+
+
+searcher = threading.Thread(target=search)
+searcher.start()
+for _ in range(5):
+    child = multiprocessing.get_context("fork").Process(target=int)
+    child.start()
+    child.join()
+done.set()
+searcher.join()
+store.drop()
+print("forked")
+"""
+
+
+def test_forking_while_milvus_lite_serves_prints_no_grpc_chatter(tmp_path):
+    """gRPC logs a fork_posix INFO line on stderr for each fork while Milvus Lite's
+    in-process server is busy; the store turns gRPC's log down to errors."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRPC_", "RAGSWEEP_MILVUS"))}
+    env.update(RAGSWEEP_MILVUS_LITE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    ran = subprocess.run(
+        [sys.executable, "-c", FORK_WHILE_SEARCHING], env=env, capture_output=True, text=True
+    )
+    assert ran.returncode == 0 and "forked" in ran.stdout, ran.stderr
+    assert "fork_posix" not in ran.stderr and "gRPC" not in ran.stderr, ran.stderr
