@@ -3,8 +3,10 @@ indexes, distances, texts, errors, and the search types over it against exact se
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -243,3 +245,44 @@ def test_forking_while_milvus_lite_serves_prints_no_grpc_chatter(tmp_path):
     )
     assert ran.returncode == 0 and "forked" in ran.stdout, ran.stderr
     assert "fork_posix" not in ran.stderr and "gRPC" not in ran.stderr, ran.stderr
+
+
+@pytest.fixture
+def milvus_server(tmp_path):
+    """A Milvus gRPC server on a free local port: Milvus Lite's standalone server."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "server"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data)]
+        + ["--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", data
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def test_a_server_at_the_uri_holds_the_collections(milvus_server, lite, monkeypatch):
+    uri, data = milvus_server
+    monkeypatch.setenv("RAGSWEEP_MILVUS_URI", uri)
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = loaded("milvus", vectors, [f"word{i}" for i in range(300)], IndexSpec("hnsw"))
+    try:
+        assert not store.lite and "test_hnsw" in store.client.list_collections()
+        assert (store.search(vectors[:20], 5).ids[:, 0] == np.arange(20)).all()
+        assert store.keyword_search(["word42"], 3).ids[0, 0] == 42
+    finally:
+        store.drop()
+    assert data.is_dir() and not (lite / "ragsweep_milvus.db").exists()
