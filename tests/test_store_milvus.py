@@ -188,6 +188,13 @@ def test_search_types_over_milvus_exact_rank_as_over_memory(corpus):
         ours = BM25(texts).top(questions, 10).ids
         assert recall(theirs, ours) >= 0.5
         assert np.mean(theirs[:, 0] == ours[:, 0]) >= 0.5
+        # a collection without full-text search (a server before Milvus 2.5): BM25 here
+        milvus.full_text = False
+        without = Index(milvus, question_vectors, vectors, questions, texts)
+        assert milvus.keyword_search(questions, 10) is None
+        assert (
+            rank_chunks(without, "hybrid", 10) == rank_chunks(over["memory"], "hybrid", 10)
+        ).all()
     finally:
         milvus.drop()
 
