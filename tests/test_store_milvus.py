@@ -3,6 +3,7 @@ indexes, distances, texts, errors, and the search types over it against exact se
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -111,12 +112,22 @@ def test_long_texts_load_and_are_searched_by_keywords_up_to_the_varchar_limit():
     assert (hits.ids[3] == -1).all(), "a blank question matches nothing"
 
 
-def test_an_unreachable_server_is_named_by_its_variable_without_credentials(monkeypatch):
-    monkeypatch.setenv("RAGSWEEP_MILVUS_URI", "http://admin:hunter2@127.0.0.1:9")
-    monkeypatch.setenv("RAGSWEEP_MILVUS_TOKEN", "admin:hunter2")
-    with pytest.raises(RagsweepError, match=r"RAGSWEEP_MILVUS_URI=http://127\.0\.0\.1:9") as err:
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("http://admin:hunter2@127.0.0.1:9", "http://127.0.0.1:9"),
+        ("admin:hunter2@127.0.0.1:9", "127.0.0.1:9"),  # no scheme: refused by pymilvus
+    ],
+)
+def test_an_unreachable_server_is_named_by_its_variable_without_credentials(
+    uri, shown, monkeypatch
+):
+    monkeypatch.setenv("RAGSWEEP_MILVUS_URI", uri)
+    monkeypatch.setenv("RAGSWEEP_MILVUS_TOKEN", "root:s3cret-token")
+    with pytest.raises(RagsweepError, match=f"RAGSWEEP_MILVUS_URI={re.escape(shown)} ") as err:
         open_store("milvus", "c")
-    assert "hunter2" not in str(err.value) and "admin" not in str(err.value)
+    message = str(err.value)
+    assert "hunter2" not in message and "admin" not in message and "s3cret" not in message
 
 
 def test_a_milvus_lite_folder_that_does_not_exist_is_named(tmp_path, monkeypatch):

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from hashlib import sha256
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -50,6 +49,7 @@ BATCH_ROWS, BATCH_BYTES = 1000, 16 * 2**20  # one insert request
 QUERY_BATCH = 256  # query vectors per search request
 TIMEOUT_S = 30.0
 NAME = re.compile(r"[^A-Za-z0-9_]")
+CREDENTIALS = re.compile(r"^([A-Za-z][\w+.-]*://)?[^/]*@")  # user:password@ of a URI
 # Milvus's BM25 made as near the library's as its analyzer allows: the same stop words, k1, b
 ANALYZER = {
     "tokenizer": "standard",
@@ -71,7 +71,7 @@ class MilvusStore:
         self.distance = distance
         self.metric = METRICS[distance]
         self.client = connect()
-        self.lite = os.environ.get(ENV_URI, ".db").endswith(".db")  # as pymilvus decides
+        self.lite = is_lite(os.environ.get(ENV_URI) or LITE_FILE)
         self.search_params: dict[str, Any] = {}
         self.rows = 0
         self.full_text = False
@@ -254,11 +254,15 @@ def collection_name(name: str) -> str:
 def where() -> str:
     """The database in use, for messages: the variable that set it, never credentials."""
     uri = os.environ.get(ENV_URI)
-    if uri:
-        parts = urlsplit(uri)
-        shown = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
-        return f"{ENV_URI}={shown.geturl() if parts.hostname else uri}"
-    return f"Milvus Lite {lite_path()}"
+    if not uri:
+        return f"Milvus Lite {lite_path()}"
+    if is_lite(uri):
+        return f"Milvus Lite {uri} ({ENV_URI})"
+    return f"{ENV_URI}=" + CREDENTIALS.sub(r"\1", uri)
+
+
+def is_lite(uri: str) -> bool:
+    return uri.endswith(".db")  # as pymilvus decides
 
 
 def lite_path() -> str:
@@ -274,27 +278,30 @@ def connect() -> Any:
         try:
             return MilvusClient(uri=uri, token=os.environ.get(ENV_TOKEN, ""), timeout=TIMEOUT_S)
         except MilvusException as exc:
-            if os.environ.get(ENV_URI):
+            if not is_lite(uri):
                 raise RagsweepError(
                     f"milvus: cannot connect to {where()} (set {ENV_URI} to a reachable Milvus "
                     f"server, or unset it for Milvus Lite): {scrub(exc)}"
                 ) from None
             raise RagsweepError(
                 f"milvus: cannot open {where()}: {scrub(exc)} (Milvus Lite needs a writable "
-                f"folder that no other process has open: set {ENV_LITE_DIR})"
+                f"folder that no other process has open: set "
+                f"{ENV_URI if os.environ.get(ENV_URI) else ENV_LITE_DIR})"
             ) from None
 
 
 def scrub(exc: Exception) -> str:
-    """Milvus's message, without the token or a password of the URI."""
+    """Milvus's message, without the token or the URI's credentials."""
     text = str(getattr(exc, "message", "") or exc)
-    secrets = [os.environ.get(ENV_TOKEN, "")]
     uri = os.environ.get(ENV_URI, "")
-    if "@" in uri:
-        secrets.append(urlsplit(uri).password or "")
-    for secret in filter(None, secrets):
-        text = text.replace(secret, "***")
-    return text
+    if uri:
+        text = text.replace(uri, CREDENTIALS.sub(r"\1", uri))
+        userinfo = CREDENTIALS.match(uri)  # "scheme://user:password@", any part of it quoted
+        for secret in userinfo.group(0).split("//")[-1][:-1].split(":") if userinfo else []:
+            if len(secret) > 3:
+                text = text.replace(secret, "***")
+    token = os.environ.get(ENV_TOKEN, "")
+    return text.replace(token, "***") if token else text
 
 
 @contextmanager
