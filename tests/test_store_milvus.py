@@ -304,3 +304,20 @@ def test_a_server_at_the_uri_holds_the_collections(milvus_server, lite, monkeypa
     finally:
         store.drop()
     assert data.is_dir() and not (lite / "ragsweep_milvus.db").exists()
+
+
+def test_a_collection_loaded_before_is_searched_by_a_later_handle():
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(500, 16)).astype(np.float32)
+    texts = [f"token{i}" for i in range(500)]
+    first = loaded("milvus", vectors, texts, IndexSpec("ivf", {"nlist": 16, "nprobe": 1}))
+    expected = first.search(vectors[:30], 5)
+    first.client.close()
+    later = open_store("milvus", "test_ivf")
+    try:
+        found = later.search(vectors[:30], 5)
+        assert later.search_params == {"nprobe": 1} and later.rows == 500
+        assert later.keyword_search(["token7"], 1).ids.tolist() == [[7]]
+    finally:
+        later.drop()
+    assert (found.ids == expected.ids).all()

@@ -15,6 +15,7 @@ so the index (not a scan of unsealed rows) answers the searches.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -39,6 +40,7 @@ ENV_URI, ENV_TOKEN, ENV_LITE_DIR = (
     "RAGSWEEP_MILVUS_LITE_DIR",
 )
 LITE_FILE = "ragsweep_milvus.db"
+PROPERTY = "ragsweep"  # the collection property holding its size and search parameters
 INDEX_TYPES = {"exact": "FLAT", "ivf": "IVF_FLAT", "hnsw": "HNSW"}
 BUILD_PARAMS = {"nlist": "nlist", "m": "M", "ef_construction": "efConstruction"}
 SEARCH_PARAMS = {"nprobe": "nprobe", "ef_search": "ef"}
@@ -75,6 +77,23 @@ class MilvusStore:
         self.search_params: dict[str, Any] = {}
         self.rows = 0
         self.full_text = False
+        with self.calls("open the collection"):
+            if self.client.has_collection(self.collection):
+                self.reopen()
+
+    def reopen(self) -> None:
+        """Take up a collection loaded before (by another step, or kept): its size and search
+        parameters are in a property of the collection, its full-text search in its fields."""
+        described = self.client.describe_collection(self.collection)
+        try:
+            saved = json.loads((described.get("properties") or {}).get(PROPERTY) or "{}")
+        except ValueError:
+            saved = {}
+        self.rows = int(saved.get("rows", 0))
+        self.search_params = dict(saved.get("search_params", {}))
+        self.full_text = any(f.get("name") == "sparse" for f in described.get("fields", []))
+        if self.rows:
+            self.client.load_collection(self.collection)
 
     def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None:
         """Load the chunks (row ``i`` is chunk ``i``), seal them, build ``index`` and load it."""
@@ -83,7 +102,7 @@ class MilvusStore:
         with self.calls("create the collection"):
             if self.client.has_collection(self.collection):
                 self.client.drop_collection(self.collection)
-            self.full_text = self.create_collection(vectors.shape[1])
+            self.full_text = self.create_collection(vectors.shape[1], len(vectors))
             for batch in batches(vectors, [cut(t) for t in texts]):
                 self.client.insert(self.collection, batch)
             self.client.flush(self.collection)
@@ -108,7 +127,7 @@ class MilvusStore:
             self.client.load_collection(self.collection)
         self.rows = len(vectors)
 
-    def create_collection(self, dim: int) -> bool:
+    def create_collection(self, dim: int, rows: int) -> bool:
         """The collection's schema, with BM25 full-text search where the server has it
         (Milvus 2.5+, Milvus Lite 3); True when it has."""
         from pymilvus import DataType, Function, FunctionType, MilvusException
@@ -130,7 +149,10 @@ class MilvusStore:
                     )
                 )
             try:
-                self.client.create_collection(self.collection, schema=schema)
+                saved = {"rows": rows, "search_params": self.search_params}
+                self.client.create_collection(
+                    self.collection, schema=schema, properties={PROPERTY: json.dumps(saved)}
+                )
                 return full_text
             except MilvusException:
                 if not full_text:
