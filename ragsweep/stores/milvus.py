@@ -10,7 +10,9 @@ hybrid search uses), and the BM25 sparse vector Milvus computes from the text.
 Index kinds: ``exact`` = FLAT, ``ivf`` = IVF_FLAT (``nlist``, ``nprobe``), ``hnsw`` = HNSW
 (``m``, ``ef_construction``, ``ef_search``; Milvus needs ``ef`` >= k, so a deeper search
 raises it to k). Rows are inserted, flushed into a sealed segment, then indexed and loaded,
-so the index (not a scan of unsealed rows) answers the searches.
+so the index (not a scan of unsealed rows) answers the searches. A handle on an existing
+collection takes it up (size and search parameters in its ``ragsweep`` property).
+Milvus Lite lets one process at a time open a database.
 """
 
 from __future__ import annotations
