@@ -92,11 +92,15 @@ def test_an_unknown_store_or_distance_is_refused_with_the_choices():
         open_store("memory", "c", "manhattan")
 
 
-@pytest.fixture(params=["memory", "pgvector", "oracle"])
-def store_name(request):
-    """Each store, its connection set up: pgvector on a pgserver-started PostgreSQL, Oracle
-    when RAGSWEEP_TEST_ORACLE_DSN names a server (else skipped)."""
-    if request.param == "pgvector":
+@pytest.fixture(params=["memory", "milvus", "pgvector", "oracle"])
+def store_name(request, tmp_path, monkeypatch):
+    """Each store, its connection set up: Milvus Lite embedded in the test's folder, pgvector
+    on a pgserver-started PostgreSQL, Oracle when RAGSWEEP_TEST_ORACLE_DSN names a server
+    (else skipped)."""
+    if request.param == "milvus":
+        monkeypatch.delenv("RAGSWEEP_MILVUS_URI", raising=False)
+        monkeypatch.setenv("RAGSWEEP_MILVUS_LITE_DIR", str(tmp_path))
+    elif request.param == "pgvector":
         request.getfixturevalue("pgvector_url")
     elif request.param == "oracle":
         request.getfixturevalue("oracle_env")

@@ -24,6 +24,7 @@ from ragsweep.errors import RagsweepError
 # store name -> "module:class", imported only when used (each store has its own client)
 STORES = {
     "memory": "ragsweep.stores.memory:MemoryStore",
+    "milvus": "ragsweep.stores.milvus:MilvusStore",
     "pgvector": "ragsweep.stores.pgvector:PgvectorStore",
     "oracle": "ragsweep.stores.oracle:OracleStore",
 }
