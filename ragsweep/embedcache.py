@@ -47,7 +47,7 @@ TARGET_BYTES = 64 << 20  # compaction writes shards of up to about this size
 GRACE_SECONDS = 600  # a shard younger than this without its index may still be being written
 FOLD_AT = 64  # more use records than this are folded into one
 GAP_ROWS = 4  # on S3, rows this close are fetched in one byte range
-LOOKUPS = 3  # lists of the store a lookup makes when shards vanish under it
+LOOKUPS = 5  # listings a lookup takes at most while the store changes under it
 
 
 class EmbeddingCache:
@@ -57,7 +57,8 @@ class EmbeddingCache:
     life of this object only. ``max_gb`` caps the store's size (GB of 10^9 bytes; 0: no cap):
     after a write, least recently used shards are deleted until it fits. ``encoded`` counts
     the texts the model actually embedded; ``vectors_read`` and ``bytes_read`` what lookups
-    read from the store (``index_bytes_read`` of it from shard indexes).
+    read from the store (``index_bytes_read`` of it from shard indexes), ``shards_read`` the
+    shards they read rows from.
     """
 
     def __init__(self, location: str | Path | None = None, max_gb: float = 0.0) -> None:
@@ -72,6 +73,7 @@ class EmbeddingCache:
         self.vectors_read = 0
         self.bytes_read = 0
         self.index_bytes_read = 0
+        self.shards_read = 0  # shards lookups read rows from
 
     def embed(self, model: str, texts: list[str], prefix: str = "") -> np.ndarray:
         """Unit-length embeddings of ``texts`` (one row each), each read by the model after
@@ -106,9 +108,16 @@ class EmbeddingCache:
         if self.max_bytes:
             self.evict(self.max_bytes)
 
-    def compact(self, model: str, small_bytes: int = SMALL_BYTES, at_least: int = 2) -> int:
+    def compact(
+        self,
+        model: str,
+        small_bytes: int = SMALL_BYTES,
+        at_least: int = 2,
+        grace: float = GRACE_SECONDS,
+    ) -> int:
         """Merge ``model``'s shards smaller than ``small_bytes`` (and every shard of the first
-        format) into shards of up to ``TARGET_BYTES``, when there are ``at_least`` of them.
+        format older than ``grace`` seconds) into shards of up to ``TARGET_BYTES``, when there
+        are ``at_least`` of them.
 
         The merged shard and its index are written before the merged ones are deleted, so a
         reader always finds every vector; shards written meanwhile are left alone. Returns
@@ -122,7 +131,7 @@ class EmbeddingCache:
         now = time.time()
         for name in indexed - {s.name for s in shards}:  # its shard was deleted: an orphan
             self.files.delete(_index_name(name))
-        old = [s for s in shards if s.name not in indexed and now - s.mtime > GRACE_SECONDS]
+        old = [s for s in shards if s.name not in indexed and now - s.mtime > grace]
         small = [s for s in shards if s.name in indexed and s.size < small_bytes]
         if len(old) + len(small) < at_least and not old:
             return 0
@@ -171,37 +180,40 @@ class EmbeddingCache:
 
     def _fetch(self, model: str, wanted: list[bytes]) -> bool:
         """Read the stored vectors of ``wanted`` into ``known``; True when a shard of the
-        first format (no index) had to be read whole."""
+        first format (no index) had to be read whole.
+
+        A listing taken while another process compacts may show neither the merged shards
+        nor their replacement, and a shard listed may be gone when read: while keys are
+        missing and the store changed, it looks again.
+        """
         known = self.known[model]
         index = self.indexes.setdefault(model, _Index())
         whole = False
-        for _ in range(LOOKUPS):
-            whole |= self._refresh(model, index, set(wanted))
+        for attempt in range(LOOKUPS):
+            added, read_whole = self._refresh(model, index, set(wanted))
+            whole |= read_whole
             pending = [key for key in wanted if key not in known]
-            if not pending:
-                return whole
+            if not pending or (attempt and not added):
+                break
             found, names, rows = index.locate(pending)
-            vanished = False
             for name in sorted(set(names[found])):
                 picked = found & (names == name)
                 try:
                     vectors = self._read_rows(name, index.layout[name], rows[picked])
                 except Vanished:
                     index.drop(name)
-                    vanished = True
                     continue
                 known.update(zip(np.asarray(pending, dtype=object)[picked], vectors, strict=True))
                 self.used.setdefault(model, set()).add(name)
-            if not vanished:
-                break
         return whole
 
-    def _refresh(self, model: str, index: _Index, wanted: set[bytes]) -> bool:
-        """Bring ``index`` up to the store's shards; shards without an index are read whole."""
+    def _refresh(self, model: str, index: _Index, wanted: set[bytes]) -> tuple[int, bool]:
+        """Bring ``index`` up to the store's shards; shards without an index are read whole.
+        Returns how many shards were new to it, and whether any was read whole."""
         entries = self.files.list(_model_key(model))
         shards, indexed = _shards(entries)
         index.keep({s.name for s in shards})
-        whole = False
+        added, whole = 0, False
         for shard in shards:
             if shard.name in index.seen:
                 continue
@@ -211,6 +223,7 @@ class EmbeddingCache:
                     self.index_bytes_read += len(data)
                     self.bytes_read += len(data)
                     index.add(shard.name, decode_index(data))
+                    added += 1
                     continue
                 data = self.files.read(shard.name)
             except Vanished:
@@ -218,13 +231,14 @@ class EmbeddingCache:
             keys, vectors = decode_shard(data)
             self.bytes_read += len(data)
             self.vectors_read += len(keys)
+            self.shards_read += 1
             index.seen.add(shard.name)
             found = key_list(keys)
             self.known[model].update(zip(found, vectors, strict=True))
             if wanted.intersection(found):
                 self.used.setdefault(model, set()).add(shard.name)
-            whole = True
-        return whole
+            added, whole = added + 1, True
+        return added, whole
 
     def _read_rows(self, name: str, layout: ShardIndex, rows: np.ndarray) -> np.ndarray:
         """Rows ``rows`` of shard ``name``: only they are read (pages or byte ranges)."""
@@ -237,6 +251,7 @@ class EmbeddingCache:
         else:
             vectors = self._ranges(name, layout, ordered)
         self.vectors_read += len(rows)
+        self.shards_read += 1
         out = np.empty_like(vectors)
         out[order] = vectors
         return out
