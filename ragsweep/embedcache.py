@@ -188,20 +188,22 @@ class EmbeddingCache:
         """
         known = self.known[model]
         index = self.indexes.setdefault(model, _Index())
-        whole = False
+        whole, vanished = False, False
         for attempt in range(LOOKUPS):
             added, read_whole = self._refresh(model, index, set(wanted))
             whole |= read_whole
             pending = [key for key in wanted if key not in known]
-            if not pending or (attempt and not added):
+            if not pending or (attempt and not added and not vanished):
                 break
             found, names, rows = index.locate(pending)
+            vanished = False
             for name in sorted(set(names[found])):
                 picked = found & (names == name)
                 try:
                     vectors = self._read_rows(name, index.layout[name], rows[picked])
-                except Vanished:
+                except Vanished:  # its rows are in a shard listed now, or were evicted
                     index.drop(name)
+                    vanished = True
                     continue
                 known.update(zip(np.asarray(pending, dtype=object)[picked], vectors, strict=True))
                 self.used.setdefault(model, set()).add(name)

@@ -248,6 +248,7 @@ def test_a_write_that_leaves_many_small_shards_compacts_them(endpoint, location)
 
 def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoint, location):
     import threading
+    import time
 
     errors: list[BaseException] = []
     done = threading.Event()
@@ -280,6 +281,7 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
     merged = 0
     while any(w.is_alive() for w in writers):
         merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+        time.sleep(0.01)  # leave the writers some of the interpreter
     done.set()
     reader.join()
     assert not errors, errors
