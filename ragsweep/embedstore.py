@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
+from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from ragsweep.sources import s3_client, s3_errors, split_s3
@@ -95,7 +97,7 @@ class S3Files:
         self.uri = uri
         self.bucket, prefix = split_s3(uri)
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        self.client = s3_client()
+        self.client = _client()
 
     def folders(self) -> list[str]:
         with s3_errors(self.uri, self.bucket):
@@ -145,6 +147,22 @@ class S3Files:
                     raise Vanished(name) from None
                 raise
             return reply["Body"].read()
+
+
+CONNECTION = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_S3_ENDPOINT")
+
+
+def _client() -> BaseClient:
+    """One S3 client per connection in a process (making one takes a good part of a second;
+    a client is safe to share between threads)."""
+    return _client_of(
+        tuple(os.environ.get(name, "") for name in (*CONNECTION, "AWS_DEFAULT_REGION"))
+    )
+
+
+@lru_cache(maxsize=4)
+def _client_of(connection: tuple[str, ...]) -> BaseClient:
+    return s3_client()
 
 
 def open_files(location: str) -> LocalFiles | S3Files:

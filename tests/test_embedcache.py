@@ -265,7 +265,7 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
 
     def read() -> None:
         try:
-            while not done.is_set():
+            while not done.wait(0.01):  # every 10 ms, not a spin that starves the writers
                 seen = list(written)
                 reader = EmbeddingCache(location)
                 reader.embed(ENDPOINT_MODEL, seen)
@@ -281,7 +281,7 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
     merged = 0
     while any(w.is_alive() for w in writers):
         merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
-        time.sleep(0.01)  # leave the writers some of the interpreter
+        time.sleep(0.05)  # leave the writers some of the interpreter
     done.set()
     reader.join()
     assert not errors, errors
