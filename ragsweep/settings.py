@@ -42,7 +42,9 @@ class RunSettings:
                 f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
             )
         if self.cache_max_gb < 0:
-            raise RagsweepError(f"cache_max_gb must be 0 (no cap) or more, not {self.cache_max_gb}")
+            raise RagsweepError(
+                f"cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, not {self.cache_max_gb:g}"
+            )
         self.space.check_budget(self.max_configs)
 
     def pipeline_arguments(self) -> dict[str, Any]:

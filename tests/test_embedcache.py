@@ -344,3 +344,23 @@ def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["heavy"] == [] and result["encoded"] == 0
     np.testing.assert_array_equal(np.asarray(result["v"], np.float32), vectors[::-1])
+
+
+def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    testset = tmp_path / "t.json"
+    testset.write_text(
+        '[{"question": "Port?", "correct_answers": ["8443"], '
+        '"correct_answer_document_ids": ["a.md"]}]'
+    )
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    args = ["run", "--docs", str(docs), "--testset", str(testset), "--cache-max-gb", "-1"]
+    result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--cache-max-gb): must be 0 (no cap) or more, not -1" in result.stderr
