@@ -22,6 +22,7 @@ import logging
 import re
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ from ragsweep.embedshards import (
     text_key,
 )
 from ragsweep.embedstore import Entry, LocalFiles, S3Files, Vanished, open_files
+from ragsweep.errors import RagsweepError
 
 log = logging.getLogger("ragsweep")
 
@@ -47,6 +49,7 @@ TARGET_BYTES = 64 << 20  # compaction writes shards of up to about this size
 GRACE_SECONDS = 600  # a shard younger than this without its index may still be being written
 FOLD_AT = 64  # more use records than this are folded into one
 GAP_ROWS = 4  # on S3, rows this close are fetched in one byte range
+THREADS = 8  # S3 requests a lookup makes at once
 LOOKUPS = 5  # listings a lookup takes at most while the store changes under it
 
 
@@ -196,15 +199,19 @@ class EmbeddingCache:
             if not pending or (attempt and not added and not vanished):
                 break
             found, names, rows = index.locate(pending)
+            jobs = [(name, found & (names == name)) for name in sorted(set(names[found]))]
+            reads = [(name, index.layout[name], rows[picked]) for name, picked in jobs]
+            results = self._parallel(lambda read: self._read_rows(*read), reads)
             vanished = False
-            for name in sorted(set(names[found])):
-                picked = found & (names == name)
-                try:
-                    vectors = self._read_rows(name, index.layout[name], rows[picked])
-                except Vanished:  # its rows are in a shard listed now, or were evicted
+            for (name, picked), result in zip(jobs, results, strict=True):
+                if result is None:  # its rows are in a shard listed now, or were evicted
                     index.drop(name)
                     vanished = True
                     continue
+                vectors, read = result
+                self.vectors_read += len(vectors)
+                self.bytes_read += read
+                self.shards_read += 1
                 known.update(zip(np.asarray(pending, dtype=object)[picked], vectors, strict=True))
                 self.used.setdefault(model, set()).add(name)
         return whole
@@ -215,67 +222,73 @@ class EmbeddingCache:
         entries = self.files.list(_model_key(model))
         shards, indexed = _shards(entries)
         index.keep({s.name for s in shards})
+        new = [s.name for s in shards if s.name not in index.seen]
+        files = [_index_name(n) if n in indexed else n for n in new]
         added, whole = 0, False
-        for shard in shards:
-            if shard.name in index.seen:
+        for name, data in zip(new, self._parallel(self._read, files), strict=True):
+            if data is None:
                 continue
-            try:
-                if shard.name in indexed:
-                    data = self.files.read(_index_name(shard.name))
-                    self.index_bytes_read += len(data)
-                    self.bytes_read += len(data)
-                    index.add(shard.name, decode_index(data))
-                    added += 1
-                    continue
-                data = self.files.read(shard.name)
-            except Vanished:
+            self.bytes_read += len(data)
+            added += 1
+            if name in indexed:
+                self.index_bytes_read += len(data)
+                index.add(name, decode_index(data))
                 continue
             keys, vectors = decode_shard(data)
-            self.bytes_read += len(data)
             self.vectors_read += len(keys)
             self.shards_read += 1
-            index.seen.add(shard.name)
+            index.seen.add(name)
             found = key_list(keys)
             self.known[model].update(zip(found, vectors, strict=True))
             if wanted.intersection(found):
-                self.used.setdefault(model, set()).add(shard.name)
-            added, whole = added + 1, True
+                self.used.setdefault(model, set()).add(name)
+            whole = True
         return added, whole
 
-    def _read_rows(self, name: str, layout: ShardIndex, rows: np.ndarray) -> np.ndarray:
-        """Rows ``rows`` of shard ``name``: only they are read (pages or byte ranges)."""
+    def _parallel(self, function, items: list) -> list:
+        """``function`` of each item: on S3 several requests at once, on a folder in turn."""
+        if isinstance(self.files, S3Files) and len(items) > 1:
+            with ThreadPoolExecutor(THREADS) as pool:
+                return list(pool.map(function, items))
+        return [function(item) for item in items]
+
+    def _read(self, name: str) -> bytes | None:
+        try:
+            return self.files.read(name)
+        except Vanished:
+            return None
+
+    def _read_rows(
+        self, name: str, layout: ShardIndex, rows: np.ndarray
+    ) -> tuple[np.ndarray, int] | None:
+        """Rows ``rows`` of shard ``name`` and the bytes read for them: only they are read
+        (pages of a memory map, or byte ranges); None when the shard is gone."""
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
-        if isinstance(self.files, LocalFiles):
-            with self.files.mapped(name) as data:
-                vectors = take_rows(data, ordered)
-            self.bytes_read += len(rows) * layout.row_bytes
-        else:
-            vectors = self._ranges(name, layout, ordered)
-        self.vectors_read += len(rows)
-        self.shards_read += 1
+        try:
+            if isinstance(self.files, LocalFiles):
+                with self.files.mapped(name) as data:
+                    vectors = take_rows(data, ordered)
+                read = len(rows) * layout.row_bytes
+            else:
+                vectors, read = self._ranges(name, layout, ordered)
+        except Vanished:
+            return None
         out = np.empty_like(vectors)
         out[order] = vectors
-        return out
+        return out, read
 
-    def _ranges(self, name: str, layout: ShardIndex, rows: np.ndarray) -> np.ndarray:
+    def _ranges(self, name: str, layout: ShardIndex, rows: np.ndarray) -> tuple[np.ndarray, int]:
         assert isinstance(self.files, S3Files)
-        breaks = np.flatnonzero(np.diff(rows) > GAP_ROWS) + 1
-        runs = np.split(rows, breaks)
-        spans = [
-            (
-                layout.offset + r[0] * layout.row_bytes,
-                layout.offset + (r[-1] + 1) * layout.row_bytes,
-            )
-            for r in runs
-        ]
-        parts = self.files.read_ranges(name, [(int(a), int(b)) for a, b in spans])
-        self.bytes_read += sum(len(p) for p in parts)
+        runs = np.split(rows, np.flatnonzero(np.diff(rows) > GAP_ROWS) + 1)
+        start, size = layout.offset, layout.row_bytes
+        spans = [(int(start + r[0] * size), int(start + (r[-1] + 1) * size)) for r in runs]
+        parts = self.files.read_ranges(name, spans)
         blocks = [
             np.frombuffer(part, np.float32).reshape(-1, layout.dim)[run - run[0]]
             for part, run in zip(parts, runs, strict=True)
         ]
-        return np.concatenate(blocks)
+        return np.concatenate(blocks), sum(len(p) for p in parts)
 
     def _write(self, model: str, keys: list[bytes], vectors: np.ndarray) -> None:
         if not self.files:
@@ -291,7 +304,10 @@ class EmbeddingCache:
         names = self.used.pop(model, set())
         if names:
             now = time.time()
-            self._write_use(_model_key(model), {name: now for name in names})
+            try:
+                self._write_use(_model_key(model), {name: now for name in names})
+            except (OSError, RagsweepError) as exc:  # a read-only store still serves lookups
+                log.warning("embedding cache: use not recorded (%s)", exc)
 
     def _write_use(self, folder: str, used: dict[str, float]) -> None:
         body = json.dumps({"used": used}, sort_keys=True).encode()
