@@ -43,7 +43,8 @@ class RunSettings:
             )
         if self.cache_max_gb < 0:
             raise RagsweepError(
-                f"cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, not {self.cache_max_gb:g}"
+                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
+                f"not {self.cache_max_gb:g}"
             )
         self.space.check_budget(self.max_configs)
 
