@@ -364,3 +364,34 @@ def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
     result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--cache-max-gb): must be 0 (no cap) or more, not -1" in result.stderr
+
+
+def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
+    import pyarrow as pa
+    from kfp import dsl
+
+    from ragsweep.components.chunk_embed import chunk_embed
+    from ragsweep.schemas import DOCUMENTS, read_table, write_table
+    from ragsweep.space import SearchSpace
+
+    documents = dsl.Dataset(uri=str(tmp_path / "documents"))
+    text = "Tidewater listens on port 8443. The Pro plan keeps backups for 90 days."
+    rows = {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": [text]}
+    write_table(pa.table(rows, schema=DOCUMENTS), documents.path, "documents")
+    [chunk_config] = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(0,)).chunk_configs()
+
+    def shards_after(cap: float) -> list[str]:
+        cache = tmp_path / f"cache-{cap}"
+        chunks = dsl.Dataset(uri=str(tmp_path / f"chunks-{cap}"))
+        chunk_embed.python_func(
+            documents=documents,
+            chunk_config=chunk_config,
+            embedding_cache=str(cache),
+            chunks=chunks,
+            cache_max_gb=cap,
+        )
+        assert read_table(chunks.path, "chunks").num_rows >= 2
+        return [p.name for p in cache.glob("*/*.arrow")]
+
+    assert len(shards_after(0.0)) == 1  # no cap: the step's shard is kept
+    assert shards_after(1e-9) == []  # a cap of one byte: the least recently used go, all of them
