@@ -395,3 +395,36 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
 
     assert len(shards_after(0.0)) == 1  # no cap: the step's shard is kept
     assert shards_after(1e-9) == []  # a cap of one byte: the least recently used go, all of them
+
+
+def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, location):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys\n"
+        "from ragsweep.embedcache import EmbeddingCache\n"
+        "first = int(sys.argv[1])\n"
+        "for step in range(10):\n"
+        "    texts = [f'chunk {i} says word{i}' for i in range(first + step * 30, "
+        "first + step * 30 + 30)]\n"
+        f"    EmbeddingCache(sys.argv[2]).embed({ENDPOINT_MODEL!r}, texts)\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(first), location], env=env)
+        for first in (0, 10_000)
+    ]
+    merged = 0
+    while any(w.poll() is None for w in writers):
+        merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+    assert [w.wait() for w in writers] == [0, 0]
+    merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+    written = [f"chunk {i} says word{i}" for i in [*range(300), *range(10_000, 10_300)]]
+    final = EmbeddingCache(location)
+    final.embed(ENDPOINT_MODEL, written)
+    assert final.encoded == 0 and merged >= 2
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == 1
