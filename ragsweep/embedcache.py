@@ -95,7 +95,11 @@ class EmbeddingCache:
             known.update(zip(missing, vectors, strict=True))
             self._write(model, list(missing), vectors)
         log.info(
-            "embeddings: %d from the cache, %d new", len(set(keys)) - len(missing), len(missing)
+            "embeddings: %d from the cache, %d new (store: %d vectors, %.1f MB read so far)",
+            len(set(keys)) - len(missing),
+            len(missing),
+            self.vectors_read,
+            self.bytes_read / 1e6,
         )
         if self.files:
             self._record_use(model)
