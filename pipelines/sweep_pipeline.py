@@ -63,6 +63,7 @@ def sweep_pipeline(
     seed: int = 42,
     skip_unresolved: bool = False,
     embedding_cache: str = "",
+    cache_max_gb: float = 0.0,
     llm: dict = DEFAULT_LLM,
     llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
     qa_generation: dict = DEFAULT_QA,
@@ -103,6 +104,8 @@ def sweep_pipeline(
             (or reference context) are found in no document, instead of failing.
         embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
             the input data connection) or a folder; empty: not kept.
+        cache_max_gb: The embedding cache's size cap in GB (10^9 bytes): after a write, the
+            least recently used shards are deleted until it fits (0: no cap).
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
             system_prompt, prompt_template, concurrency. Answering models are answerers
             llm:<model> in search_space.
@@ -174,6 +177,7 @@ def sweep_pipeline(
                 documents=inputs.outputs["documents"],
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
+                cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
             llm_connection=llm_secret_name,  # for embedding models openai:<model>

@@ -135,6 +135,11 @@ def run(
         help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
         "[default: ~/.cache/ragsweep]",
     ),
+    cache_max_gb: float = typer.Option(
+        0.0,
+        help="Cap the embedding cache at this many GB; the least recently used shards are "
+        "evicted. 0: no cap.",
+    ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
@@ -228,6 +233,7 @@ def run(
         seed=seed,
         skip_unresolved=skip_unresolved,
         embedding_cache="" if cache == "none" else str(cache or cache_dir()),
+        cache_max_gb=cache_max_gb,
         baseline=baseline,
         llm=llm_settings,
         qa_generation=QASettings.from_dict(

@@ -30,6 +30,7 @@ class RunSettings:
     seed: int = 42  # for both samples
     skip_unresolved: bool = False  # leave out questions whose references match no document
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
+    cache_max_gb: float = 0.0  # the embedding cache's cap; least recently used evicted; 0: none
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
@@ -39,6 +40,11 @@ class RunSettings:
         if self.max_llm_calls < 0:
             raise RagsweepError(
                 f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
+            )
+        if self.cache_max_gb < 0:
+            raise RagsweepError(
+                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
+                f"not {self.cache_max_gb:g}"
             )
         self.space.check_budget(self.max_configs)
 
@@ -56,6 +62,7 @@ class RunSettings:
             "seed": self.seed,
             "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,
+            "cache_max_gb": self.cache_max_gb,
             "baseline": self.baseline,
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),

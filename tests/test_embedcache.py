@@ -112,3 +112,319 @@ def test_prefixed_and_plain_embeddings_of_a_text_are_kept_apart(tmp_path, model_
     np.testing.assert_array_equal(rerun.embed(MODEL, ["port 8443"], prefix="query: "), prefixed)
     np.testing.assert_array_equal(rerun.embed(MODEL, ["port 8443"]), plain)
     assert rerun.encoded == 0 and len(model_calls) == 2
+
+
+# The store's index, compaction and eviction, on a folder and on S3 (a moto server). Vectors
+# come from the scripted OpenAI-compatible endpoint: 64 numbers each, quick to make by the
+# thousand.
+
+ENDPOINT_MODEL = "openai:embedder"
+ROW_BYTES = 64 * 4
+
+
+@pytest.fixture
+def endpoint(llm_server, monkeypatch):
+    """The scripted server as the embedding endpoint (a model loaded for an earlier test's
+    server is forgotten)."""
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
+    llm_server.models.append("embedder")
+    embedding.load_embedder.cache_clear()
+    yield llm_server
+    embedding.load_embedder.cache_clear()
+
+
+@pytest.fixture(params=["folder", "s3"])
+def location(request, tmp_path) -> str:
+    if request.param == "folder":
+        return str(tmp_path / "embeddings")
+    return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"
+
+
+def texts(first: int, count: int) -> list[str]:
+    return [f"chunk {i} says word{i} and term{i * 7}" for i in range(first, first + count)]
+
+
+def stored_files(location: str) -> list[str]:
+    cache = EmbeddingCache(location)
+    return [e.name for e in cache.files.list(cache.files.folders()[0])]
+
+
+def test_a_lookup_reads_only_the_rows_and_shards_it_needs(endpoint, location):
+    written = {}
+    for shard in range(5):  # 10,000 vectors in 5 shards
+        batch = texts(shard * 2000, 2000)
+        written.update(
+            zip(batch, EmbeddingCache(location).embed(ENDPOINT_MODEL, batch), strict=True)
+        )
+    asked = texts(0, 10_000)[::100]  # 100 texts spread over every shard
+    rerun = EmbeddingCache(location)
+    vectors = rerun.embed(ENDPOINT_MODEL, asked)
+    assert rerun.encoded == 0 and rerun.vectors_read == 100 and rerun.shards_read == 5
+    np.testing.assert_array_equal(vectors, np.stack([written[t] for t in asked]))
+    assert rerun.bytes_read - rerun.index_bytes_read == 100 * ROW_BYTES
+    assert 10_000 * 16 <= rerun.index_bytes_read < 10_000 * 16 + 5 * 4096
+
+    one_shard = EmbeddingCache(location)  # 1,000 texts, all in the third shard
+    one_shard.embed(ENDPOINT_MODEL, texts(4000, 1000)[::-1])
+    assert one_shard.shards_read == 1 and one_shard.vectors_read == 1000
+    assert one_shard.bytes_read - one_shard.index_bytes_read == 1000 * ROW_BYTES
+    again = one_shard.index_bytes_read
+    one_shard.embed(ENDPOINT_MODEL, texts(9000, 10))  # the same cache reads no index again
+    assert one_shard.index_bytes_read == again and one_shard.vectors_read == 1010
+    assert len(endpoint.embedded) == 10_000
+
+
+def first_format_shard(hashes: list[str], vectors: np.ndarray) -> bytes:
+    """A shard as ragsweep wrote them before the index: hex hashes, variable-size lists."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    table = pa.table({"hash": hashes, "vector": pa.array(list(vectors), pa.list_(pa.float32()))})
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_shards_of_the_first_format_are_read_and_compacted_into_indexed_ones(endpoint, location):
+    import hashlib
+
+    from ragsweep.embedcache import _model_key
+
+    batch = texts(0, 300)
+    vectors = EmbeddingCache().embed(ENDPOINT_MODEL, batch)
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in batch]
+    files = EmbeddingCache(location).files
+    for part in range(3):  # three old shards, no index beside them
+        rows = slice(part * 100, part * 100 + 100)
+        name = f"{_model_key(ENDPOINT_MODEL)}/old{part}.arrow"
+        files.write(name, first_format_shard(hashes[rows], vectors[rows]))
+
+    reader = EmbeddingCache(location)
+    np.testing.assert_array_equal(reader.embed(ENDPOINT_MODEL, batch[::-1]), vectors[::-1])
+    assert reader.encoded == 0 and reader.shards_read == 3
+
+    assert EmbeddingCache(location).compact(ENDPOINT_MODEL, grace=0) == 3
+    shards = [n for n in stored_files(location) if not n.split("/")[-1].startswith("old")]
+    assert sorted(n.rsplit(".", 1)[1] for n in shards if "/used/" not in n) == ["arrow", "idx"]
+    after = EmbeddingCache(location)
+    np.testing.assert_array_equal(after.embed(ENDPOINT_MODEL, batch), vectors)
+    assert after.encoded == 0 and after.index_bytes_read > 0
+    assert after.bytes_read - after.index_bytes_read == 300 * ROW_BYTES
+
+
+def test_compaction_merges_small_shards_and_keeps_every_vector(endpoint, location):
+    from ragsweep.embedcache import COMPACT_AT
+
+    written = {}
+    shards = COMPACT_AT - 1  # one short of a compaction on write
+    for shard in range(shards):
+        batch = texts(shard * 50, 50) + texts(0, 5)  # five texts in every write: duplicates
+        cache = EmbeddingCache(location)
+        written.update(zip(batch, cache.embed(ENDPOINT_MODEL, batch), strict=True))
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == shards
+    # compaction merges only when there are enough small shards, or when asked
+    assert EmbeddingCache(location).compact(ENDPOINT_MODEL, at_least=shards + 1) == 0
+    assert EmbeddingCache(location).compact(ENDPOINT_MODEL) == shards
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == 1
+    rerun = EmbeddingCache(location)
+    asked = list(written)
+    np.testing.assert_array_equal(
+        rerun.embed(ENDPOINT_MODEL, asked), np.stack([written[t] for t in asked])
+    )
+    assert rerun.encoded == 0 and rerun.vectors_read == len(asked) == shards * 50
+
+
+def test_a_write_that_leaves_many_small_shards_compacts_them(endpoint, location):
+    from ragsweep.embedcache import COMPACT_AT
+
+    for shard in range(COMPACT_AT):
+        EmbeddingCache(location).embed(ENDPOINT_MODEL, texts(shard * 10, 10))
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == 1
+    rerun = EmbeddingCache(location)
+    rerun.embed(ENDPOINT_MODEL, texts(0, COMPACT_AT * 10))
+    assert rerun.encoded == 0 and rerun.shards_read == 1
+
+
+def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoint, location):
+    import threading
+    import time
+
+    errors: list[BaseException] = []
+    done = threading.Event()
+    written: list[str] = []
+
+    def write(worker: int) -> None:
+        try:
+            for step in range(12):
+                batch = texts(worker * 10_000 + step * 20, 20)
+                EmbeddingCache(location).embed(ENDPOINT_MODEL, batch)
+                written.extend(batch)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            while not done.wait(0.01):  # every 10 ms, not a spin that starves the writers
+                seen = list(written)
+                reader = EmbeddingCache(location)
+                reader.embed(ENDPOINT_MODEL, seen)
+                if reader.encoded:
+                    raise AssertionError(f"{reader.encoded} stored vectors not found")
+        except BaseException as exc:
+            errors.append(exc)
+
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+    reader = threading.Thread(target=read)
+    for thread in [*writers, reader]:
+        thread.start()
+    merged = 0
+    while any(w.is_alive() for w in writers):
+        merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+        time.sleep(0.05)  # leave the writers some of the interpreter
+    done.set()
+    reader.join()
+    assert not errors, errors
+    merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+    assert merged >= 2
+    final = EmbeddingCache(location)
+    final.embed(ENDPOINT_MODEL, written)
+    assert final.encoded == 0 and len(written) == 2 * 12 * 20
+
+
+def test_over_the_cap_the_least_recently_used_shards_are_evicted(endpoint, location):
+    batches = [texts(i * 1000, 1000) for i in range(5)]
+    for batch in batches[:4]:  # shards A, B, C, D, written in this order
+        EmbeddingCache(location).embed(ENDPOINT_MODEL, batch)
+    EmbeddingCache(location).embed(ENDPOINT_MODEL, batches[0][:10])  # A is used again
+    cache = EmbeddingCache(location)
+    sizes = [e.size for e in cache.files.list(cache.files.folders()[0]) if "/used/" not in e.name]
+    shard = sum(sizes) / 4  # a shard and its index
+    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9)
+    capped.embed(ENDPOINT_MODEL, batches[4])  # E: five shards over a cap of three and a half
+
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == 3
+    for batch, kept in zip(batches, [True, False, False, True, True], strict=True):
+        probe = EmbeddingCache(location)
+        probe.embed(ENDPOINT_MODEL, batch)
+        assert probe.encoded == (0 if kept else 1000), batch[0]
+
+
+def test_without_a_cap_nothing_is_evicted_and_a_negative_cap_is_refused(endpoint, tmp_path):
+    for i in range(3):
+        EmbeddingCache(tmp_path).embed(ENDPOINT_MODEL, texts(i * 100, 100))
+    assert EmbeddingCache(tmp_path).evict(10**12) == 0
+    assert sum(n.endswith(".arrow") for n in stored_files(str(tmp_path))) == 3
+    with pytest.raises(ValueError, match="max_gb must be 0"):
+        EmbeddingCache(tmp_path, max_gb=-1)
+
+
+def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    vectors = EmbeddingCache(tmp_path).embed(MODEL, ["port 8443", "backups"], prefix="query: ")
+    script = (
+        "import json, sys\n"
+        "from ragsweep.embedcache import EmbeddingCache\n"
+        f"cache = EmbeddingCache({str(tmp_path)!r})\n"
+        "v = cache.embed('all-MiniLM-L6-v2', ['backups', 'port 8443'], prefix='query: ')\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'transformers', 'llama_index', 'sentence_transformers'})\n"
+        "print(json.dumps({'heavy': heavy, 'encoded': cache.encoded, 'v': v.tolist()}))\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["heavy"] == [] and result["encoded"] == 0
+    np.testing.assert_array_equal(np.asarray(result["v"], np.float32), vectors[::-1])
+
+
+def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    testset = tmp_path / "t.json"
+    testset.write_text(
+        '[{"question": "Port?", "correct_answers": ["8443"], '
+        '"correct_answer_document_ids": ["a.md"]}]'
+    )
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    args = ["run", "--docs", str(docs), "--testset", str(testset), "--cache-max-gb", "-1"]
+    result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--cache-max-gb): must be 0 (no cap) or more, not -1" in result.stderr
+
+
+def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
+    import pyarrow as pa
+    from kfp import dsl
+
+    from ragsweep.components.chunk_embed import chunk_embed
+    from ragsweep.schemas import DOCUMENTS, read_table, write_table
+    from ragsweep.space import SearchSpace
+
+    documents = dsl.Dataset(uri=str(tmp_path / "documents"))
+    text = "Tidewater listens on port 8443. The Pro plan keeps backups for 90 days."
+    rows = {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": [text]}
+    write_table(pa.table(rows, schema=DOCUMENTS), documents.path, "documents")
+    [chunk_config] = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(0,)).chunk_configs()
+
+    def shards_after(cap: float) -> list[str]:
+        cache = tmp_path / f"cache-{cap}"
+        chunks = dsl.Dataset(uri=str(tmp_path / f"chunks-{cap}"))
+        chunk_embed.python_func(
+            documents=documents,
+            chunk_config=chunk_config,
+            embedding_cache=str(cache),
+            chunks=chunks,
+            cache_max_gb=cap,
+        )
+        assert read_table(chunks.path, "chunks").num_rows >= 2
+        return [p.name for p in cache.glob("*/*.arrow")]
+
+    assert len(shards_after(0.0)) == 1  # no cap: the step's shard is kept
+    assert shards_after(1e-9) == []  # a cap of one byte: the least recently used go, all of them
+
+
+def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, location):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys\n"
+        "from ragsweep.embedcache import EmbeddingCache\n"
+        "first = int(sys.argv[1])\n"
+        "for step in range(10):\n"
+        "    texts = [f'chunk {i} says word{i}' for i in range(first + step * 30, "
+        "first + step * 30 + 30)]\n"
+        f"    EmbeddingCache(sys.argv[2]).embed({ENDPOINT_MODEL!r}, texts)\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(first), location], env=env)
+        for first in (0, 10_000)
+    ]
+    merged = 0
+    while any(w.poll() is None for w in writers):
+        merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+    assert [w.wait() for w in writers] == [0, 0]
+    merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+    written = [f"chunk {i} says word{i}" for i in [*range(300), *range(10_000, 10_300)]]
+    final = EmbeddingCache(location)
+    final.embed(ENDPOINT_MODEL, written)
+    assert final.encoded == 0 and merged >= 2
+    assert sum(n.endswith(".arrow") for n in stored_files(location)) == 1
