@@ -6,7 +6,8 @@ chunks (~60 words each), the extractive answerer (no model, no judge).
 The inputs are written as the pipeline writes them (``write_table``: passages
 dictionary-encoded per chunk set); then a fresh Python process reads them (``read_table``,
 memory-mapped, as the evaluate step does), runs ``evaluate`` once and prints its wall time
-and its peak RSS (``resource.getrusage``), with the RSS it had before evaluate started.
+and CPU time and its peak RSS (``resource.getrusage``), with the RSS it had before
+evaluate started. On a shared machine, read the CPU time rather than the wall time.
 
 Retrievals share chunks as a real grid's do: each configuration is a Top K (3 to 7) and one
 of CONFIGS / 5 search settings; a search setting's ranking of a question is the question's
@@ -138,16 +139,19 @@ def run(folder: Path) -> dict:
     retrievals = read_table(folder / "retrievals.arrow", "retrievals")
     testset = read_table(folder / "testset.arrow", "testset")
     configs = json.loads((folder / "configs.json").read_text())
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     answers, scores = evaluate(retrievals, testset, configs, "auto")
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
+    before, peak = usage.ru_maxrss / 1024, after.ru_maxrss / 1024
     means = {m: round(float(np.nanmean(scores[m].to_numpy(zero_copy_only=False))), 6)
              for m in ("context_correctness", "span_recall", "answer_correctness", "faithfulness")}  # fmt: skip
     return {
         "rows": answers.num_rows,
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
         "rss_before_mb": round(before),
         "peak_rss_mb": round(peak),
         "means": means,
@@ -176,7 +180,8 @@ def main(argv: list[str]) -> None:
         result = json.loads(done.stdout.splitlines()[-1])
     print(
         f"{n_configs} configurations x {n_questions} questions, {n_chunks} chunks "
-        f"(retrievals {size:.0f} MB): evaluate {result['seconds']} s, peak RSS "
+        f"(retrievals {size:.0f} MB): evaluate {result['seconds']} s ({result['cpu_seconds']} s "
+        f"CPU), peak RSS "
         f"{result['peak_rss_mb']} MB ({result['rss_before_mb']} MB before evaluate); "
         f"means {result['means']}"
     )
