@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -58,7 +59,7 @@ class Contexts:
     texts: pa.StringArray
     members: np.ndarray
     of_row: np.ndarray
-    _bags: dict[int, Counter] = field(default_factory=dict, repr=False)
+    _tokens: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _strings: list[str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -99,7 +100,7 @@ class Contexts:
 
     def take(self, rows: np.ndarray) -> Contexts:
         """The contexts of ``rows`` only (the same ids: passages and words are shared)."""
-        return Contexts(self.texts, self.members, self.of_row[rows], self._bags, self._strings)
+        return Contexts(self.texts, self.members, self.of_row[rows], self._tokens, self._strings)
 
     def passages(self, context: int) -> tuple[str, ...]:
         """The passage texts of distinct context ``context``, best first."""
@@ -108,20 +109,27 @@ class Contexts:
         return tuple(self._strings[i] for i in self.members[context] if i >= 0)
 
     def words(self, context: int) -> Counter:
-        """The content tokens of a context with their counts: its passages' summed, each
+        """The content tokens of a context with their counts: its passages' together, each
         passage tokenized once (a separator between passages makes no token)."""
-        total: Counter = Counter()
-        for i in self.members[context]:
+        tokens = []
+        for i in self.members[context].tolist():
             if i < 0:
                 break
-            if i not in self._bags:
-                self._bags[int(i)] = Counter(words(self.texts[int(i)].as_py()))
-            total.update(self._bags[int(i)])
-        return total
+            if i not in self._tokens:
+                self._tokens[i] = tuple(words(self.texts[i].as_py()))
+            tokens.append(self._tokens[i])
+        return Counter(chain.from_iterable(tokens))
 
-    def column(self) -> pa.Array:
-        """Each row's context as one string, its passages joined by a blank line."""
-        used, inverse = np.unique(self.of_row, return_inverse=True)
+    def column(self, block: int = 16384) -> pa.ChunkedArray:
+        """Each row's context as one string, its passages joined by a blank line; built
+        ``block`` rows at a time, each distinct context of a block joined once."""
+        return pa.chunked_array(
+            [self._joined(self.of_row[i : i + block]) for i in range(0, len(self.of_row), block)],
+            pa.string(),
+        )
+
+    def _joined(self, of_row: np.ndarray) -> pa.Array:
+        used, inverse = np.unique(of_row, return_inverse=True)
         members = self.members[used]
         lengths = (members >= 0).sum(axis=1)
         flat = members[members >= 0]

@@ -302,18 +302,12 @@ def _answered(
     """The retrievals of ``rows`` with their answers from round ``number`` (None: left
     unanswered, null answer columns), and the LLM calls answering made. Rows of the same
     answerer, question and passages share one answer."""
-    take = pa.array(rows, pa.int64())
-    batch = retrievals.take(take)
-    table: dict[str, Any] = {
-        name: batch[name]
-        for name in ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
-    }
-    spans = ANSWERS.field("retrieved_spans").type
-    table["retrieved_spans"] = (  # none: no span metrics
-        batch["retrieved_spans"]
-        if "retrieved_spans" in batch.column_names
-        else pa.nulls(len(rows), spans)
-    )
+    names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
+    names += [n for n in ("retrieved_spans",) if n in retrievals.column_names]
+    batch = retrievals.select(names).take(pa.array(rows, pa.int64()))
+    table: dict[str, Any] = {name: batch[name] for name in names}
+    if "retrieved_spans" not in table:  # none retrieved: span recall 0
+        table["retrieved_spans"] = pa.nulls(len(rows), ANSWERS.field("retrieved_spans").type)
     mine = contexts.take(rows)
     table["context"] = mine.column()
     table["round"] = (

@@ -49,7 +49,7 @@ def test_a_context_s_words_are_its_passages_words_each_read_once():
     for context in range(len(contexts.members)):
         text = "\n\n".join(contexts.passages(context))
         assert contexts.words(context) == Counter(words(text)), text  # other languages too
-    assert sorted(contexts._bags) == sorted(used)  # each passage tokenized once, for all
+    assert sorted(contexts._tokens) == sorted(used)  # each passage tokenized once, for all
 
 
 def test_column_metrics_equal_the_per_item_metrics_row_by_row():
