@@ -23,6 +23,13 @@ from ragsweep.text import words
 SEPARATOR = "\n\n"  # between the passages of a context, as the answer prompt joins them
 
 
+def codes(column: pa.ChunkedArray | pa.Array, values: list[str]) -> np.ndarray:
+    """Each element of the string ``column`` as its position in ``values``; -1 where it is
+    not one of them."""
+    found = pc.index_in(column, value_set=pa.array(values, pa.string()))
+    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Equal rows of the 2-D integer array ``keys``: (each row's group, each group's first
     row); groups are numbered in the order of the keys."""

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragsweep.contexts import SEPARATOR, Contexts, flat_lists, group_rows, padded
+from ragsweep.contexts import SEPARATOR, Contexts, codes, flat_lists, group_rows, padded
 from ragsweep.errors import RagsweepError
 from ragsweep.llm import LLMSettings
 from ragsweep.metrics import (
@@ -77,16 +77,16 @@ class _References:
         wanted = ["question_id", "question", "reference_answers", "reference_doc_ids"]
         optional = ["gold_spans", "question_type"]  # absent from a bare test set: none
         names = wanted + [name for name in optional if name in testset.column_names]
-        self.ids = testset["question_id"]
+        self.ids = testset["question_id"].to_pylist()
         self.rows = testset.select(names).to_pylist()
 
     def index(self, question_ids: pa.ChunkedArray) -> np.ndarray:
         """Each of ``question_ids``' position in the test set; one not in it is an error."""
-        found = pc.index_in(question_ids, value_set=self.ids)
-        if found.null_count:
-            missing = pc.unique(question_ids.filter(pc.is_null(found))).to_pylist()
+        found = codes(question_ids, self.ids)
+        if (found < 0).any():
+            missing = pc.unique(question_ids.filter(pa.array(found < 0))).to_pylist()
             raise ValueError(f"answers to questions not in the test set: {sorted(missing)[:5]}")
-        return found.to_numpy(zero_copy_only=False).astype(np.int64)
+        return found
 
     def item(self, question: int, **retrieved) -> Answered:
         """What a metric sees of ``question``, with ``retrieved`` (and an answer)."""

@@ -30,7 +30,7 @@ from ragsweep.answering import (
     with_history,
 )
 from ragsweep.chunking import chunk_documents
-from ragsweep.contexts import Contexts, group_rows
+from ragsweep.contexts import Contexts, codes, group_rows
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
 from ragsweep.leaderboard import matrix, resolve_metric
@@ -230,15 +230,11 @@ def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) ->
     """The row of ``retrievals`` holding each configuration x question (questions in
     ``order``); -1 where there is none. A question not in the test set, or a configuration
     x question retrieved twice, is an error."""
-    config = pc.index_in(retrievals["config_id"], value_set=pa.array(config_ids, pa.string()))
-    question = pc.index_in(retrievals["question_id"], value_set=pa.array(order, pa.string()))
-    if question.null_count:
-        strays = retrievals["question_id"].filter(pc.is_null(question))
-        raise ValueError(
-            f"retrievals of questions not in the test set: {pc.unique(strays).to_pylist()[:5]}"
-        )
-    config = config.to_numpy(zero_copy_only=False).astype(np.int64)
-    question = question.to_numpy(zero_copy_only=False).astype(np.int64)
+    config = codes(retrievals["config_id"], config_ids)
+    question = codes(retrievals["question_id"], order)
+    if (question < 0).any():
+        strays = pc.unique(retrievals["question_id"].filter(pa.array(question < 0)))
+        raise ValueError(f"retrievals of questions not in the test set: {strays.to_pylist()[:5]}")
     where = np.full((len(config_ids), len(order)), -1, dtype=np.int64)
     where[config, question] = np.arange(retrievals.num_rows)
     if (where >= 0).sum() < retrievals.num_rows:
@@ -320,21 +316,14 @@ def _answered(
         for name in ANSWER_COLUMNS:
             table[name] = pa.nulls(len(rows), ANSWERS.field(name).type)
     else:
-        names = sorted({c["answerer"] for c in by_id.values()})
-        answerer = pc.index_in(
-            pc.take(pa.array([by_id[c]["answerer"] for c in by_id], pa.string()),
-                    pc.index_in(batch["config_id"], value_set=pa.array(list(by_id), pa.string()))),
-            value_set=pa.array(names, pa.string()),
-        ).to_numpy(zero_copy_only=False).astype(np.int64)  # fmt: skip
-        question = (
-            pc.index_in(batch["question_id"], value_set=pa.array(list(questions), pa.string()))
-            .to_numpy(zero_copy_only=False)
-            .astype(np.int64)
-        )
+        answerers = sorted({c["answerer"] for c in by_id.values()})
+        answerer = np.array([answerers.index(c["answerer"]) for c in by_id.values()])
+        answerer = answerer[codes(batch["config_id"], list(by_id))]
+        question = codes(batch["question_id"], list(questions))
         groups, first = group_rows(np.stack([answerer, question, mine.of_row], axis=1))
         ids = list(questions)
         keys = [
-            (names[answerer[r]], ids[question[r]], contexts.passages(int(mine.of_row[r])))
+            (answerers[answerer[r]], ids[question[r]], contexts.passages(int(mine.of_row[r])))
             for r in first
         ]
         answers = answer_distinct(set(keys), questions, settings)
