@@ -6,6 +6,10 @@ higher is better, or None where it does not apply: retrieval metrics are None fo
 question with no reference document (span metrics: with no gold span) and for an
 out-of-scope question, whose seed document is no reference. An out-of-scope question's
 ``answer_correctness`` is whether the answer refuses (``refuses``).
+
+Retrieval metrics read the question's references and what was retrieved (documents and
+spans); answer metrics read the references, the answer and the context. ``COLUMN_METRICS``
+computes some of them on whole columns at once (``Ranked``), with the same values.
 """
 
 from __future__ import annotations
