@@ -149,3 +149,13 @@ def test_retrievals_that_do_not_fit_the_test_set_are_refused():
     twice = pa.concat_tables([retrievals, retrievals.slice(0, 1)])
     with pytest.raises(ValueError, match="configuration x question more than once"):
         evaluate(twice, testset, configs, "auto")
+
+
+def test_scoring_the_answers_artifact_again_gives_the_same_scores(tmp_path):
+    from ragsweep.judging import score_answers
+    from ragsweep.schemas import read_table, write_table
+
+    answers, scores = extractive_run()
+    stored = read_table(write_table(answers, tmp_path / "answers", "answers"), "answers")
+    rescored = score_answers(stored, case.testset())  # contexts read from the strings
+    assert rescored.equals(scores.replace_schema_metadata(None))
