@@ -16,7 +16,9 @@ base ranking (10 chunks) with, half the time, two of its first eight chunks swap
 Usage: PYTHONPATH=. python benchmarks/bench_evaluate.py [CONFIGS QUESTIONS CHUNKS]
 (default 200 1000 10000). To measure two checkouts on the same inputs: ``--make <folder>
 [CONFIGS QUESTIONS CHUNKS]`` writes them, then ``PYTHONPATH=<checkout> python
-benchmarks/bench_evaluate.py --run <folder>`` prints one checkout's figures as JSON.
+benchmarks/bench_evaluate.py --run <folder> [<prefix>]`` prints one checkout's figures as
+JSON (and writes its answers and scores to ``<prefix>.answers.arrow`` /
+``<prefix>.scores.arrow``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 TOP_KS = (3, 4, 5, 6, 7)
 
@@ -131,8 +134,10 @@ def make(folder: Path, n_configs: int, n_questions: int, n_chunks: int) -> None:
     (folder / "configs.json").write_text(json.dumps(configs))
 
 
-def run(folder: Path) -> dict:
-    """Evaluate the inputs in ``folder`` in this process: seconds and RSS in MB."""
+def run(folder: Path, save: str | None = None) -> dict:
+    """Evaluate the inputs in ``folder`` in this process: seconds and RSS in MB; with
+    ``save``, the answers and scores are written to ``<save>.answers.arrow`` and
+    ``<save>.scores.arrow`` afterwards, to compare two checkouts' results."""
     from ragsweep.schemas import read_table
     from ragsweep.sweep import evaluate
 
@@ -146,8 +151,14 @@ def run(folder: Path) -> dict:
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
     before, peak = usage.ru_maxrss / 1024, after.ru_maxrss / 1024
-    means = {m: round(float(np.nanmean(scores[m].to_numpy(zero_copy_only=False))), 6)
-             for m in ("context_correctness", "span_recall", "answer_correctness", "faithfulness")}  # fmt: skip
+    metrics = ("context_correctness", "span_recall", "answer_correctness", "faithfulness")
+    means = {
+        m: round(float(np.nanmean(scores[m].to_numpy(zero_copy_only=False))), 6) for m in metrics
+    }
+    for name, table in (("answers", answers), ("scores", scores)):
+        if save:
+            with ipc.new_file(f"{save}.{name}.arrow", table.schema) as writer:
+                writer.write_table(table)
     return {
         "rows": answers.num_rows,
         "seconds": round(seconds, 1),
@@ -160,7 +171,7 @@ def run(folder: Path) -> dict:
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--run"]:
-        print(json.dumps(run(Path(argv[1]))))
+        print(json.dumps(run(Path(argv[1]), *argv[2:3])))
         return
     if argv[:1] == ["--make"]:
         sizes = [int(a) for a in argv[2:] or ["200", "1000", "10000"]]
