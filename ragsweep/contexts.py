@@ -66,8 +66,9 @@ class Contexts:
     texts: pa.StringArray
     members: np.ndarray
     of_row: np.ndarray
+    # read lazily, once per passage, and shared by every view (``take``)
+    _strings: dict[int, str] = field(default_factory=dict, repr=False)
     _tokens: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
-    _strings: list[str] | None = field(default=None, repr=False)
 
     @classmethod
     def of_passages(cls, passages: pa.ChunkedArray) -> Contexts:
@@ -107,13 +108,16 @@ class Contexts:
 
     def take(self, rows: np.ndarray) -> Contexts:
         """The contexts of ``rows`` only (the same ids: passages and words are shared)."""
-        return Contexts(self.texts, self.members, self.of_row[rows], self._tokens, self._strings)
+        return Contexts(self.texts, self.members, self.of_row[rows], self._strings, self._tokens)
 
     def passages(self, context: int) -> tuple[str, ...]:
         """The passage texts of distinct context ``context``, best first."""
-        if self._strings is None:
-            self._strings = self.texts.to_pylist()
-        return tuple(self._strings[i] for i in self.members[context] if i >= 0)
+        return tuple(self._text(i) for i in self.members[context].tolist() if i >= 0)
+
+    def _text(self, passage: int) -> str:
+        if passage not in self._strings:
+            self._strings[passage] = self.texts[passage].as_py()
+        return self._strings[passage]
 
     def words(self, context: int) -> Counter:
         """The content tokens of a context with their counts: its passages' together, each
@@ -123,7 +127,7 @@ class Contexts:
             if i < 0:
                 break
             if i not in self._tokens:
-                self._tokens[i] = tuple(words(self.texts[i].as_py()))
+                self._tokens[i] = tuple(words(self._text(i)))
             tokens.append(self._tokens[i])
         return Counter(chain.from_iterable(tokens))
 
