@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ragsweep.errors import RagsweepError
@@ -76,10 +77,10 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
     A sentence scores the summed rarity (IDF over the retrieved sentences) of the question
     words it contains; the picked sentences keep their retrieval order.
     """
-    candidates = [s for passage in passages for s in sentences(passage)]
-    if not candidates:
+    read = [pair for passage in passages for pair in _sentence_words(passage)]
+    if not read:
         return ""
-    bags = [set(words(s)) for s in candidates]
+    candidates, bags = [s for s, _ in read], [bag for _, bag in read]
     frequency = Counter(w for bag in bags for w in bag)
     asked = set(words(question))
     idf = {w: math.log(1 + len(bags) / frequency[w]) for w in asked if frequency[w]}
@@ -87,6 +88,13 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
     best = sorted(range(len(candidates)), key=lambda i: -scores[i])[:max_sentences]
     chosen = sorted(i for i in best if scores[i] > 0) or [0]
     return " ".join(candidates[i] for i in chosen)
+
+
+@lru_cache(maxsize=16384)
+def _sentence_words(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``passage``'s sentences, each with its words: a passage retrieved for many questions
+    or by many configurations is read once."""
+    return tuple((s, frozenset(words(s))) for s in sentences(passage))
 
 
 ANSWERERS: dict[str, Answerer] = {

@@ -6,6 +6,10 @@ higher is better, or None where it does not apply: retrieval metrics are None fo
 question with no reference document (span metrics: with no gold span) and for an
 out-of-scope question, whose seed document is no reference. An out-of-scope question's
 ``answer_correctness`` is whether the answer refuses (``refuses``).
+
+Retrieval metrics read the question's references and what was retrieved (documents and
+spans); answer metrics read the references, the answer and the context. ``COLUMN_METRICS``
+computes some of them on whole columns at once (``Ranked``), with the same values.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+import numpy as np
 
 from ragsweep.refusal import refuses
 from ragsweep.text import words
@@ -41,6 +47,9 @@ class Answered:
     gold_spans: list[Span] = field(default_factory=list)
     retrieved_spans: list[Span] = field(default_factory=list)  # one per retrieved chunk
     question_type: str | None = None
+    # the context's tokens with their counts, when the caller has them (summed from its
+    # passages'); None: read from ``context``
+    context_words: Counter | None = field(default=None, compare=False)
 
     @property
     def out_of_scope(self) -> bool:
@@ -130,12 +139,14 @@ def _bag(text: str) -> Counter:
     return Counter(words(text))
 
 
-def token_recall(reference: str, candidate: str) -> float:
-    """Share of the reference's content tokens (with multiplicity) found in the candidate."""
+def token_recall(reference: str, candidate: str | Counter) -> float:
+    """Share of the reference's content tokens (with multiplicity) found in the candidate
+    (a text, or its tokens with their counts)."""
     ref = _bag(reference)
     if not ref:
         return 0.0
-    return sum((ref & _bag(candidate)).values()) / sum(ref.values())
+    found = candidate if isinstance(candidate, Counter) else _bag(candidate)
+    return sum((ref & found).values()) / sum(ref.values())
 
 
 def answer_correctness(item: Answered) -> float:
@@ -149,7 +160,46 @@ def answer_correctness(item: Answered) -> float:
 def faithfulness(item: Answered) -> float:
     """Token precision of the answer against the retrieved context: how much of what it
     says comes from what was retrieved."""
-    return token_recall(item.answer, item.context) if _bag(item.answer) else 0.0
+    if not _bag(item.answer):
+        return 0.0
+    context = item.context if item.context_words is None else item.context_words
+    return token_recall(item.answer, context)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """What document-level retrieval metrics read of many rows at once, as arrays: per
+    retrieved chunk (all rows' chunks, row after row) its ``row``, its ``rank`` in the row
+    (1: best), its ``document`` (an integer id) and whether that is one of the row's
+    reference documents (``relevant``); per row the number of distinct reference documents
+    (``wanted``) and whether retrieval metrics apply (``applies``: some reference document,
+    not out of scope)."""
+
+    row: np.ndarray
+    rank: np.ndarray
+    document: np.ndarray
+    relevant: np.ndarray
+    wanted: np.ndarray
+    applies: np.ndarray
+
+
+def context_correctness_column(ranked: Ranked) -> np.ndarray:
+    """``context_correctness`` of every row (NaN where it does not apply)."""
+    first = np.full(len(ranked.wanted), np.inf)
+    hit = ranked.relevant
+    np.minimum.at(first, ranked.row[hit], ranked.rank[hit].astype(float))
+    scores = np.where(np.isfinite(first), 1.0 / first, 0.0)
+    return np.where(ranked.applies, scores, np.nan)
+
+
+def document_recall_column(ranked: Ranked) -> np.ndarray:
+    """``document_recall`` of every row (NaN where it does not apply)."""
+    hit = ranked.relevant
+    span = int(ranked.document.max(initial=0)) + 1
+    pairs = np.unique(ranked.row[hit].astype(np.int64) * span + ranked.document[hit])
+    found = np.bincount(pairs // span, minlength=len(ranked.wanted)).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ranked.applies, found / ranked.wanted, np.nan)
 
 
 Metric = Callable[[Answered], "float | None"]
@@ -164,3 +214,9 @@ ANSWER_METRICS: dict[str, Metric] = {
     "faithfulness": faithfulness,
 }
 METRICS: dict[str, Metric] = {**RETRIEVAL_METRICS, **ANSWER_METRICS}
+# the same metrics computed on whole columns at once, where they can be: equal, row by row,
+# to the function of the same name in ``METRICS``
+COLUMN_METRICS: dict[str, Callable[[Ranked], np.ndarray]] = {
+    "context_correctness": context_correctness_column,
+    "document_recall": document_recall_column,
+}

@@ -30,6 +30,7 @@ from ragsweep.answering import (
     with_history,
 )
 from ragsweep.chunking import chunk_documents
+from ragsweep.contexts import Contexts, codes, group_rows
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
 from ragsweep.leaderboard import matrix, resolve_metric
@@ -151,11 +152,14 @@ def evaluate(
     The plan and the calls it made are recorded in the scores' metadata
     (``ragsweep.evaluation``), beside the judge (``ragsweep.judge``); model answer settings
     in the answers' (``ragsweep.answer_settings``).
+
+    The retrievals stay Arrow columns: each round takes its rows by index, and a context is
+    a number (``ragsweep.contexts``) until the answers artifact needs its text.
     """
     settings = settings or LLMSettings()
     metric = resolve_metric(metric, judged=bool(settings.judge))
     by_id = {c["config_id"]: c for c in configs}
-    config_ids = list(dict.fromkeys(retrievals.column("config_id").to_pylist()))
+    config_ids = pc.unique(retrievals["config_id"]).to_pylist()
     unknown = sorted(set(config_ids) - set(by_id))
     if unknown:
         raise ValueError(f"retrievals of configurations not in the search space: {unknown}")
@@ -165,7 +169,9 @@ def evaluate(
     random.Random(seed).shuffle(order)
     configured = [by_id[c] for c in config_ids]
     rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
-    rows = {(r["config_id"], r["question_id"]): r for r in retrievals.to_pylist()}
+    where = _positions(retrievals, config_ids, order)
+    contexts = Contexts.of_passages(retrievals["passages"])
+    left = np.ones(retrievals.num_rows, dtype=bool)  # not answered yet
     answered: list[pa.Table] = []
     scored: list[pa.Table] = []
     made, judge = 0, None
@@ -174,9 +180,15 @@ def evaluate(
         """Answer and score one round; its configs x questions matrix of ``metric``."""
         nonlocal made, judge
         alive_ids, asked = [config_ids[i] for i in alive], order[first:last]
-        batch = [rows.pop((c, q)) for c in alive_ids for q in asked]
-        answers, calls = _answered(batch, by_id, questions, settings, len(answered))
-        scores = score_answers(answers, testset, settings)
+        rows = where[np.ix_(alive, range(first, last))].reshape(-1)
+        if (rows < 0).any():
+            c, q = np.argwhere(where[np.ix_(alive, range(first, last))] < 0)[0]
+            raise ValueError(f"no retrieval of question {asked[q]} by {alive_ids[c]}")
+        left[rows] = False
+        answers, calls = _answered(
+            retrievals, rows, contexts, by_id, questions, settings, len(answered)
+        )
+        scores = score_answers(answers, testset, settings, contexts.take(rows))
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
         made += calls
         answered.append(answers)
@@ -191,9 +203,11 @@ def evaluate(
         return matrix(scored[-1], metric, alive_ids, asked)
 
     halving.run(rounds, len(config_ids), play, seed)
-    rest, _ = _answered(list(rows.values()), by_id, questions, settings, None)
-    answered.append(rest)
-    scored.append(score_answers(rest, testset).select(SCORES.names).cast(SCORES))
+    rest = np.flatnonzero(left)
+    answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
+    answered.append(answers)
+    scores = score_answers(answers, testset, None, contexts.take(rest))
+    scored.append(scores.select(SCORES.names).cast(SCORES))
     answers = pa.concat_tables(answered)
     scores = pa.concat_tables(scored)
     made += pc.sum(scores["judge_llm_calls"]).as_py() or 0
@@ -215,6 +229,22 @@ def evaluate(
         meta = {"ragsweep.answer_settings": json.dumps(answer_settings)}
         answers = answers.replace_schema_metadata(meta)
     return answers, scores
+
+
+def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) -> np.ndarray:
+    """The row of ``retrievals`` holding each configuration x question (questions in
+    ``order``); -1 where there is none. A question not in the test set, or a configuration
+    x question retrieved twice, is an error."""
+    config = codes(retrievals["config_id"], config_ids)
+    question = codes(retrievals["question_id"], order)
+    if (question < 0).any():
+        strays = pc.unique(retrievals["question_id"].filter(pa.array(question < 0)))
+        raise ValueError(f"retrievals of questions not in the test set: {strays.to_pylist()[:5]}")
+    where = np.full((len(config_ids), len(order)), -1, dtype=np.int64)
+    where[config, question] = np.arange(retrievals.num_rows)
+    if (where >= 0).sum() < retrievals.num_rows:
+        raise ValueError("the retrievals hold some configuration x question more than once")
+    return where
 
 
 def plan_evaluation(
@@ -262,27 +292,52 @@ def asked(testset: pa.Table) -> list[tuple[str, History]]:
 
 
 def _answered(
-    batch: list[dict[str, Any]],
+    retrievals: pa.Table,
+    rows: np.ndarray,
+    contexts: Contexts,
     by_id: dict[str, dict[str, Any]],
     questions: dict[str, tuple[str, History]],
     settings: LLMSettings,
     number: int | None,
 ) -> tuple[pa.Table, int]:
-    """``batch``'s retrievals with their answers from round ``number`` (None: left
-    unanswered, null answer columns), and the LLM calls answering made."""
-    keys = [
-        (by_id[r["config_id"]]["answerer"], r["question_id"], tuple(r["passages"])) for r in batch
-    ]
-    columns = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
-    table = {name: [r[name] for r in batch] for name in columns}
-    table["retrieved_spans"] = [r.get("retrieved_spans") for r in batch]  # none: no span metrics
-    table["context"] = ["\n\n".join(r["passages"]) for r in batch]
-    table["round"] = [number] * len(batch)
-    answers = answer_distinct(set(keys), questions, settings) if number is not None else {}
-    for name, field in ANSWER_COLUMNS.items():
-        table[name] = [getattr(answers[key], field) if answers else None for key in keys]
-    calls = sum(a.llm_calls for a in answers.values() if not a.cached)
-    return pa.Table.from_pydict(table, schema=ANSWERS), calls
+    """The retrievals of ``rows`` with their answers from round ``number`` (None: left
+    unanswered, null answer columns), and the LLM calls answering made. Rows of the same
+    answerer, question and passages share one answer."""
+    names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
+    names += [n for n in ("retrieved_spans",) if n in retrievals.column_names]
+    batch = retrievals.select(names).take(pa.array(rows, pa.int64()))
+    table: dict[str, Any] = {name: batch[name] for name in names}
+    if "retrieved_spans" not in table:  # none retrieved: span recall 0
+        table["retrieved_spans"] = pa.nulls(len(rows), ANSWERS.field("retrieved_spans").type)
+    mine = contexts.take(rows)
+    table["context"] = mine.column()
+    table["round"] = (
+        pa.nulls(len(rows), pa.int64())
+        if number is None
+        else pa.array(np.full(len(rows), number, dtype=np.int64))
+    )
+    calls = 0
+    if number is None or not len(rows):
+        for name in ANSWER_COLUMNS:
+            table[name] = pa.nulls(len(rows), ANSWERS.field(name).type)
+    else:
+        answerers = sorted({c["answerer"] for c in by_id.values()})
+        answerer = np.array([answerers.index(c["answerer"]) for c in by_id.values()])
+        answerer = answerer[codes(batch["config_id"], list(by_id))]
+        question = codes(batch["question_id"], list(questions))
+        groups, first = group_rows(np.stack([answerer, question, mine.of_row], axis=1))
+        ids = list(questions)
+        keys = [
+            (answerers[answerer[r]], ids[question[r]], contexts.passages(int(mine.of_row[r])))
+            for r in first
+        ]
+        answers = answer_distinct(set(keys), questions, settings)
+        index = pa.array(groups)
+        for name, field in ANSWER_COLUMNS.items():
+            values = [getattr(answers[key], field) for key in keys]
+            table[name] = pa.array(values, ANSWERS.field(name).type).take(index)
+        calls = sum(a.llm_calls for a in answers.values() if not a.cached)
+    return pa.table([table[f.name] for f in ANSWERS], schema=ANSWERS), calls
 
 
 def answer_distinct(
