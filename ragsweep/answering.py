@@ -84,7 +84,8 @@ def extractive(question: str, passages: list[str], max_sentences: int = 2) -> st
     frequency = Counter(w for bag in bags for w in bag)
     asked = set(words(question))
     idf = {w: math.log(1 + len(bags) / frequency[w]) for w in asked if frequency[w]}
-    scores = [sum(idf.get(w, 0.0) for w in bag) for bag in bags]
+    # fsum: exact, so equal scores tie exactly whatever order a set's words come in
+    scores = [math.fsum(idf.get(w, 0.0) for w in bag) for bag in bags]
     best = sorted(range(len(candidates)), key=lambda i: -scores[i])[:max_sentences]
     chosen = sorted(i for i in best if scores[i] > 0) or [0]
     return " ".join(candidates[i] for i in chosen)

@@ -60,3 +60,36 @@ def test_history_keeps_roles_and_tolerates_none():
     raw = '[{"role": "User", "content": "hi"}, {"role": "tool", "content": "x"}, {"role": "a"}]'
     assert parse_history(raw) == (("user", "hi"), ("user", "x"))
     assert parse_history(None) == parse_history("") == parse_history("[]") == ()
+
+
+def test_extractive_answers_are_the_same_whatever_the_hash_seed():
+    # a sentence's score summed its words in set order, which the hash seed decides: near
+    # ties went either way from one process to the next (2 of 4 seeds differed here)
+    import subprocess
+    import sys
+
+    script = """
+import json, random
+from ragsweep.answering import extractive
+rng = random.Random(0)
+vocab = [f"w{i}x" for i in range(40)]
+answers = []
+for _ in range(400):
+    passages = [
+        " ".join(" ".join(rng.sample(vocab, 6)).capitalize() + "." for _ in range(4))
+        for _ in range(3)
+    ]
+    answers.append(extractive(" ".join(rng.sample(vocab, 8)) + "?", passages))
+print(json.dumps(answers))
+"""
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={"PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1 and len(next(iter(outputs))) > 400
