@@ -58,6 +58,8 @@ def score_answers(
                 rows[name].append(None if unanswered else 0.0)
             else:
                 rows[name].append(metric(item))
+    # storesweep: recall_vs_exact is a figure of the retrieval, carried from the answers
+    rows["recall_vs_exact"] = [row.get("recall_vs_exact") for row in answered]
     if not (settings and settings.judge):
         for name in ("correctness", "correctness_reason", "judge_error", "judge_llm_calls"):
             rows[name] = [None] * len(answered)
