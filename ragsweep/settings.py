@@ -31,6 +31,7 @@ class RunSettings:
     skip_unresolved: bool = False  # leave out questions whose references match no document
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
+    keep_collections: bool = False  # keep the vector stores' collections after retrieval
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
 
@@ -57,6 +58,7 @@ class RunSettings:
             "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,
             "baseline": self.baseline,
+            "keep_collections": self.keep_collections,
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
         }
@@ -78,7 +80,7 @@ class RunSettings:
             content["testset_content"] = fingerprint(testset)
         sweep = {
             **content,
-            "search_space": self.space.to_dict(),
+            "search_space": self.space.to_dict(),  # with its stores, unless memory alone
             "optimization_metric": self.optimization_metric,
             "max_document_bytes": self.max_document_bytes,
             "max_questions": self.max_questions,
