@@ -2,8 +2,9 @@
 configurations retrieved.
 
 Chunks and questions are embedded through the embedding cache (each distinct text once per
-model, and not at all when stored); one ranking per search type and parameters, as deep as
-the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
+model, and not at all when stored); the chunk set is loaded into each vector store and index
+of the space (``ragsweep.store_search``), where one ranking per search type and parameters,
+as deep as the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
 identical (answerer, question, passages) are answered once across the whole grid, and when
 the grid would take more LLM calls than allowed, successive halving (``ragsweep.halving``)
 decides which configurations answer which questions.
@@ -13,12 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
-import re
-import time
-import uuid
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,24 +32,30 @@ from ragsweep.answering import (
 )
 from ragsweep.chunking import chunk_documents
 from ragsweep.embedcache import EmbeddingCache
-from ragsweep.errors import RagsweepError
 from ragsweep.judging import score_answers
 from ragsweep.leaderboard import matrix, resolve_metric
 from ragsweep.llm import LLMSettings
-from ragsweep.retrieval import Index, rank_chunks
+from ragsweep.retrieval import Index
 from ragsweep.schemas import ANSWERS, SCORES
-from ragsweep.space import SearchSpace, chunk_config_from, config_id
-from ragsweep.stores import DEFAULT_STORE, IndexSpec, open_store
+from ragsweep.space import SearchSpace, chunk_config_from
+from ragsweep.store_search import collection_name, overlap, search_store
+from ragsweep.stores import DEFAULT_STORE, IndexSpec
 
 log = logging.getLogger("ragsweep")
 
 SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
+EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is measured against
 
 
 def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """The search type and parameters of a configuration: configurations that differ only
     in Top K (or answerer) share one ranking."""
     return config["search_type"], tuple((k, config[k]) for k in SEARCH_PARAMS if k in config)
+
+
+def target_of(config: dict[str, Any]) -> tuple[str, str]:
+    """The (vector store, index label) a configuration searches."""
+    return config.get("vector_store", DEFAULT_STORE), config.get("index", EXACT[1])
 
 
 def build_chunks(
@@ -92,8 +94,8 @@ def retrieve(
     searched unless ``keep_collections``. Each row carries its store's ``recall_vs_exact``
     (the share of exact search's top k it found, for the same search setting), the time
     its index took to build, and the question's similarity-search latency (timed alone for
-    the first ``LATENCY_SAMPLE`` questions; null for the rest). A store's failure raises
-    ``RagsweepError`` naming it."""
+    the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A store's
+    failure raises ``RagsweepError`` naming it."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
@@ -114,19 +116,21 @@ def retrieve(
     configs = space.configs(chunk_config)
     depth = max(c["top_k"] for c in configs)
     searches = list(dict.fromkeys(search_of(c) for c in configs))
-    exact_target = (DEFAULT_STORE, IndexSpec())
-    searched = {
-        DEFAULT_INDEX_KEY: search_store(
-            exact_target, inputs, searches, depth, space.distance, chunk_config, False
-        )
-    }
-    for target in space.targets():
-        key = (target[0], target[1].label())
+    searched = {}  # (store, index label) -> Searched; exact search in memory first
+    for store, spec in [(DEFAULT_STORE, IndexSpec()), *space.targets()]:
+        key = (store, spec.label())
         if key not in searched:
             searched[key] = search_store(
-                target, inputs, searches, depth, space.distance, chunk_config, keep_collections
+                store,
+                spec,
+                collection_name(chunk_config["chunk_config_id"], store, spec, space.distance),
+                space.distance,
+                inputs,
+                searches,
+                depth,
+                keep_collections and key != EXACT,
             )
-    exact = searched[DEFAULT_INDEX_KEY]
+    exact = searched[EXACT]
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
     for name in ("recall_vs_exact", "query_latency_ms", "index_build_s"):
         rows[name] = []
@@ -161,115 +165,6 @@ def retrieve(
         len(space.targets()),
     )
     return pa.table(rows)
-
-
-LATENCY_SAMPLE = 100  # questions whose similarity search is timed alone, per store and index
-RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.store.RUN_ID_ENV, set by `ragsweep run`
-DEFAULT_INDEX_KEY = (DEFAULT_STORE, IndexSpec().label())
-
-
-@dataclass(frozen=True)
-class Searched:
-    """What one (store, index) gave: a ranking per search setting (questions x depth), the
-    seconds its index took to build, and each question's search latency (NaN: not timed)."""
-
-    rankings: dict[tuple, np.ndarray]
-    build_s: float
-    latency_ms: np.ndarray
-
-
-def target_of(config: dict[str, Any]) -> tuple[str, str]:
-    """The (vector store, index label) a configuration searches."""
-    return config.get("vector_store", DEFAULT_STORE), config.get("index", DEFAULT_INDEX_KEY[1])
-
-
-def collection_name(chunk_config_id: str, store: str, index: IndexSpec, distance: str) -> str:
-    """``rs_<chunk set>_<index hash>_<run>``: unique per run, chunk set and index; the run is
-    ``RAGSWEEP_RUN_ID`` (made safe for every store's identifiers) or a short random id."""
-    index_hash = config_id({"store": store, "index": index.label(), "distance": distance})[:8]
-    run = re.sub(r"[^a-z0-9]", "_", os.environ.get(RUN_ID_ENV, "").lower())
-    if len(run) > 24:
-        run = config_id({"run": run})
-    return f"rs_{chunk_config_id}_{index_hash}_{run or uuid.uuid4().hex[:8]}"
-
-
-def search_store(
-    target: tuple[str, IndexSpec],
-    inputs: Index,
-    searches: list[tuple],
-    depth: int,
-    distance: str,
-    chunk_config: dict[str, Any],
-    keep: bool,
-) -> Searched:
-    """Load the chunk set into one (store, index), rank every search setting, time the
-    questions' similarity searches, and drop the collection (unless ``keep``, and never
-    after a failure). Any error of the store raises ``RagsweepError`` naming it."""
-    name, spec = target
-    collection = collection_name(chunk_config["chunk_config_id"], name, spec, distance)
-    where = f"vector store {name} ({spec.label()}, collection {collection})"
-    try:
-        store = open_store(name, collection, distance)
-    except RagsweepError:
-        raise
-    except Exception as exc:
-        raise _store_error(where, exc) from None
-    failed = True
-    try:
-        start = time.perf_counter()
-        store.create(inputs.chunk_vectors, inputs.chunk_texts, spec)
-        build_s = time.perf_counter() - start
-        index = replace(inputs, store=store)
-        rankings = {
-            search: rank_chunks(index, search[0], depth, **dict(search[1])) for search in searches
-        }
-        latency = np.full(len(inputs.questions), np.nan)
-        for q in range(min(LATENCY_SAMPLE, len(latency))):
-            start = time.perf_counter()
-            store.search(inputs.question_vectors[q : q + 1], depth)
-            latency[q] = (time.perf_counter() - start) * 1000
-        failed = False
-    except RagsweepError as exc:
-        raise RagsweepError(f"{where}: {exc}") from None
-    except Exception as exc:
-        raise _store_error(where, exc) from None
-    finally:
-        if failed or not keep:
-            try:
-                store.drop()
-            except Exception as exc:  # the error that stopped the search matters more
-                log.warning("%s: could not drop the collection: %s", where, _scrub(str(exc)))
-        elif name != DEFAULT_STORE:
-            log.info("kept collection %s in %s (%s)", collection, name, spec.label())
-    if name != DEFAULT_STORE:
-        log.info(
-            "%s %s: index built in %.2f s, median similarity search %.2f ms",
-            name,
-            spec.label(),
-            build_s,
-            float(np.nanmedian(latency)) if len(latency) else float("nan"),
-        )
-    return Searched(rankings, build_s, latency)
-
-
-def _store_error(where: str, exc: Exception) -> RagsweepError:
-    log.debug("%s failed", where, exc_info=exc)
-    return RagsweepError(f"{where} failed: {type(exc).__name__}: {_scrub(str(exc))}")
-
-
-def _scrub(text: str) -> str:
-    """``text`` without the credentials of any URL in it (``scheme://user:password@``)."""
-    return re.sub(r"://[^/\s@]+@", "://***@", text)
-
-
-def overlap(found: np.ndarray, exact: np.ndarray) -> list[float | None]:
-    """Per question, the share of exact search's chunks (``exact``, -1 padded) that
-    ``found`` holds: 1.0 when the store found the same top k; None when exact found none."""
-    out: list[float | None] = []
-    for mine, truth in zip(found.tolist(), exact.tolist(), strict=True):
-        truth = {i for i in truth if i >= 0}
-        out.append(len(truth.intersection(mine)) / len(truth) if truth else None)
-    return out
 
 
 def evaluate(

@@ -14,7 +14,7 @@ import pytest
 from approximate_store import EVENTS, SECRET, register
 from builders import complete
 
-from ragsweep import sweep
+from ragsweep import store_search
 from ragsweep.embedcache import EmbeddingCache
 from ragsweep.errors import RagsweepError
 from ragsweep.exports import render
@@ -204,7 +204,7 @@ def rows_of(table, config):
 
 def test_retrieve_loads_the_chunk_set_into_every_store_and_index(stores, monkeypatch):
     monkeypatch.setenv("RAGSWEEP_RUN_ID", "20261130-234144-000001")
-    monkeypatch.setattr(sweep, "LATENCY_SAMPLE", 2)  # of 3 questions
+    monkeypatch.setattr(store_search, "LATENCY_SAMPLE", 2)  # of 3 questions
     space = SearchSpace.from_dict(TWO_STORES)
     chunks, chunk_config, table = retrieved(space)
     assert chunks.num_rows >= 6
@@ -263,6 +263,27 @@ def test_a_failing_store_stops_retrieval_naming_it_without_its_secret_and_drops_
     assert SECRET not in message
     [(_, created)] = [e for e in EVENTS if e[0] == "created"]
     assert ("dropped", created) in EVENTS  # a failed collection is not kept
+
+
+def test_collection_names_fit_every_stores_identifiers(monkeypatch):
+    from ragsweep.store import RUN_ID_ENV
+    from ragsweep.stores import IndexSpec
+
+    assert store_search.RUN_ID_ENV == RUN_ID_ENV  # the run id `ragsweep run` sets
+    hnsw = IndexSpec("hnsw", {"m": 16})
+    monkeypatch.setenv(RUN_ID_ENV, "0f8e2d4c-7b1a-4c3e-9d2f-5a6b7c8d9e0f")  # a KFP run id
+    named = store_search.collection_name
+    name = named("445ccd537c28", "milvus", hnsw, "cosine")
+    # letters, digits and underscores, a letter first, within PostgreSQL's 63 characters
+    assert re.fullmatch(r"rs_445ccd537c28_[0-9a-f]{8}_[0-9a-f]{12}", name) and len(name) <= 63
+    assert name == named("445ccd537c28", "milvus", hnsw, "cosine")
+    others = {
+        named("445ccd537c28", "milvus", IndexSpec("hnsw", {"m": 32}), "cosine"),
+        named("445ccd537c28", "milvus", hnsw, "dot"),
+        named("445ccd537c28", "pgvector", hnsw, "cosine"),
+        named("6cffbb11aa7a", "milvus", hnsw, "cosine"),
+    }
+    assert name not in others and len(others) == 4
 
 
 # --- answers, scores, leaderboard ------------------------------------------------------------
