@@ -32,7 +32,7 @@ import yaml
 
 from ragsweep.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.errors import RagsweepError
-from ragsweep.schemas import CONFIGS, SETTINGS_KEY, settings_of
+from ragsweep.schemas import CONFIG_DEFAULTS, CONFIGS, SETTINGS_KEY, settings_of
 from ragsweep.stores import (
     DEFAULT_DISTANCE,
     DEFAULT_STORE,
@@ -554,9 +554,11 @@ def label(config: dict[str, Any]) -> str:
 
 
 def configs_table(space: SearchSpace) -> pa.Table:
-    """Every configuration of ``space``, one row each (kind ``configs``), with the space
-    itself in the metadata: what the steps after ``build_space`` evaluate."""
-    table = pa.Table.from_pylist(space.all_configs(), schema=CONFIGS)
+    """Every configuration of ``space``, one row each (kind ``configs``; the store fields'
+    defaults filled in), with the space itself in the metadata: what the steps after
+    ``build_space`` evaluate."""
+    rows = [{**CONFIG_DEFAULTS, **config} for config in space.all_configs()]
+    table = pa.Table.from_pylist(rows, schema=CONFIGS)
     settings = {"search_space": space.to_dict()}
     return table.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
 

@@ -22,7 +22,7 @@ from ragsweep.leaderboard import build_board
 from ragsweep.report import cost_axis, render_html
 from ragsweep.schemas import CONFIG_DEFAULTS, LEADERBOARD, METRICS, RETRIEVALS, TESTSET
 from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace
+from ragsweep.space import SearchSpace, configs_table, space_of
 from ragsweep.sweep import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
@@ -167,6 +167,20 @@ def test_a_configuration_round_trips_through_the_space_that_holds_only_it(stores
     assert SearchSpace.from_dict(data) == space
     data["indexes"]["approximate"]["hnsw"]["m"] = [2.0, 3.0]
     assert SearchSpace.from_dict(data).all_configs() == space.all_configs()
+
+
+def test_the_configs_table_fills_in_the_store_defaults_and_keeps_the_space(stores):
+    space = SearchSpace.from_dict(TWO_STORES)
+    table = configs_table(space)
+    assert table["config_id"].to_pylist() == [c["config_id"] for c in space.all_configs()]
+    targets = set(zip(table["vector_store"].to_pylist(), table["index"].to_pylist(), strict=True))
+    assert targets == {
+        ("memory", "exact"),
+        ("approximate", "hnsw(ef_search=64,m=2)"),
+        ("approximate", "hnsw(ef_search=64,m=3)"),
+    }
+    assert set(table["distance"].to_pylist()) == {"cosine"}
+    assert space_of(table) == space
 
 
 def test_the_sweep_key_tells_runs_of_other_stores_apart(stores):
