@@ -11,14 +11,18 @@ def retrieve(
     configs: Input[Dataset],
     chunk_config: dict,
     embedding_cache: str,
+    keep_collections: bool,
     retrievals: Output[Dataset],
 ):
     """Retrieve for every question with every configuration sharing ``chunk_config``, in
-    the space ``build_space`` validated (its ``configs`` artifact); questions are embedded
-    through ``embedding_cache`` (a folder or s3:// prefix; empty: none).
+    the space ``build_space`` validated (its ``configs`` artifact): the chunk set is loaded
+    into each vector store and index of the space (connections from the RAGSWEEP_<STORE>_*
+    environment), and its collections dropped unless ``keep_collections``; questions are
+    embedded through ``embedding_cache`` (a folder or s3:// prefix; empty: none).
 
     Output: ``retrievals``, an Arrow artifact of kind retrievals (one row per config x
-    question: the retrieved chunks, their documents and texts).
+    question: the retrieved chunks, their documents and texts, the store's recall against
+    exact search, its query latency and index build time).
     """
     from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
@@ -33,5 +37,6 @@ def retrieve(
             space_of(read_table(configs.path, "configs")),
             chunk_config,
             EmbeddingCache(embedding_cache),
+            keep_collections,
         )
         write_table(table, retrievals.path, "retrievals")

@@ -68,6 +68,8 @@ def sweep_pipeline(
     llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
     qa_generation: dict = DEFAULT_QA,
     results_store_secret_name: str = platform.DEFAULT_STORE_CONNECTION,
+    vector_store_secret_name: str = platform.DEFAULT_VECTOR_STORE_CONNECTION,
+    keep_collections: bool = False,
     baseline: str = "",
     deployed_config: str = "",
 ) -> Results:
@@ -86,8 +88,10 @@ def sweep_pipeline(
         embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
         search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
             model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr),
-            answerers (extractive: no LLM), and query_prefix / passage_prefix (text before
-            each question / chunk, for every embedding model; default: its family's).
+            answerers (extractive: no LLM), query_prefix / passage_prefix (text before
+            each question / chunk, for every embedding model; default: its family's), and
+            vector_stores (memory, milvus, pgvector, oracle), indexes (store -> index kind
+            -> parameter -> values) and distance (cosine, dot, euclidean).
         optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
             a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
@@ -115,6 +119,11 @@ def sweep_pipeline(
             num_questions, question_types, agent_description, language.
         results_store_secret_name: The Secret holding RAGSWEEP_STORE_URL, the results
             database the run is published to (optional: without it, nothing is stored).
+        vector_store_secret_name: The Secret with the vector stores' connections
+            (RAGSWEEP_MILVUS_URI, RAGSWEEP_PGVECTOR_URL, RAGSWEEP_ORACLE_DSN, ...), read by
+            the retrieve step (optional: memory and Milvus Lite need none).
+        keep_collections: Keep each store's collections after retrieval (their names are
+            logged), e.g. to deploy the winner's; by default they are dropped.
         baseline: Compare with this stored run id, or "latest" (the latest successful run of
             the same sweep); empty: no comparison.
         deployed_config: The configuration in production, whose regression against the
@@ -189,9 +198,11 @@ def sweep_pipeline(
                 configs=space.outputs["configs"],
                 chunk_config=chunk_config,
                 embedding_cache=embedding_cache,
+                keep_collections=keep_collections,
             ),
             s3_connection=input_data_secret_name,
             llm_connection=llm_secret_name,
+            vector_store_connection=vector_store_secret_name,
         )
 
     # one step answers and judges every configuration: answers are shared across chunk

@@ -106,6 +106,16 @@ def run(
         None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
     ),
     mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
+    vector_stores: str = typer.Option(
+        None,
+        help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
+        "oracle; indexes per store in --space. [default: memory]",
+    ),
+    keep_collections: bool = typer.Option(
+        False,
+        "--keep-collections",
+        help="Keep the vector stores' collections after retrieval (their names are logged).",
+    ),
     metric: str = typer.Option(
         AUTO_METRIC,
         help="Metric to rank by; auto: the judge's correctness with --judge, else "
@@ -185,6 +195,7 @@ def run(
         "top_ks": top_k,
         "search_types": search_types,
         "mmr_lambdas": mmr_lambdas,
+        "vector_stores": vector_stores,
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
     data.update({field: values(text) for field, text in options.items() if text is not None})
@@ -235,6 +246,7 @@ def run(
         embedding_cache="" if cache == "none" else str(cache or cache_dir()),
         cache_max_gb=cache_max_gb,
         baseline=baseline,
+        keep_collections=keep_collections,
         llm=llm_settings,
         qa_generation=QASettings.from_dict(
             {"model": qa_llm, "num_questions": num_questions, "question_types": question_types},

@@ -17,13 +17,14 @@ import yaml
 
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import DEFAULT_METRIC
-from ragsweep.schemas import METRICS, read_table, settings_of
+from ragsweep.schemas import CONFIG_DEFAULTS, METRICS, read_table, settings_of
 from ragsweep.space import SearchSpace
 
 FORMATS = ("table", "csv", "json", "markdown")
 # sortable columns: metrics best-high, costs best-low
 COST_COLUMNS = ("latency_p50_s", "latency_p95_s", "prompt_tokens", "completion_tokens")
 COST_COLUMNS += ("llm_calls", "context_chars")
+COST_COLUMNS += ("query_latency_p50_ms", "query_latency_p95_ms", "index_build_s")
 
 
 def flat(table: pa.Table) -> pa.Table:
@@ -138,18 +139,38 @@ def number(value: float | None, digits: int = 3) -> str:
     )
 
 
+def exact_only(table: pa.Table) -> bool:
+    """Whether every configuration searched exactly in memory (or was stored before vector
+    stores were swept): its recall against exact search is 1 by construction and its
+    search latency no figure to choose by."""
+    return set(table["vector_store"].to_pylist()) <= {None, CONFIG_DEFAULTS["vector_store"]}
+
+
+def shown_metrics(table: pa.Table, metric: str) -> list[str]:
+    """The metrics to show beside ``metric``: those measured, but recall against exact
+    search only when a vector store other than memory was swept."""
+    hidden = {"recall_vs_exact"} if exact_only(table) else set()
+    return [
+        m
+        for m in METRICS
+        if m != metric and m not in hidden and table[m].null_count < table.num_rows
+    ]
+
+
 def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the text and Markdown tables: the ranking metric with its 95%
-    interval, the other metrics' means (those measured: no judge, no correctness column),
-    questions, failed answers and verdicts when there are any, and latency when it was
-    measured."""
-    others = [m for m in METRICS if m != metric and table[m].null_count < table.num_rows]
+    interval, the other metrics' means (``shown_metrics``), questions, failed answers and
+    verdicts when there are any, latency when it was measured, and the similarity-search
+    latency when vector stores were swept."""
+    others = shown_metrics(table, metric)
     with_latency = table.num_rows and table["latency_p50_s"].null_count < table.num_rows
+    with_search = table.num_rows and not exact_only(table)
     header = ["rank", "=", "configuration", f"{metric.replace('_', ' ')} [95% CI]"]
     header += [m.replace("_", " ") for m in others] + ["questions"]
     with_errors = has_errors(table)
     header += ["errors"] if with_errors else []
     header += ["latency p50/p95 s"] if with_latency else []
+    header += ["search ms p50/p95"] if with_search else []
     rows = []
     for r in table.to_pylist():
         row = [str(r["rank"]), "=" if r["tied_with_best"] else "", r["label"]]
@@ -160,6 +181,9 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
         row += [errors_cell(r)] if with_errors else []
         if with_latency:
             row.append(f"{number(r['latency_p50_s'], 2)}/{number(r['latency_p95_s'], 2)}")
+        if with_search:
+            p50, p95 = r["query_latency_p50_ms"], r["query_latency_p95_ms"]
+            row.append(f"{number(p50, 2)}/{number(p95, 2)}")
         rows.append(row)
     return header, rows
 

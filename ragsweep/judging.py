@@ -58,6 +58,12 @@ def score_answers(
         "question_id": answers["question_id"],
     }
     columns.update(_retrieval_scores(answers, question, refs))
+    # a figure of the retrieval (the store against exact search), carried from the answers
+    columns["recall_vs_exact"] = (
+        answers["recall_vs_exact"]
+        if "recall_vs_exact" in answers.column_names
+        else pa.nulls(answers.num_rows, pa.float64())
+    )
     contexts = contexts or Contexts.of_strings(answers["context"])
     columns.update(_answer_scores(answers, question, refs, contexts))
     if not (settings and settings.judge):

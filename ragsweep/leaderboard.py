@@ -23,6 +23,7 @@ from ragsweep.errors import RagsweepError
 from ragsweep.metrics import is_out_of_scope
 from ragsweep.schemas import (
     BREAKDOWN,
+    CONFIG_DEFAULTS,
     CONFIG_FIELDS,
     COSTS,
     FAILURES,
@@ -185,7 +186,10 @@ def rank_configs(
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
     columns.update(_errors(results, [config_ids[i] for i in order]))
 
-    rows = {name: [by_id[config_ids[i]].get(name) for i in order] for name, _ in CONFIG_FIELDS}
+    rows = {
+        name: [by_id[config_ids[i]].get(name, CONFIG_DEFAULTS.get(name)) for i in order]
+        for name, _ in CONFIG_FIELDS
+    }
     rows["rank"] = list(range(1, len(order) + 1))
     rows["questions"] = (~np.isnan(ranked)).sum(axis=1).tolist()
     rows["round"] = [int(rounds[i]) if rounds[i] >= 0 else None for i in order]
@@ -195,7 +199,8 @@ def rank_configs(
 
 
 def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) -> dict:
-    """Latency percentiles, token and call totals, mean context size; NaN when unmeasured."""
+    """Latency percentiles (of the answers, and of the store's similarity searches), token
+    and call totals, mean context size, the index's build time; NaN when unmeasured."""
     get = {name: matrix(results, name, config_ids, question_ids) for name, _ in COSTS}
     measured = {name: ~np.isnan(m).all(axis=1) for name, m in get.items()}
 
@@ -205,7 +210,10 @@ def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) ->
     with warnings.catch_warnings():  # a row with no measured latency is NaN, as wanted
         warnings.simplefilter("ignore", RuntimeWarning)
         p50, p95 = np.nanpercentile(get["latency_s"], [50, 95], axis=1)
-    out = {"latency_p50_s": p50, "latency_p95_s": p95}
+        query_p50, query_p95 = np.nanpercentile(get["query_latency_ms"], [50, 95], axis=1)
+        build = np.nanmax(get["index_build_s"], axis=1)
+    out = {"latency_p50_s": p50, "latency_p95_s": p95, "index_build_s": build}
+    out.update(query_latency_p50_ms=query_p50, query_latency_p95_ms=query_p95)
     for name in ("prompt_tokens", "completion_tokens", "llm_calls"):
         out[name] = where(name, np.nansum(get[name], axis=1))
     out["context_chars"] = statistics.means(get["context_chars"])

@@ -55,6 +55,19 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_EMBEDDING_BASE_URL",  # embedding models openai:<model>
     "RAGSWEEP_EMBEDDING_API_KEY",
 )
+DEFAULT_VECTOR_STORE_CONNECTION = "ragsweep-vector-store"
+# The keys of the vector-store Secret, read by the retrieve step (ragsweep.stores); each
+# store reads its own and needs none when it runs embedded (memory, Milvus Lite).
+VECTOR_STORE_CONNECTION_KEYS = (
+    "RAGSWEEP_MILVUS_URI",
+    "RAGSWEEP_MILVUS_TOKEN",
+    "RAGSWEEP_PGVECTOR_URL",
+    "RAGSWEEP_ORACLE_DSN",
+    "RAGSWEEP_ORACLE_USER",
+    "RAGSWEEP_ORACLE_PASSWORD",
+    "RAGSWEEP_ORACLE_WALLET_DIR",
+    "RAGSWEEP_ORACLE_WALLET_PASSWORD",
+)
 RETRIES = 2
 RETRY_BACKOFF = "30s"  # doubled for each further try
 
@@ -169,11 +182,12 @@ def step(
     s3_connection: str | dsl.PipelineChannel | None = None,
     store_connection: str | dsl.PipelineChannel | None = None,
     llm_connection: str | dsl.PipelineChannel | None = None,
+    vector_store_connection: str | dsl.PipelineChannel | None = None,
     retry: bool = False,
     cache: bool = True,
 ) -> PipelineTask:
-    """Set a task's CPU and memory; expose an S3 connection, results-store or LLM endpoint
-    secret as its environment;
+    """Set a task's CPU and memory; expose an S3 connection, results-store, LLM endpoint or
+    vector-store secret as its environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
     settings = _active.get() or _cluster_settings(os.environ.get(RESOURCES_ENV) or None)
@@ -184,6 +198,7 @@ def step(
         (s3_connection, S3_CONNECTION_KEYS),
         (store_connection, STORE_CONNECTION_KEYS),
         (llm_connection, LLM_CONNECTION_KEYS),
+        (vector_store_connection, VECTOR_STORE_CONNECTION_KEYS),
     ):
         if secret is not None:
             kubernetes.use_secret_as_env(

@@ -16,7 +16,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragsweep.exports import ERRORS_LEGEND, errors_cell, has_errors, number, ranking_metric, render
+from ragsweep.exports import (
+    ERRORS_LEGEND,
+    errors_cell,
+    exact_only,
+    has_errors,
+    number,
+    ranking_metric,
+    render,
+)
 from ragsweep.leaderboard import Board
 from ragsweep.schemas import METRICS, settings_of
 
@@ -81,9 +89,13 @@ def interval_bar(mean: Any, low: Any, high: Any, width: int = 110) -> str:
 
 
 def cost_axis(board: pa.Table) -> tuple[str, str]:
-    """The cost to plot: measured latency when there is one, else the context size."""
+    """The cost to plot: the answers' measured latency when there is one, else the vector
+    stores' similarity-search latency when stores were swept, else the context size."""
     if board.num_rows and board["latency_p50_s"].null_count < board.num_rows:
         return "latency_p50_s", "median latency per question (s)"
+    timed = board.num_rows and board["query_latency_p50_ms"].null_count < board.num_rows
+    if timed and not exact_only(board):
+        return "query_latency_p50_ms", "median similarity-search latency per question (ms)"
     return "context_chars", "retrieved context per question (characters; what an LLM reads)"
 
 
@@ -172,9 +184,14 @@ def scatter(board: pa.Table, metric: str) -> str:
 
 
 def leaderboard_table(board: pa.Table, metric: str) -> str:
-    others = [m for m in METRICS if m != metric]
+    hidden = {"recall_vs_exact"} if exact_only(board) else set()
+    others = [m for m in METRICS if m != metric and m not in hidden]
     cost, _ = cost_axis(board)
-    short_cost = {"latency_p50_s": "latency s (p50 / p95)", "context_chars": "context chars"}
+    short_cost = {
+        "latency_p50_s": "latency s (p50 / p95)",
+        "query_latency_p50_ms": "search ms (p50 / p95)",
+        "context_chars": "context chars",
+    }
     with_errors = has_errors(board)
     head = (
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
@@ -191,9 +208,10 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         classes += ["best"] if r["rank"] == 1 else []
         classes += ["flagged"] if r["errors_flagged"] else []
         errors = f'<td class="num errors">{escape(errors_cell(r))}</td>' if with_errors else ""
-        cost_cell = fmt(r[cost], 3 if cost == "latency_p50_s" else 0)
-        if cost == "latency_p50_s":
-            cost_cell += f" / {fmt(r['latency_p95_s'], 3)} p95"
+        cost_cell = fmt(r[cost], 0 if cost == "context_chars" else 3)
+        if cost != "context_chars":
+            p95 = cost.replace("p50", "p95")
+            cost_cell += f" / {fmt(r[p95], 3)} p95"
         lines.append(
             f'<tr class="{" ".join(classes)}" data-config-id="{escape(r["config_id"])}">'
             f'<td class="num">{r["rank"]}</td>'

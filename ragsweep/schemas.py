@@ -13,9 +13,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ragsweep.errors import RagsweepError
+from ragsweep.stores import DEFAULT_DISTANCE, DEFAULT_STORE, IndexSpec
 
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "4"  # 4: span metrics, retrieved spans, prefixes, errors, question versions
+SCHEMA_VERSION = "5"  # 5: vector stores (store, index, distance; recall_vs_exact, search latency, build time)
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -64,6 +65,10 @@ RETRIEVALS = pa.schema(
         # the retrieved chunks' texts, each stored once: a dictionary of the chunk set's texts
         ("passages", pa.list_(pa.dictionary(pa.int32(), pa.string()))),
         ("retrieved_spans", pa.list_(SPAN)),  # where each retrieved chunk lies, best first
+        # the share of exact search's top k (same search setting) the store found
+        ("recall_vs_exact", pa.float64()),
+        ("query_latency_ms", pa.float64()),  # the similarity search alone; null: not timed
+        ("index_build_s", pa.float64()),  # the store's index of this chunk set
     ]
 )
 
@@ -83,6 +88,9 @@ ANSWERS = pa.schema(
         ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
         ("answer_error", pa.string()),  # why the model gave no answer; null when it did
         ("retrieved_spans", pa.list_(SPAN)),  # best first
+        ("recall_vs_exact", pa.float64()),  # as retrieved (RETRIEVALS)
+        ("query_latency_ms", pa.float64()),
+        ("index_build_s", pa.float64()),
     ]
 )
 
@@ -94,6 +102,7 @@ SCORES = pa.schema(
         ("document_recall", pa.float64()),
         ("span_recall", pa.float64()),  # null: no gold span
         ("span_precision", pa.float64()),
+        ("recall_vs_exact", pa.float64()),  # 1.0: the store found exact search's top k
         ("answer_correctness", pa.float64()),
         ("faithfulness", pa.float64()),
         ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
@@ -117,7 +126,16 @@ CONFIG_FIELDS = [
     ("mmr_lambda", pa.float64()),  # null unless search_type is mmr
     ("mmr_fetch_k", pa.int64()),
     ("answerer", pa.string()),
+    ("vector_store", pa.string()),  # in a table, filled with CONFIG_DEFAULTS where absent
+    ("index", pa.string()),  # IndexSpec.label(): exact, hnsw(ef_search=64,m=16)
+    ("distance", pa.string()),
 ]
+# A configuration holds these only when not the default, which keeps its id as it was.
+CONFIG_DEFAULTS = {
+    "vector_store": DEFAULT_STORE,
+    "index": IndexSpec().label(),
+    "distance": DEFAULT_DISTANCE,
+}
 
 CONFIGS = pa.schema(CONFIG_FIELDS)
 
@@ -133,6 +151,8 @@ COSTS = [
     ("completion_tokens", pa.int64()),
     ("llm_calls", pa.int64()),
     ("context_chars", pa.int64()),
+    ("query_latency_ms", pa.float64()),  # the store's similarity search, timed alone
+    ("index_build_s", pa.float64()),  # the same for every question of a configuration
 ]
 
 
@@ -162,6 +182,9 @@ LEADERBOARD = pa.schema(
         ("completion_tokens", pa.int64()),
         ("llm_calls", pa.int64()),
         ("context_chars", pa.float64()),  # mean retrieved context per question
+        ("query_latency_p50_ms", pa.float64()),  # over the questions timed
+        ("query_latency_p95_ms", pa.float64()),
+        ("index_build_s", pa.float64()),  # of its store's index of its chunk set
         ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
         ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
     ]

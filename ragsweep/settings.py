@@ -32,6 +32,7 @@ class RunSettings:
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
     cache_max_gb: float = 0.0  # the embedding cache's cap; least recently used evicted; 0: none
     baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
+    keep_collections: bool = False  # keep the vector stores' collections after retrieval
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
 
@@ -64,6 +65,7 @@ class RunSettings:
             "embedding_cache": self.embedding_cache,
             "cache_max_gb": self.cache_max_gb,
             "baseline": self.baseline,
+            "keep_collections": self.keep_collections,
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
         }
@@ -85,7 +87,7 @@ class RunSettings:
             content["testset_content"] = fingerprint(testset)
         sweep = {
             **content,
-            "search_space": self.space.to_dict(),
+            "search_space": self.space.to_dict(),  # with its stores, unless memory alone
             "optimization_metric": self.optimization_metric,
             "max_document_bytes": self.max_document_bytes,
             "max_questions": self.max_questions,

@@ -8,6 +8,13 @@ and evaluates every retrieval/answer setting of a chunk config in one pass.
 A chunk config also holds the query and passage prefixes its model reads (from
 ``ragsweep.embedding.PREFIXES``, or the space's ``query_prefix`` / ``passage_prefix``), when
 they are not empty: they change the embeddings, so they change the configuration's id.
+
+Each chunk set is loaded into every vector store of ``vector_stores``, with each index of
+that store (``indexes``: store -> index kind -> parameter -> values to sweep; a store not
+listed there gets its preferred index with its defaults), searched by ``distance``. A
+configuration names its store and index (``vector_store``, ``index``) and its distance only
+when they are not the defaults (``memory``, ``exact``, ``cosine``), so the ids and labels of
+configurations searched exactly in memory are those of runs stored before stores existed.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import hashlib
 import itertools
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +32,15 @@ import yaml
 
 from ragsweep.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.errors import RagsweepError
-from ragsweep.schemas import CONFIGS, SETTINGS_KEY, settings_of
+from ragsweep.schemas import CONFIG_DEFAULTS, CONFIGS, SETTINGS_KEY, settings_of
+from ragsweep.stores import (
+    DEFAULT_DISTANCE,
+    DEFAULT_STORE,
+    DISTANCES,
+    STORES,
+    IndexSpec,
+    store_class,
+)
 
 log = logging.getLogger("ragsweep")
 
@@ -45,9 +60,15 @@ FIELD_TYPES: dict[str, type] = {
     "answerers": str,
     "query_prefix": str,  # for every embedding model, instead of its family's (PREFIXES)
     "passage_prefix": str,
+    "vector_stores": str,
+    "indexes": dict,  # store -> index kind -> parameter -> values (``parse_indexes``)
+    "distance": str,
 }
-SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix"}
+SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix", "distance"}
 PREFIX_FIELDS = ("query_prefix", "passage_prefix")  # texts kept as given, "" included
+# fields left out of ``to_dict`` at their default, so the sweep keys of older runs still match
+STORE_FIELDS = {"vector_stores": (DEFAULT_STORE,), "indexes": {}, "distance": DEFAULT_DISTANCE}
+DEFAULT_INDEX = IndexSpec().label()  # memory's only index: a full scan
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,9 @@ class SearchSpace:
     answerers: tuple[str, ...] = ("extractive",)
     query_prefix: str | None = None  # None: each model's own, from its family
     passage_prefix: str | None = None
+    vector_stores: tuple[str, ...] = (DEFAULT_STORE,)
+    indexes: dict[str, dict[str, dict[str, tuple]]] = field(default_factory=dict)
+    distance: str = DEFAULT_DISTANCE
 
     @classmethod
     def from_dict(
@@ -82,6 +106,9 @@ class SearchSpace:
         values: dict[str, Any] = {}
         for name, value in data.items():
             if value is None:
+                continue
+            if name == "indexes":
+                values[name] = parse_indexes(source, value)
                 continue
             checked = [_value(source, name, v) for v in _as_list(source, name, value)]
             values[name] = checked[0] if name in SCALARS else tuple(dict.fromkeys(checked))
@@ -116,15 +143,31 @@ class SearchSpace:
         used = Prefixes(config.get("query_prefix") or "", config.get("passage_prefix") or "")
         if used != Prefixes() or used != family_prefixes(config["embedding_model"])[1]:
             values.update(query_prefix=used.query, passage_prefix=used.passage)
+        store = config.get("vector_store") or DEFAULT_STORE
+        index = config.get("index") or DEFAULT_INDEX
+        if (store, index) != (DEFAULT_STORE, DEFAULT_INDEX):
+            spec = parse_index_label(index)
+            params = {name: (value,) for name, value in spec.params.items()}
+            values.update(vector_stores=(store,), indexes={store: {spec.kind: params}})
+        values["distance"] = config.get("distance") or DEFAULT_DISTANCE
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data: lists, the scalars, and the prefixes when given (None: left out)."""
-        return {
-            k: v if k in SCALARS else list(v)
-            for k, v in asdict(self).items()
-            if not (k in PREFIX_FIELDS and v is None)
-        }
+        """Plain data: lists, the scalars, and the prefixes when given (None: left out); the
+        store fields when they are not the defaults."""
+        out = {}
+        for k, v in asdict(self).items():
+            if (k in PREFIX_FIELDS and v is None) or (k in STORE_FIELDS and v == STORE_FIELDS[k]):
+                continue
+            if k == "indexes":
+                v = {
+                    store: {
+                        kind: {p: list(vs) for p, vs in ps.items()} for kind, ps in kinds.items()
+                    }
+                    for store, kinds in v.items()
+                }
+            out[k] = v if k in SCALARS or k == "indexes" else list(v)
+        return out
 
     def prefixes(self, model: str) -> Prefixes:
         """The prefixes ``model`` reads in this space: its family's, unless the space
@@ -178,8 +221,11 @@ class SearchSpace:
         for name, registry in [
             ("chunkers", CHUNKERS),
             ("search_types", SEARCH_TYPES),
+            ("vector_stores", STORES),
+            ("distance", DISTANCES),
         ]:
-            for value in getattr(self, name):
+            chosen = getattr(self, name)
+            for value in (chosen,) if name in SCALARS else chosen:
                 if value not in registry:
                     raise RagsweepError(
                         f"{source}: field '{name}': unknown value {value!r}; "
@@ -205,6 +251,14 @@ class SearchSpace:
                 raise RagsweepError(f"{source}: field 'mmr_lambdas': {value} is not in [0, 1]")
         if self.mmr_fetch_k < 1:
             raise RagsweepError(f"{source}: field 'mmr_fetch_k': {self.mmr_fetch_k} < 1")
+        for store in self.indexes:
+            if store not in self.vector_stores:
+                raise RagsweepError(
+                    f"{source}: field 'indexes': store {store!r} is not in vector_stores "
+                    f"{list(self.vector_stores)}"
+                )
+        for store in self.vector_stores:
+            self.index_specs(store, source)
         if not self.chunk_configs():
             raise RagsweepError(
                 f"{source}: no valid chunk configuration: " + "; ".join(self.pruned())
@@ -259,22 +313,70 @@ class SearchSpace:
         """Why each combination that is not evaluated was left out."""
         return [reason for _, reason in self._chunk_candidates() if reason is not None]
 
+    def index_specs(self, store: str, source: str = "search space") -> list[IndexSpec]:
+        """The indexes swept for ``store``: each kind of ``indexes[store]`` with every
+        combination of its parameters' values over the kind's defaults; a store not in
+        ``indexes`` gets its preferred kind (``hnsw`` where it has one) with its defaults.
+        Unknown kinds and parameters raise ``RagsweepError`` naming the field."""
+        known = store_class(store).INDEXES
+        given = self.indexes.get(store) or {preferred_index(known): {}}
+        specs: dict[str, IndexSpec] = {}
+        for kind, params in given.items():
+            if kind not in known:
+                raise RagsweepError(
+                    f"{source}: field 'indexes': {store} has no index {kind!r}; "
+                    f"choose from {list(known)}"
+                )
+            unknown = sorted(set(params) - set(known[kind]))
+            if unknown:
+                raise RagsweepError(
+                    f"{source}: field 'indexes': {store} {kind}: unknown parameter(s) "
+                    f"{unknown}; known: {sorted(known[kind])}"
+                )
+            for name, values in params.items():
+                numeric = isinstance(known[kind][name], (int, float))
+                wrong = [v for v in values if isinstance(v, (int, float)) != numeric]
+                if wrong:
+                    raise RagsweepError(
+                        f"{source}: field 'indexes': {store} {kind} {name}: expected "
+                        f"{'numbers' if numeric else 'texts'}, got {wrong[0]!r}"
+                    )
+            names = list(params)
+            for combination in itertools.product(*(params[n] for n in names)):
+                spec = IndexSpec(
+                    kind, {**known[kind], **dict(zip(names, combination, strict=True))}
+                )
+                specs.setdefault(spec.label(), spec)
+        return list(specs.values())
+
+    def targets(self) -> list[tuple[str, IndexSpec]]:
+        """Every (vector store, index) a chunk set is loaded into."""
+        return [(store, spec) for store in self.vector_stores for spec in self.index_specs(store)]
+
     def configs(self, chunk_config: dict[str, Any]) -> list[dict[str, Any]]:
-        """The full configurations that share ``chunk_config``, each with id and label."""
+        """The full configurations that share ``chunk_config``, each with id and label: every
+        (store, index) crossed with every Top K, search setting and answerer."""
         base = {k: v for k, v in chunk_config.items() if k != "chunk_config_id"}
         out = []
-        for top_k, search_type, answerer in itertools.product(
-            self.top_ks, self.search_types, self.answerers
-        ):
-            for params in self.search_params(search_type):
-                config = {
-                    **base,
-                    "top_k": top_k,
-                    "search_type": search_type,
-                    **params,
-                    "answerer": answerer,
-                }
-                out.append({"config_id": config_id(config), "label": label(config), **config})
+        for store, spec in self.targets():
+            where: dict[str, Any] = {}
+            if (store, spec.label()) != (DEFAULT_STORE, DEFAULT_INDEX):
+                where.update(vector_store=store, index=spec.label())
+            if self.distance != DEFAULT_DISTANCE:
+                where["distance"] = self.distance
+            for top_k, search_type, answerer in itertools.product(
+                self.top_ks, self.search_types, self.answerers
+            ):
+                for params in self.search_params(search_type):
+                    config = {
+                        **base,
+                        "top_k": top_k,
+                        "search_type": search_type,
+                        **params,
+                        **where,
+                        "answerer": answerer,
+                    }
+                    out.append({"config_id": config_id(config), "label": label(config), **config})
         return out
 
     def search_params(self, search_type: str) -> list[dict[str, Any]]:
@@ -312,6 +414,82 @@ def _as_list(source: str, name: str, value: Any) -> list:
     if not value:
         raise RagsweepError(f"{source}: field '{name}': expected a non-empty list")
     return list(value)
+
+
+def preferred_index(indexes: dict[str, dict[str, Any]]) -> str:
+    """The index a store gets when the space names none: ``hnsw`` where the store has one
+    (what a store is served with), else its first kind (``exact`` for ``memory``)."""
+    return "hnsw" if "hnsw" in indexes else next(iter(indexes))
+
+
+def parse_indexes(source: str, value: Any) -> dict[str, dict[str, dict[str, tuple]]]:
+    """The ``indexes`` field as given (a mapping of store -> kinds), type-checked: a store's
+    kinds are a mapping of kind -> {parameter: value or list of values} (empty or null: the
+    kind's defaults), a list of kinds, or one kind. Stores, kinds and parameter names are
+    checked by ``SearchSpace.validate``, against the stores' ``INDEXES``."""
+    where = f"{source}: field 'indexes'"
+    if not isinstance(value, dict):
+        raise RagsweepError(
+            f"{where}: expected a mapping of vector store -> index kinds, e.g. "
+            "{milvus: {hnsw: {m: [16, 32]}}}, got " + repr(value)
+        )
+    out: dict[str, dict[str, dict[str, tuple]]] = {}
+    for store, kinds in value.items():
+        if store not in STORES:
+            raise RagsweepError(
+                f"{where}: unknown vector store {store!r}; choose from {sorted(STORES)}"
+            )
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        if isinstance(kinds, list):
+            kinds = dict.fromkeys(kinds)
+        if not isinstance(kinds, dict) or not kinds:
+            raise RagsweepError(f"{where}: {store}: expected index kinds, got {kinds!r}")
+        out[store] = {}
+        for kind, params in kinds.items():
+            params = params or {}
+            if not isinstance(kind, str) or not isinstance(params, dict):
+                raise RagsweepError(
+                    f"{where}: {store} {kind}: expected a mapping of parameter -> values, "
+                    f"got {params!r}"
+                )
+            out[store][kind] = {
+                name: tuple(dict.fromkeys(_parameter(f"{where}: {store} {kind} {name}", v)))
+                for name, v in params.items()
+            }
+    return out
+
+
+def _parameter(where: str, value: Any) -> list:
+    """An index parameter's values: numbers (64.0 means 64) or texts, at least one."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise RagsweepError(f"{where}: expected a non-empty list")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise RagsweepError(f"{where}: expected numbers or texts, got {v!r}")
+        out.append(int(v) if isinstance(v, float) and v.is_integer() else v)
+    return out
+
+
+def parse_index_label(text: str) -> IndexSpec:
+    """The ``IndexSpec`` of a label ``IndexSpec.label`` wrote: ``hnsw(ef_search=64,m=16)``."""
+    kind, _, inner = text.partition("(")
+    params: dict[str, Any] = {}
+    for item in inner.rstrip(")").split(",") if inner else []:
+        name, _, raw = item.partition("=")
+        params[name] = _number(raw)
+    return IndexSpec(kind, params)
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _tokens(model: str, text: str) -> int:
@@ -354,7 +532,9 @@ def config_id(config: dict[str, Any]) -> str:
 
 def label(config: dict[str, Any]) -> str:
     """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``;
-    prefixes other than the model family's follow the model (``query_prefix=''``)."""
+    prefixes other than the model family's follow the model (``query_prefix=''``), a store
+    and index other than memory's exact search the search (``milvus:hnsw(m=16)``), and so
+    does a distance other than cosine (``distance=dot``)."""
     model = config["embedding_model"].rstrip("/").rsplit("/", 1)[-1]
     own = family_prefixes(config["embedding_model"])[1]
     for name, default in zip(PREFIX_FIELDS, (own.query, own.passage), strict=True):
@@ -363,6 +543,10 @@ def label(config: dict[str, Any]) -> str:
     search = config["search_type"]
     if "mmr_lambda" in config:
         search += f":{config['mmr_lambda']:g}"
+    if "vector_store" in config:
+        search += f" {config['vector_store']}:{config['index']}"
+    if "distance" in config:
+        search += f" distance={config['distance']}"
     return (
         f"{config['chunker']}-{config['chunk_size']}/{config['chunk_overlap']} {model} "
         f"k={config['top_k']} {search} {config['answerer']}"
@@ -370,9 +554,11 @@ def label(config: dict[str, Any]) -> str:
 
 
 def configs_table(space: SearchSpace) -> pa.Table:
-    """Every configuration of ``space``, one row each (kind ``configs``), with the space
-    itself in the metadata: what the steps after ``build_space`` evaluate."""
-    table = pa.Table.from_pylist(space.all_configs(), schema=CONFIGS)
+    """Every configuration of ``space``, one row each (kind ``configs``; the store fields'
+    defaults filled in), with the space itself in the metadata: what the steps after
+    ``build_space`` evaluate."""
+    rows = [{**CONFIG_DEFAULTS, **config} for config in space.all_configs()]
+    table = pa.Table.from_pylist(rows, schema=CONFIGS)
     settings = {"search_space": space.to_dict()}
     return table.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
 

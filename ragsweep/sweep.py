@@ -2,8 +2,9 @@
 configurations retrieved.
 
 Chunks and questions are embedded through the embedding cache (each distinct text once per
-model, and not at all when stored); one ranking per search type and parameters, as deep as
-the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
+model, and not at all when stored); the chunk set is loaded into each vector store and index
+of the space (``ragsweep.store_search``), where one ranking per search type and parameters,
+as deep as the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
 identical (answerer, question, passages) are answered once across the whole grid, and when
 the grid would take more LLM calls than allowed, successive halving (``ragsweep.halving``)
 decides which configurations answer which questions.
@@ -35,20 +36,27 @@ from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
 from ragsweep.leaderboard import matrix, resolve_metric
 from ragsweep.llm import LLMSettings
-from ragsweep.retrieval import Index, rank_chunks
+from ragsweep.retrieval import Index
 from ragsweep.schemas import ANSWERS, SCORES
 from ragsweep.space import SearchSpace, chunk_config_from
-from ragsweep.stores import DEFAULT_STORE, IndexSpec, open_store
+from ragsweep.store_search import collection_name, overlap, search_store
+from ragsweep.stores import DEFAULT_STORE, IndexSpec
 
 log = logging.getLogger("ragsweep")
 
 SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
+EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is measured against
 
 
 def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """The search type and parameters of a configuration: configurations that differ only
     in Top K (or answerer) share one ranking."""
     return config["search_type"], tuple((k, config[k]) for k in SEARCH_PARAMS if k in config)
+
+
+def target_of(config: dict[str, Any]) -> tuple[str, str]:
+    """The (vector store, index label) a configuration searches."""
+    return config.get("vector_store", DEFAULT_STORE), config.get("index", EXACT[1])
 
 
 def build_chunks(
@@ -77,9 +85,18 @@ def retrieve(
     space: SearchSpace,
     chunk_config: dict[str, Any],
     cache: EmbeddingCache,
+    keep_collections: bool = False,
 ) -> pa.Table:
     """What every configuration sharing ``chunk_config`` retrieves for every question, one
-    row per config x question (kind ``retrievals``)."""
+    row per config x question (kind ``retrievals``).
+
+    The chunk set is loaded into each (vector store, index) of the space, in a collection
+    named for the run, the chunk set and the index (``collection_name``), dropped once
+    searched unless ``keep_collections``. Each row carries its store's ``recall_vs_exact``
+    (the share of exact search's top k it found, for the same search setting), the time
+    its index took to build, and the question's similarity-search latency (timed alone for
+    the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A store's
+    failure raises ``RagsweepError`` naming it."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
@@ -88,10 +105,8 @@ def retrieve(
     questions = [with_history(q, h) for q, h in asked(testset)]
     question_ids = testset.column("question_id").to_pylist()
     chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))
-    store = open_store(DEFAULT_STORE, chunk_config["chunk_config_id"])
-    store.create(chunk_vectors, texts, IndexSpec())
-    index = Index(
-        store=store,
+    inputs = Index(
+        store=None,  # set per store
         question_vectors=cache.embed(
             chunk_config["embedding_model"], questions, chunk_config.get("query_prefix", "")
         ),
@@ -101,17 +116,35 @@ def retrieve(
     )
     configs = space.configs(chunk_config)
     depth = max(c["top_k"] for c in configs)
-    rankings: dict[tuple, np.ndarray] = {}
-    for config in configs:
-        search_type, params = search = search_of(config)
-        if search not in rankings:
-            rankings[search] = rank_chunks(index, search_type, depth, **dict(params))
+    searches = list(dict.fromkeys(search_of(c) for c in configs))
+    searched = {}  # (store, index label) -> Searched; exact search in memory first
+    for store, spec in [(DEFAULT_STORE, IndexSpec()), *space.targets()]:
+        key = (store, spec.label())
+        if key not in searched:
+            searched[key] = search_store(
+                store,
+                spec,
+                collection_name(chunk_config["chunk_config_id"], store, spec, space.distance),
+                space.distance,
+                inputs,
+                searches,
+                depth,
+                keep_collections and key != EXACT,
+            )
+    exact = searched[EXACT]
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
+    for name in ("recall_vs_exact", "query_latency_ms", "index_build_s"):
+        rows[name] = []
     for config in configs:
-        ranking = rankings[search_of(config)][:, : config["top_k"]]
+        found = searched[target_of(config)]
+        ranking = found.rankings[search_of(config)][:, : config["top_k"]]
+        reference = exact.rankings[search_of(config)][:, : config["top_k"]]
         rows["config_id"] += [config["config_id"]] * len(question_ids)
         rows["question_id"] += question_ids
         rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
+        rows["recall_vs_exact"] += overlap(ranking, reference)
+        rows["query_latency_ms"] += found.latency_ms.tolist()
+        rows["index_build_s"] += [found.build_s] * len(question_ids)
     picked = rows["retrieved_chunk_ids"]
     rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
     offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
@@ -124,11 +157,13 @@ def retrieve(
         names=["doc_id", "start", "end"],
     )
     rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
+    rows["query_latency_ms"] = pa.array(rows["query_latency_ms"], pa.float64(), from_pandas=True)
     log.info(
-        "retrieved for %d configurations x %d questions (%d rankings)",
+        "retrieved for %d configurations x %d questions (%d rankings in each of %d indexes)",
         len(configs),
         len(questions),
-        len(rankings),
+        len(searches),
+        len(space.targets()),
     )
     return pa.table(rows)
 
@@ -304,11 +339,13 @@ def _answered(
     unanswered, null answer columns), and the LLM calls answering made. Rows of the same
     answerer, question and passages share one answer."""
     names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
-    names += [n for n in ("retrieved_spans",) if n in retrievals.column_names]
+    carried = ("retrieved_spans", "recall_vs_exact", "query_latency_ms", "index_build_s")
+    names += [n for n in carried if n in retrievals.column_names]
     batch = retrievals.select(names).take(pa.array(rows, pa.int64()))
     table: dict[str, Any] = {name: batch[name] for name in names}
-    if "retrieved_spans" not in table:  # none retrieved: span recall 0
-        table["retrieved_spans"] = pa.nulls(len(rows), ANSWERS.field("retrieved_spans").type)
+    for name in carried:  # absent from older retrievals: null (no spans: span recall 0)
+        if name not in table:
+            table[name] = pa.nulls(len(rows), ANSWERS.field(name).type)
     mine = contexts.take(rows)
     table["context"] = mine.column()
     table["round"] = (

@@ -58,6 +58,14 @@ def test_unknown_search_type(kb):
     assert_user_error(result, "search_types", "'x'")
 
 
+def test_unknown_vector_store(kb):
+    tmp, docs, good = kb
+    result = ragsweep(
+        "run", "--docs", str(docs), "--testset", str(good), "--vector-stores", "memory,faiss"
+    )
+    assert_user_error(result, "field 'vector_stores'", "unknown value 'faiss'", "memory")
+
+
 def test_unknown_metric(kb):
     tmp, docs, good = kb
     result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--metric", "speed")

@@ -93,6 +93,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         configs=configs,
         chunk_config=chunk_config,
         embedding_cache=cache,
+        keep_collections=False,
         retrievals=retrievals,
     )
     assert read_table(retrievals.path, "retrievals").num_rows == 4 * 2  # 4 configs x 2 questions
@@ -239,6 +240,9 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "retrieved_doc_ids": [[f"doc{1 - i}.md"]],
                 "passages": [["the answer to q1"]],
                 "retrieved_spans": [[{"doc_id": f"doc{1 - i}.md", "start": 0, "end": 16}]],
+                "recall_vs_exact": [1.0],
+                "query_latency_ms": [0.05],
+                "index_build_s": [0.0],
             }
         )
         branches.append(artifact(tmp_path, f"r{i}"))

@@ -10,7 +10,12 @@ import pytest
 import yaml
 
 from ragsweep.openshift import DSPA_GROUP, default_image
-from ragsweep.platform import DEFAULT_CONNECTION, S3_CONNECTION_KEYS
+from ragsweep.platform import (
+    DEFAULT_CONNECTION,
+    DEFAULT_VECTOR_STORE_CONNECTION,
+    S3_CONNECTION_KEYS,
+    VECTOR_STORE_CONNECTION_KEYS,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
@@ -121,6 +126,7 @@ def test_example_secrets_hold_placeholders_only():
         DEFAULT_CONNECTION,
         "ragsweep-llm",
         "ragsweep-results-store",
+        DEFAULT_VECTOR_STORE_CONNECTION,
     }
     for secret in secrets:
         assert secret["kind"] == "Secret"
@@ -128,6 +134,15 @@ def test_example_secrets_hold_placeholders_only():
         for key, value in secret["stringData"].items():
             if key in CREDENTIALS or key == "RAGSWEEP_STORE_URL":
                 assert PLACEHOLDER in value, f"{secret['metadata']['name']}: {key}"
+
+
+def test_example_vector_store_secret_holds_keys_the_retrieve_step_reads():
+    [stores] = [
+        s for s in example_secrets() if s["metadata"]["name"] == DEFAULT_VECTOR_STORE_CONNECTION
+    ]
+    assert set(stores["stringData"]) <= set(VECTOR_STORE_CONNECTION_KEYS)
+    for key in ("RAGSWEEP_MILVUS_TOKEN", "RAGSWEEP_PGVECTOR_URL", "RAGSWEEP_ORACLE_PASSWORD"):
+        assert PLACEHOLDER in stores["stringData"][key], key
 
 
 def test_example_s3_connection_is_an_openshift_ai_connection_with_the_pipeline_keys():

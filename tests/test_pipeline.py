@@ -71,7 +71,7 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     url = f"sqlite:///{tmp_path / 'results.db'}"
     sweep = ["--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"]
     sweep += ["--top-k", "1,3,5", "--output", str(tmp_path / "runs"), "--store", url]
-    sweep += ["--cache", str(tmp_path / "cache")]
+    sweep += ["--cache", str(tmp_path / "cache"), "--vector-stores", "memory"]
     result = ragsweep("run", *sweep)
     assert result.returncode == 0, result.stderr[-3000:]
     [run_dir] = (tmp_path / "runs").iterdir()
@@ -84,6 +84,13 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
         board["answer_correctness_high"][0].as_py(),
     )
     assert low <= board["answer_correctness"][0].as_py() <= high
+    # exact search in memory: recall 1 against itself, its searches timed, its ids as before
+    assert set(board["vector_store"].to_pylist()) == {"memory"}
+    assert set(board["index"].to_pylist()) == {"exact"}
+    assert set(board["recall_vs_exact"].to_pylist()) == {1.0}
+    assert all(ms >= 0 for ms in board["query_latency_p50_ms"].to_pylist())
+    assert board["index_build_s"].null_count == 0
+    assert "memory:" not in "".join(board["label"].to_pylist())
     for name in ("leaderboard", "results", "breakdown", "failures"):
         for suffix in (".arrow", ".parquet", ".csv", ".json"):
             assert (run_dir / name).with_suffix(suffix).is_file(), name + suffix

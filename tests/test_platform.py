@@ -15,6 +15,7 @@ from ragsweep.platform import (
     RESOURCES,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
+    VECTOR_STORE_CONNECTION_KEYS,
     for_local_run,
     load_resources,
 )
@@ -68,7 +69,11 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-generate-qa": [("llm_secret_name", llm)],
         # an s3:// embedding cache; embedding models openai:<model>
         "exec-chunk-embed": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
-        "exec-retrieve": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
+        "exec-retrieve": [
+            ("input_data_secret_name", s3),
+            ("llm_secret_name", llm),
+            ("vector_store_secret_name", VECTOR_STORE_CONNECTION_KEYS),  # the stores' URLs
+        ],
         "exec-evaluate": [("llm_secret_name", llm)],
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
@@ -91,6 +96,8 @@ def test_compiled_pipeline_holds_no_secret_value(tmp_path):
         "AWS_ACCESS_KEY_ID": "AKIA-SENTINEL-ID",
         "AWS_SECRET_ACCESS_KEY": "sentinel-secret-key",
         "RAGSWEEP_KFP_TOKEN": "sha256~sentinel-token",
+        "RAGSWEEP_ORACLE_PASSWORD": "sentinel-oracle-password",
+        "RAGSWEEP_MILVUS_URI": "http://root:sentinel-milvus@127.0.0.1:19530",
     }
     text = compile_with(tmp_path, **values).read_text()
     assert not [value for value in values.values() if value in text]

@@ -14,6 +14,7 @@ def scores(n=2):
             "document_recall": [1.0] * n,
             "span_recall": [None] * n,
             "span_precision": [None] * n,
+            "recall_vs_exact": [1.0] * n,
             "answer_correctness": [0.5] * n,
             "faithfulness": [1.0] * n,
             "correctness": [None] * n,

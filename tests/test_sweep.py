@@ -121,9 +121,9 @@ def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
         rankings.append((search_type, depth, params))
         return rank(index, search_type, depth, **params)
 
-    import ragsweep.sweep
+    import ragsweep.store_search
 
-    monkeypatch.setattr(ragsweep.sweep, "rank_chunks", counting)
+    monkeypatch.setattr(ragsweep.store_search, "rank_chunks", counting)
     space = SearchSpace(
         chunk_sizes=(16,),
         chunk_overlaps=(4,),
