@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 MARK_START, MARK_END = "<!-- pipeline: start -->", "<!-- pipeline: end -->"
+RESULTS = HERE / ".data" / "pipeline_results.json"
 MODEL = "all-MiniLM-L6-v2"
 MMR_LAMBDA, MMR_FETCH_K = 0.5, 20  # ragsweep's defaults
 STEP_LINE = re.compile(
@@ -171,10 +172,13 @@ def benchmark(rounds: int, before: Path | None) -> dict:
     for _ in range(rounds):
         for kind, code in kinds:
             runs[kind].append(run("reference" if kind == "reference" else "pipeline", corpus, code))
-    return {
-        "runs": runs,
-        "fastest": {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items()},
-    }
+            RESULTS.write_text(json.dumps(summarise(runs), indent=2))  # so far, if stopped
+    return summarise(runs)
+
+
+def summarise(runs: dict[str, list]) -> dict:
+    fastest = {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items() if v}
+    return {"runs": {k: v for k, v in runs.items() if v}, "fastest": fastest}
 
 
 def report(results: dict) -> str:
@@ -239,15 +243,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds")
     parser.add_argument("--before", type=Path, help="a checkout of another commit to compare")
+    parser.add_argument(
+        "--report-only", action="store_true", help=f"report the runs saved in {RESULTS.name}"
+    )
     parser.add_argument("--reference", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reference:
         docs, testset, grid = args.reference
         print(json.dumps(reference(docs, testset, json.loads(grid))))
         return
-    results = benchmark(args.rounds, args.before)
-    (HERE / ".data").mkdir(exist_ok=True)
-    (HERE / ".data" / "pipeline_results.json").write_text(json.dumps(results, indent=2))
+    RESULTS.parent.mkdir(exist_ok=True)
+    if args.report_only:
+        results = json.loads(RESULTS.read_text())
+    else:
+        results = benchmark(args.rounds, args.before)
+        RESULTS.write_text(json.dumps(results, indent=2))
     text = report(results)
     print(text)
     write_readme(text)
