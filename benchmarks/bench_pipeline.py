@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_sweep import GRID, click_corpus
+from bench_sweep import CLICK_TESTSET, GRID, click_corpus
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -164,8 +164,8 @@ def pipeline_figures(run_dir: Path) -> dict:
 # ---- the benchmark ---------------------------------------------------------------------------
 
 
-def benchmark(rounds: int, before: Path | None) -> dict:
-    corpus = click_corpus()
+def benchmark(rounds: int, before: Path | None, testset: Path) -> dict:
+    corpus = (click_corpus()[0], testset)
     kinds = [("reference", ROOT), ("pipeline", ROOT)] + ([("before", before)] if before else [])
     print(f"Click 8.1.8 docs, {rounds} rounds of {', '.join(k for k, _ in kinds)}")
     runs: dict[str, list] = {kind: [] for kind, _ in kinds}
@@ -243,6 +243,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds")
     parser.add_argument("--before", type=Path, help="a checkout of another commit to compare")
+    parser.add_argument("--testset", type=Path, default=CLICK_TESTSET, help="Click questions")
     parser.add_argument(
         "--report-only", action="store_true", help=f"report the runs saved in {RESULTS.name}"
     )
@@ -256,7 +257,7 @@ def main() -> None:
     if args.report_only:
         results = json.loads(RESULTS.read_text())
     else:
-        results = benchmark(args.rounds, args.before)
+        results = benchmark(args.rounds, args.before, args.testset)
         RESULTS.write_text(json.dumps(results, indent=2))
     text = report(results)
     print(text)
