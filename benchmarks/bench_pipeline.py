@@ -113,9 +113,13 @@ def options(grid: dict) -> list[str]:
     return [a for key, flag in flags.items() for a in (flag, ",".join(map(str, grid[key])))]
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    command: list[str], env: dict[str, str], cwd: str
+) -> tuple[float, subprocess.CompletedProcess]:
+    """Run ``command`` in ``cwd`` (an empty folder: kfp.local starts each step with
+    ``python -m``, which puts the working folder first on the path); its wall seconds."""
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
@@ -129,12 +133,12 @@ def run(kind: str, corpus: tuple[Path, Path], code: Path) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         if kind == "reference":
             command = [sys.executable, __file__, "--reference", *map(str, corpus), json.dumps(GRID)]
-            seconds, done = timed(command, env)
+            seconds, done = timed(command, env, scratch)
             result = json.loads(done.stdout.strip().splitlines()[-1])
         else:
             command = [str(RAGSWEEP), "run", "--docs", str(corpus[0]), "--testset", str(corpus[1])]
             command += options(GRID) + ["--no-store", "--cache", f"{scratch}/cache"]
-            seconds, done = timed(command + ["--output", f"{scratch}/runs"], env)
+            seconds, done = timed(command + ["--output", f"{scratch}/runs"], env, scratch)
             [run_dir] = Path(scratch, "runs").iterdir()
             result = pipeline_figures(run_dir)
     result |= {"seconds": seconds, "load_before": load, "load_after": os.getloadavg()[0]}
