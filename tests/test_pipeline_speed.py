@@ -37,6 +37,17 @@ def test_steps_that_embed_nothing_start_without_the_embedding_stack(step):
     assert done.stdout.strip() == "[]", f"{step} imports {done.stdout.strip()}"
 
 
+def test_the_steps_inside_the_fan_out_start_without_readers_and_scipy_stats():
+    code = (
+        "import sys\n"
+        "import ragsweep.embedcache, ragsweep.sweep\n"
+        "print([m for m in ('pypdf', 'docx', 'scipy.stats') if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_chunking_still_splits_with_llama_index_once_asked():
     import pyarrow as pa
 
