@@ -68,7 +68,16 @@ def executor_function() -> str | None:
 
 
 def peak_memory_mb() -> int:
-    """This process's peak resident memory so far, in MB (kilobytes on Linux, bytes on macOS)."""
+    """This process's peak resident memory so far, in MB: Linux's VmHWM, which starts afresh
+    with the program (``ru_maxrss`` keeps the peak of the process that started it, when that
+    one forked); elsewhere ``ru_maxrss`` (kilobytes, bytes on macOS)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024)
+    except OSError:
+        pass
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
