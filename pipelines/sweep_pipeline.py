@@ -180,7 +180,10 @@ def sweep_pipeline(
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
     # artifacts: retrieve reads the validated space from build_space's configs artifact.
-    with dsl.ParallelFor(chunk_configs.output) as chunk_config:
+    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.platform).
+    with dsl.ParallelFor(
+        chunk_configs.output, parallelism=platform.loop_parallelism()
+    ) as chunk_config:
         chunks = platform.step(
             chunk_embed(
                 documents=inputs.outputs["documents"],

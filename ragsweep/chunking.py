@@ -11,20 +11,31 @@ import re
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
-from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 
 from ragsweep.text import locate
 
 Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
 WORD = re.compile(r"\S*\w\S*")  # a run without white space holding a letter or digit: 1+ tokens
+Splitter = Callable[[str], list[str]]
 
-CHUNKERS: dict[str, Callable[[int, int, Tokenize], Callable[[str], list[str]]]] = {
-    "sentence": lambda size, overlap, tok: (
-        SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tok).split_text
-    ),
-    "token": lambda size, overlap, tok: (
-        TokenTextSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tok).split_text
-    ),
+
+# llama-index is imported when a document is split, not with this module: the steps that
+# only read chunks (plan, evaluate, rank) start without it
+def sentence(size: int, overlap: int, tokenize: Tokenize) -> Splitter:
+    from llama_index.core.node_parser import SentenceSplitter
+
+    return SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text
+
+
+def token(size: int, overlap: int, tokenize: Tokenize) -> Splitter:
+    from llama_index.core.node_parser import TokenTextSplitter
+
+    return TokenTextSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text
+
+
+CHUNKERS: dict[str, Callable[[int, int, Tokenize], Splitter]] = {
+    "sentence": sentence,
+    "token": token,
 }
 
 

@@ -150,6 +150,9 @@ def run(
         help="Cap the embedding cache at this many GB; the least recently used shards are "
         "evicted. 0: no cap.",
     ),
+    parallelism: int = typer.Option(
+        1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
+    ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
@@ -252,6 +255,7 @@ def run(
             {"model": qa_llm, "num_questions": num_questions, "question_types": question_types},
             source="options",
         ),
+        parallelism=parallelism,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")

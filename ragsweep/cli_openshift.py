@@ -52,22 +52,43 @@ IMAGE = typer.Option(
 )
 RESOURCES = typer.Option(None, help="YAML file of per-step CPU and memory (RAGSWEEP_RESOURCES).")
 PACKAGE = typer.Option(None, help="A compiled pipeline YAML to use instead of compiling one.")
+PARALLELISM = typer.Option(
+    0, min=0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
+)
+GPU = typer.Option(
+    0,
+    "--gpu",
+    min=0,
+    help="NVIDIA GPUs for each embedding step (0: none); compiled into the pipeline.",
+)
 
 
 @contextmanager
 def prepared(
-    package: Path | None, image: str | None, resources: str | None, namespace: str | None
+    package: Path | None,
+    image: str | None,
+    resources: str | None,
+    namespace: str | None,
+    parallelism: int = 0,
+    gpus: int = 0,
 ) -> Iterator[Path]:
-    """The compiled pipeline: ``package`` as given, or one compiled for the image."""
+    """The compiled pipeline: ``package`` as given, or one compiled for the image (with the
+    fan-out's ``parallelism`` and each embedding step's ``gpus``)."""
     if package is not None:
         if not package.is_file():
             raise RagsweepError(f"--package {package}: no such file")
+        if parallelism or gpus:
+            raise RagsweepError(
+                "--parallelism and --gpu are compiled into the pipeline: "
+                "drop them with --package, or drop --package"
+            )
         yield package
         return
     load_resources(resources)  # a bad file first: it needs no cluster to find out
     with tempfile.TemporaryDirectory() as tmp:
         image = image or openshift.default_image(namespace)
-        yield openshift.compile_pipeline(Path(tmp) / "ragsweep.yaml", image, resources)
+        target = Path(tmp) / "ragsweep.yaml"
+        yield openshift.compile_pipeline(target, image, resources, parallelism, gpus)
 
 
 def submit(
@@ -82,6 +103,8 @@ def submit(
     poll_seconds: float = typer.Option(30.0, help="With --wait: seconds between looks."),
     image: str = IMAGE,
     resources: str = RESOURCES,
+    parallelism: int = PARALLELISM,
+    gpu: int = GPU,
     package: Path = PACKAGE,
     host: str = HOST,
     token: str = TOKEN,
@@ -94,7 +117,7 @@ def submit(
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, testset, docs_secret, testset_secret, param)
-    with prepared(package, image, resources, endpoint.namespace) as compiled:
+    with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
     typer.echo(f"run {run_id} in experiment '{experiment}'")
@@ -124,6 +147,8 @@ def schedule_create(
     experiment: str = EXPERIMENT,
     image: str = IMAGE,
     resources: str = RESOURCES,
+    parallelism: int = PARALLELISM,
+    gpu: int = GPU,
     package: Path = PACKAGE,
     host: str = HOST,
     token: str = TOKEN,
@@ -139,7 +164,7 @@ def schedule_create(
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, testset, docs_secret, testset_secret, param)
-    with prepared(package, image, resources, endpoint.namespace) as compiled:
+    with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)
     typer.echo(

@@ -133,8 +133,15 @@ def load_embedder(name: str):
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
-        model_name=str(model_path(name)), embed_batch_size=BATCH, device="cpu"
+        model_name=str(model_path(name)), embed_batch_size=BATCH, device=device()
     )
+
+
+def device() -> str:
+    """Where a local model runs: the GPU when CUDA sees one, else the CPU."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @lru_cache(maxsize=4)

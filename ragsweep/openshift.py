@@ -425,18 +425,22 @@ def default_image(namespace: str | None) -> str:
     return f"{INTERNAL_REGISTRY}/{namespace}/ragsweep:latest"
 
 
-def compile_pipeline(target: Path, image: str, resources: str | None) -> Path:
-    """Compile the pipeline for ``image`` (and a resources file) into ``target``.
+def compile_pipeline(
+    target: Path, image: str, resources: str | None, parallelism: int = 0, gpus: int = 0
+) -> Path:
+    """Compile the pipeline for ``image`` (and a resources file, the fan-out's parallelism
+    and each embedding step's GPUs: 0 for none) into ``target``.
 
     In a fresh interpreter: components read ``RAGSWEEP_IMAGE`` when they are first imported.
     """
     import subprocess
     import sys
 
-    from ragsweep.platform import RESOURCES_ENV, load_resources
+    from ragsweep.platform import GPU_ENV, PARALLELISM_ENV, RESOURCES_ENV, load_resources
 
     load_resources(resources)  # a bad file is one line here, not a traceback in the child
     env = {**os.environ, "RAGSWEEP_IMAGE": image, RESOURCES_ENV: resources or ""}
+    env.update({PARALLELISM_ENV: str(parallelism), GPU_ENV: str(gpus)})
     done = subprocess.run(
         [sys.executable, "-m", "ragsweep.pipelines.sweep_pipeline", str(target)],
         env=env,

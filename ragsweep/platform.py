@@ -10,10 +10,21 @@ CPU and memory come from ``RESOURCES``, overridden at compile time by the YAML f
 
     chunk_embed: {cpu_limit: "4", memory_limit: 12Gi}
 
+Each step's ``OMP_NUM_THREADS`` (torch's and BLAS's threads) is its whole cores of
+``cpu_limit``: a pod sees every core of its node, and more threads than its CPU quota only
+wait for it.
+
+Two more compile-time settings, read from the environment (``ragsweep submit`` and
+``ragsweep schedule`` set them from ``--parallelism`` and ``--gpu``): ``RAGSWEEP_PARALLELISM``,
+the most chunk configurations the fan-out runs at once (Kubeflow's ``ParallelFor``
+parallelism is a number in the compiled pipeline, not a run parameter; 0 or unset: no
+bound), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each ``chunk_embed`` step asks for (with a
+node selector and a toleration for GPU nodes; 0 or unset: none).
+
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
-the resources, but honours retries: ``for_local_run`` builds the same pipeline without
-resources and retries, since on a laptop a failing step is a mistake to fix, not a flaky
-service.
+the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
+the same pipeline without resources and retries, since on a laptop a failing step is a
+mistake to fix, not a flaky service, and runs ``parallelism`` chunk configurations at once.
 """
 
 from __future__ import annotations
@@ -33,6 +44,13 @@ from kfp.dsl.graph_component import GraphComponent
 from ragsweep.errors import RagsweepError
 
 RESOURCES_ENV = "RAGSWEEP_RESOURCES"
+PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
+GPU_ENV = "RAGSWEEP_GPU"
+THREADS_ENV = "OMP_NUM_THREADS"  # torch's intra-op threads, and numpy's BLAS
+# The steps that run an embedding model on a chunk set; retrieve embeds only the questions.
+GPU_STEPS = ("chunk_embed",)
+GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA GPU operator's device plugin
+GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")  # set by its GPU feature discovery
 DEFAULT_CONNECTION = "ragsweep-s3"
 # The keys of an OpenShift AI S3 connection, each read into the variable of the same name.
 S3_CONNECTION_KEYS = (
@@ -100,6 +118,12 @@ class Resources:
     def apply(self, task: PipelineTask) -> None:
         task.set_cpu_request(self.cpu_request).set_cpu_limit(self.cpu_limit)
         task.set_memory_request(self.memory_request).set_memory_limit(self.memory_limit)
+        task.set_env_variable(THREADS_ENV, str(self.threads))
+
+    @property
+    def threads(self) -> int:
+        """The threads that fit the CPU limit: its whole cores, at least one."""
+        return max(1, int(_cpu(self.cpu_limit)))
 
 
 def _cpu(value: str) -> float:
@@ -159,21 +183,49 @@ def load_resources(path: str | None) -> dict[str, Resources]:
     return resources
 
 
+def count_setting(name: str, value: str | int | None) -> int:
+    """A count given as text (an environment variable or option): 0 when empty."""
+    text = str(value or "0").strip()
+    if not text.isdigit():
+        raise RagsweepError(f"{name}: {value!r} is not a whole number of 0 or more")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class Settings:
-    """What ``step`` applies: resources by step name (None: none at all) and retries."""
+    """What ``step`` applies: resources by step name (None: none at all) and retries; and the
+    fan-out's parallelism (0: no bound) and the GPUs of each embedding step."""
 
     resources: dict[str, Resources] | None
     retries: int
+    parallelism: int = 0
+    gpus: int = 0
 
 
-_LOCAL = Settings(resources=None, retries=0)
 _active: ContextVar[Settings | None] = ContextVar("ragsweep_platform_settings", default=None)
 
 
 @lru_cache(maxsize=4)
-def _cluster_settings(resources_file: str | None) -> Settings:
-    return Settings(resources=load_resources(resources_file), retries=RETRIES)
+def _cluster_settings(resources_file: str | None, parallelism: str, gpus: str) -> Settings:
+    return Settings(
+        resources=load_resources(resources_file),
+        retries=RETRIES,
+        parallelism=count_setting(PARALLELISM_ENV, parallelism),
+        gpus=count_setting(GPU_ENV, gpus),
+    )
+
+
+def _settings() -> Settings:
+    return _active.get() or _cluster_settings(
+        os.environ.get(RESOURCES_ENV) or None,
+        os.environ.get(PARALLELISM_ENV, ""),
+        os.environ.get(GPU_ENV, ""),
+    )
+
+
+def loop_parallelism() -> int:
+    """The most chunk configurations the fan-out runs at once (0: no bound)."""
+    return _settings().parallelism
 
 
 def step(
@@ -190,10 +242,14 @@ def step(
     vector-store secret as its environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
-    settings = _active.get() or _cluster_settings(os.environ.get(RESOURCES_ENV) or None)
+    settings = _settings()
+    name = task.component_spec.name.replace("-", "_")
     if settings.resources is not None:
-        name = task.component_spec.name.replace("-", "_")
         settings.resources.get(name, settings.resources["default"]).apply(task)
+    if settings.gpus and name in GPU_STEPS:
+        task.set_accelerator_type(GPU_RESOURCE).set_accelerator_limit(settings.gpus)
+        kubernetes.add_node_selector(task, *GPU_NODE_LABEL)
+        kubernetes.add_toleration(task, key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")
     for secret, keys in (
         (s3_connection, S3_CONNECTION_KEYS),
         (store_connection, STORE_CONNECTION_KEYS),
@@ -211,10 +267,10 @@ def step(
     return task
 
 
-def for_local_run(pipeline: GraphComponent) -> GraphComponent:
+def for_local_run(pipeline: GraphComponent, parallelism: int = 1) -> GraphComponent:
     """The same pipeline, built for kfp.local: secrets and caching as on the cluster, no
-    resources and no retries."""
-    token = _active.set(_LOCAL)
+    resources and no retries; ``parallelism`` chunk configurations at once."""
+    token = _active.set(Settings(resources=None, retries=0, parallelism=parallelism))
     try:
         return dsl.pipeline(
             pipeline.pipeline_func, name=pipeline.name, description=pipeline.description

@@ -1,7 +1,9 @@
 """Run the ragsweep pipeline on this machine with Kubeflow's local runner, no cluster.
 
 Each step runs as a subprocess of this Python environment
-(``kfp.local.SubprocessRunner(use_venv=False)``); the artifacts land under the run folder,
+(``kfp.local.SubprocessRunner(use_venv=False)``), ``RunSettings.parallelism`` chunk
+configurations at once, each step with the cores shared between them (``OMP_NUM_THREADS``);
+the artifacts land under the run folder,
 and the leaderboard, per-question results, breakdown, failures and report are exported
 beside them.
 """
@@ -34,6 +36,8 @@ log = logging.getLogger("ragsweep")
 
 
 OUTPUTS = ("leaderboard", "results", "breakdown", "failures")
+# kfp.local (2.17) runs a ParallelFor's iterations in a pool of at most two threads
+LOCAL_MAX_BRANCHES = 2
 
 
 def preflight(docs: str, testset: str, skip_unresolved: bool = False) -> None:
@@ -84,13 +88,14 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     n = len(settings.space.all_configs())
     log.info("sweeping %d configurations; run folder %s", n, run_dir)
     env = {store.RUN_ID_ENV: run_dir.name, store.STARTED_ENV: started.isoformat()}
+    env.update(thread_environment(settings.parallelism))
     if store_url:
         env[store.ENV] = store_url
     with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-            task = for_local_run(sweep_pipeline)(**arguments)
+            task = for_local_run(sweep_pipeline, settings.parallelism)(**arguments)
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }
@@ -109,6 +114,19 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     if task.outputs["run_id"]:
         log.info("stored as run %s in %s", task.outputs["run_id"], store.safe_url(store_url))
     return run_dir
+
+
+def thread_environment(parallelism: int) -> dict[str, str]:
+    """Each step's threads when ``parallelism`` chunk configurations run at once (kfp.local
+    runs at most ``LOCAL_MAX_BRANCHES``): this machine's cores shared between them; none set
+    when the caller chose their own."""
+    from ragsweep.platform import THREADS_ENV
+
+    if THREADS_ENV in os.environ:
+        return {}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    branches = max(1, min(parallelism, LOCAL_MAX_BRANCHES))
+    return {THREADS_ENV: str(max(1, (cores or 1) // branches))}
 
 
 @contextmanager

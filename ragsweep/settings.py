@@ -35,9 +35,12 @@ class RunSettings:
     keep_collections: bool = False  # keep the vector stores' collections after retrieval
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
+    parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
+        if self.parallelism < 1:
+            raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
         if self.max_llm_calls < 0:
             raise RagsweepError(
                 f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"

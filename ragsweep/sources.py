@@ -23,9 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
 import boto3
-import docx
 import pyarrow as pa
-import pypdf
 from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
@@ -140,6 +138,8 @@ def extract_html(data: bytes) -> str:
 
 def extract_pdf(data: bytes) -> str:
     """The text layer of every page, pages joined by newlines."""
+    import pypdf  # here: every step reading the cache imports this module
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         return "\n".join(page.extract_text() or "" for page in reader.pages)
@@ -149,6 +149,8 @@ def extract_pdf(data: bytes) -> str:
 
 def extract_docx(data: bytes) -> str:
     """The paragraphs of a Word document, one a line."""
+    import docx
+
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # a damaged zip or part fails with many exception types

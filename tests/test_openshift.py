@@ -114,6 +114,29 @@ def test_submit_compiles_the_pipeline_for_the_image_and_resources_given(env, pip
     assert_user_error(bad, "memory_limit: 'plenty' is not like")
 
 
+def test_submit_compiles_the_fan_out_parallelism_and_gpus_given(env, pipelines, tmp_path):
+    result = ragsweep(
+        with_api(env, pipelines),
+        "submit", *S3_RUN, "--image", "quay.io/x/ragsweep:1", "--parallelism", "4", "--gpu", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    spec = created_run(pipelines)["pipeline_spec"]
+    pipeline = spec["pipeline_spec"]
+    [loop] = [t for n, t in pipeline["root"]["dag"]["tasks"].items() if n.startswith("for-loop")]
+    assert loop["iteratorPolicy"] == {"parallelismLimit": 4}
+    embed = pipeline["deploymentSpec"]["executors"]["exec-chunk-embed"]["container"]
+    assert embed["resources"]["accelerator"]["resourceType"] == "nvidia.com/gpu"
+    kubernetes = spec["platform_spec"]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    assert kubernetes["exec-chunk-embed"]["tolerations"][0]["key"] == "nvidia.com/gpu"
+    # a compiled package carries its own: the flags would be silently ignored
+    bad = ragsweep(
+        with_api(env, pipelines), "submit", *S3_RUN, "--package", str(PACKAGE), "--gpu", "1"
+    )
+    assert_user_error(bad, "--parallelism and --gpu are compiled into the pipeline")
+    negative = ragsweep(with_api(env, pipelines), "submit", *S3_RUN, "--parallelism", "-1")
+    assert negative.returncode == 2 and "Traceback" not in negative.stderr
+
+
 def test_dashboard_url_is_printed_when_the_dashboard_is_known(env, pipelines):
     env = {**with_api(env, pipelines), "RAGSWEEP_DASHBOARD_URL": "https://ai.apps.example.com/"}
     result = ragsweep(env, "submit", *S3_RUN, "-n", "team-a", "--package", str(PACKAGE))

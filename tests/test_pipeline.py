@@ -1,6 +1,7 @@
 """The pipeline: its committed YAML is current, and it runs end to end with kfp.local."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,15 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     assert settings["search_space"]["chunk_sizes"] == [64, 128]
     assert settings["embedding_cache"] == str(tmp_path / "cache")
     assert any((tmp_path / "cache").rglob("*.arrow"))
+    # every step's process said what it cost, in the log and on the terminal
+    log = (run_dir / "pipeline.log").read_text()
+    costs = re.findall(r"ragsweep: step (\w+): peak memory \d+ MB, [\d.]+ s", log)
+    assert costs.count("chunk_embed") == costs.count("retrieve") == 2
+    assert {"ingest", "plan", "evaluate", "rank", "publish"} <= set(costs)
+    assert "ragsweep: step rank: peak memory" in result.stdout
+    # the branches ran one at a time: no task started while another ran
+    events = re.findall(r"Executing task|Task '[\w-]+' finished", log)
+    assert [e.startswith("Executing") for e in events] == [True, False] * (len(events) // 2)
 
     # the publish step stored it under the run folder's name
     listed = ragsweep("runs", "--store", url)

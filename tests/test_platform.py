@@ -209,3 +209,56 @@ def test_a_local_run_reads_s3_with_the_callers_environment(tmp_path, s3, bucket)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 configurations" in result.stdout
     assert "read 1 documents" in result.stdout
+
+
+def loop_task(pipeline: dict) -> dict:
+    return next(t for n, t in pipeline["root"]["dag"]["tasks"].items() if n.startswith("for-loop"))
+
+
+def test_each_step_runs_as_many_threads_as_its_cpu_limit_and_no_gpu_unless_asked():
+    pipeline, executors = documents(COMMITTED)
+    assert "iteratorPolicy" not in loop_task(pipeline)  # no bound on the fan-out by default
+    for name, executor in pipeline["deploymentSpec"]["executors"].items():
+        container = executor["container"]
+        limit = float(container["resources"]["resourceCpuLimit"].removesuffix("m")) / (
+            1000 if container["resources"]["resourceCpuLimit"].endswith("m") else 1
+        )
+        assert {"name": "OMP_NUM_THREADS", "value": str(max(1, int(limit)))} in container["env"]
+        assert "accelerator" not in container["resources"], name
+    assert not [e for e in executors.values() if "nodeSelector" in e or "tolerations" in e]
+
+
+def test_parallelism_and_gpus_are_compiled_in_when_asked(tmp_path):
+    pipeline, executors = documents(
+        compile_with(tmp_path, RAGSWEEP_PARALLELISM="3", RAGSWEEP_GPU="2")
+    )
+    assert loop_task(pipeline)["iteratorPolicy"] == {"parallelismLimit": 3}
+    containers = {n: e["container"] for n, e in pipeline["deploymentSpec"]["executors"].items()}
+    gpu = {
+        n: c["resources"]["accelerator"]
+        for n, c in containers.items()
+        if "accelerator" in c["resources"]
+    }
+    assert list(gpu) == ["exec-chunk-embed"]
+    accelerator = gpu["exec-chunk-embed"]
+    assert (accelerator["resourceType"], accelerator["resourceCount"]) == ("nvidia.com/gpu", "2")
+    embed = executors["exec-chunk-embed"]
+    assert embed["nodeSelector"] == {"labels": {"nvidia.com/gpu.present": "true"}}
+    assert embed["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    others = [e for n, e in executors.items() if n != "exec-chunk-embed"]
+    assert not [e for e in others if "nodeSelector" in e or "tolerations" in e]
+
+
+def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_path):
+    from kfp import compiler
+
+    for parallelism in (1, 2):
+        target = tmp_path / f"local-{parallelism}.yaml"
+        compiler.Compiler().compile(for_local_run(sweep_pipeline, parallelism), str(target))
+        pipeline, _ = documents(target)
+        assert loop_task(pipeline)["iteratorPolicy"] == {"parallelismLimit": parallelism}
+    target = tmp_path / "local.yaml"
+    compiler.Compiler().compile(for_local_run(sweep_pipeline), str(target))
+    assert loop_task(documents(target)[0])["iteratorPolicy"] == {"parallelismLimit": 1}

@@ -1,0 +1,272 @@
+"""The pipeline users run against its limit: `ragsweep run` end to end (kfp.local, cold cache)
+against one process that embeds each of the same chunk sets once, side by side.
+
+    python benchmarks/bench_pipeline.py                      # 2 alternated rounds
+    python benchmarks/bench_pipeline.py --before /tmp/base   # and a checkout of another commit
+
+(a) is the whole CLI, `ragsweep run --no-store` in a subprocess with an empty cache folder:
+every step's process start-up, kfp.local's bookkeeping, chunking, embedding, retrieval,
+answers, metrics, ranking and exports. (b), the reference, is one subprocess that reads
+the documents, chunks them into the same chunk sets (``ragsweep.chunking`` with the model's
+tokenizer), embeds every chunk of each set and the questions once with the same model
+(``ragsweep.embedding``), and derives every configuration's ranking (Top K, similarity and
+MMR) from one similarity matrix per chunk set, scoring context correctness. Both are timed
+from outside, start-up included. Corpus and grid are those of bench_sweep.py: the Click
+8.1.8 documentation and 48 configurations. Runs alternate (b), (a), [(before)], twice, and
+the fastest of each is kept; the machine's load average is recorded beside each run. The
+results replace the section between the markers in ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_sweep import CLICK_TESTSET, GRID, click_corpus
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RAGSWEEP = Path(sys.executable).parent / "ragsweep"
+MARK_START, MARK_END = "<!-- pipeline: start -->", "<!-- pipeline: end -->"
+RESULTS = HERE / ".data" / "pipeline_results.json"
+MODEL = "all-MiniLM-L6-v2"
+MMR_LAMBDA, MMR_FETCH_K = 0.5, 20  # ragsweep's defaults
+STEP_LINE = re.compile(
+    r"ragsweep: step (\w+): peak memory (\d+) MB, ([\d.]+) s(?: \(([\d.]+) s starting\))?"
+)
+
+
+# ---- (b) the reference, in its own process ---------------------------------------------------
+
+
+def reference(docs: str, testset: str, grid: dict) -> dict:
+    """Embed each chunk set once and rank every configuration from its similarity matrix."""
+    import numpy as np
+
+    from ragsweep import embedding
+    from ragsweep.chunking import chunk_documents
+    from ragsweep.sources import read_documents
+    from ragsweep.space import SearchSpace
+    from ragsweep.testset import load_testset, resolve_testset
+
+    documents = read_documents(docs).table
+    questions = resolve_testset(load_testset(testset), documents)
+    wanted = [set(ids) for ids in questions["reference_doc_ids"].to_pylist()]
+    tokenize = embedding.load_tokenizer(MODEL)
+    queries = embedding.encode(MODEL, questions["question"].to_pylist())
+    best, embedded, depth = 0.0, 0, max(grid["top_ks"])
+    for c in SearchSpace.from_dict(grid).chunk_configs():  # the pipeline's chunk sets
+        size, overlap = c["chunk_size"], c["chunk_overlap"]
+        chunks = chunk_documents(documents, c["chunker"], size, overlap, tokenize)
+        vectors = embedding.encode(MODEL, chunks["text"].to_pylist())
+        embedded += chunks.num_rows
+        doc_ids = np.asarray(chunks["doc_id"].to_pylist())
+        sims = queries @ vectors.T  # every Top K and search type ranks from this matrix
+        by_similarity = np.argsort(-sims, axis=1, kind="stable")[:, :depth]
+        by_mmr = np.stack([mmr(sims[q], vectors, depth) for q in range(len(sims))])
+        for ranked in (by_similarity, by_mmr):
+            for k in grid["top_ks"]:
+                best = max(best, context_correctness(doc_ids[ranked[:, :k]], wanted))
+    return {"embedded": embedded, "best_context_correctness": best}
+
+
+def mmr(relevance, vectors, depth: int):
+    """Maximal marginal relevance over the MMR_FETCH_K most similar chunks."""
+    import numpy as np
+
+    candidates = np.argsort(-relevance, kind="stable")[: max(MMR_FETCH_K, depth)]
+    redundancy = vectors[candidates] @ vectors[candidates].T
+    closest, picked = np.zeros(len(candidates)), []  # similarity to the nearest picked
+    for rank in range(min(depth, len(candidates))):
+        score = MMR_LAMBDA * relevance[candidates] - (1 - MMR_LAMBDA) * closest
+        score[picked] = -np.inf
+        pick = int(np.argmax(score))
+        picked.append(pick)
+        closest = np.maximum(closest, redundancy[pick]) if rank else redundancy[pick].copy()
+    return candidates[picked]
+
+
+def context_correctness(retrieved, wanted: list[set]) -> float:
+    """Mean reciprocal rank of the first chunk from a reference document (questions with
+    reference documents only)."""
+    scores = []
+    for row, references in zip(retrieved, wanted, strict=True):
+        if references:
+            ranks = [r for r, doc in enumerate(row, start=1) if doc in references]
+            scores.append(1.0 / ranks[0] if ranks else 0.0)
+    return sum(scores) / len(scores)
+
+
+# ---- (a) the pipeline, through the CLI -------------------------------------------------------
+
+
+def options(grid: dict) -> list[str]:
+    flags = {"chunk_sizes": "--chunk-sizes", "chunk_overlaps": "--chunk-overlaps"}
+    flags |= {"top_ks": "--top-k", "search_types": "--search-types"}
+    return [a for key, flag in flags.items() for a in (flag, ",".join(map(str, grid[key])))]
+
+
+def timed(
+    command: list[str], env: dict[str, str], cwd: str
+) -> tuple[float, subprocess.CompletedProcess]:
+    """Run ``command`` in ``cwd`` (an empty folder: kfp.local starts each step with
+    ``python -m``, which puts the working folder first on the path); its wall seconds."""
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return seconds, done
+
+
+def run(kind: str, corpus: tuple[Path, Path], code: Path) -> dict:
+    """One measurement of ``kind`` (reference or pipeline) with ``code`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(code), "HF_HUB_OFFLINE": "1"}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        if kind == "reference":
+            command = [sys.executable, __file__, "--reference", *map(str, corpus), json.dumps(GRID)]
+            seconds, done = timed(command, env, scratch)
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+        else:
+            command = [str(RAGSWEEP), "run", "--docs", str(corpus[0]), "--testset", str(corpus[1])]
+            command += options(GRID) + ["--no-store", "--cache", f"{scratch}/cache"]
+            seconds, done = timed(command + ["--output", f"{scratch}/runs"], env, scratch)
+            [run_dir] = Path(scratch, "runs").iterdir()
+            result = pipeline_figures(run_dir)
+    result |= {"seconds": seconds, "load_before": load, "load_after": os.getloadavg()[0]}
+    print(f"  {kind:10s} {seconds:7.1f} s  (load {load:.1f} -> {result['load_after']:.1f})")
+    return result
+
+
+def pipeline_figures(run_dir: Path) -> dict:
+    """Per-step cost lines of the run's log, and its best context correctness."""
+    import pyarrow.ipc as ipc
+
+    steps: dict[str, list] = {}
+    for line in (run_dir / "pipeline.log").read_text().splitlines():
+        match = STEP_LINE.search(line)
+        if match:
+            name, mb, seconds, starting = match.groups()
+            steps.setdefault(name, []).append(
+                {"peak_mb": int(mb), "seconds": float(seconds), "starting": float(starting or 0)}
+            )
+    with ipc.open_file(run_dir / "leaderboard.arrow") as reader:
+        board = reader.read_all()
+    best = max(board["context_correctness"].to_pylist())
+    configs = board.num_rows
+    return {"steps": steps, "best_context_correctness": best, "configs": configs}
+
+
+# ---- the benchmark ---------------------------------------------------------------------------
+
+
+def benchmark(rounds: int, before: Path | None, testset: Path) -> dict:
+    corpus = (click_corpus()[0], testset)
+    kinds = [("reference", ROOT), ("pipeline", ROOT)] + ([("before", before)] if before else [])
+    print(f"Click 8.1.8 docs, {rounds} rounds of {', '.join(k for k, _ in kinds)}")
+    runs: dict[str, list] = {kind: [] for kind, _ in kinds}
+    for _ in range(rounds):
+        for kind, code in kinds:
+            runs[kind].append(run("reference" if kind == "reference" else "pipeline", corpus, code))
+            RESULTS.write_text(json.dumps(summarise(runs), indent=2))  # so far, if stopped
+    return summarise(runs)
+
+
+def summarise(runs: dict[str, list]) -> dict:
+    fastest = {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items() if v}
+    return {"runs": {k: v for k, v in runs.items() if v}, "fastest": fastest}
+
+
+def report(results: dict) -> str:
+    fastest, runs = results["fastest"], results["runs"]
+    a, b = fastest["pipeline"], fastest["reference"]
+    lines = [
+        "| run | fastest | all runs (load average before) | best context correctness |",
+        "| --- | --- | --- | --- |",
+    ]
+    names = {
+        "reference": "(b) one process, each chunk set embedded once",
+        "pipeline": "(a) `ragsweep run`, kfp.local, cold cache",
+        "before": "(a) before this change",
+    }
+    for kind, measured in runs.items():
+        every = ", ".join(f"{r['seconds']:.1f} s ({r['load_before']:.1f})" for r in measured)
+        lines.append(
+            f"| {names[kind]} | {fastest[kind]['seconds']:.1f} s | {every} | "
+            f"{fastest[kind]['best_context_correctness']:.3f} |"
+        )
+    lines += ["", f"**(a)/(b) = {a['seconds'] / b['seconds']:.2f}x** (target ≤ 1.25x)"]
+    if "before" in fastest:
+        before = fastest["before"]["seconds"]
+        lines[-1] += f"; before this change {before / b['seconds']:.2f}x."
+    lines += [
+        "",
+        "Steps of the fastest (a), from its `pipeline.log` (each step's own process: peak "
+        "resident memory; time in the step; time from the process's start to the step, "
+        "mostly imports):",
+        "",
+        "| step | runs | peak MB (max) | step s (sum) | starting s (sum) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, measured in a["steps"].items():
+        lines.append(
+            f"| {name} | {len(measured)} | {max(m['peak_mb'] for m in measured)} | "
+            f"{sum(m['seconds'] for m in measured):.1f} | "
+            f"{sum(m['starting'] for m in measured):.1f} |"
+        )
+    steps = [m for measured in a["steps"].values() for m in measured]
+    inside = sum(m["seconds"] + m["starting"] for m in steps)
+    lines += [
+        "",
+        f"{len(steps)} step processes; in them {inside:.1f} s of the {a['seconds']:.1f} s "
+        f"(the rest: the CLI's own start-up and exports, kfp.local between steps, and each "
+        f"process's exit); (b) embedded {b['embedded']} chunks.",
+    ]
+    return "\n".join(lines)
+
+
+def write_readme(text: str) -> None:
+    readme = HERE / "README.md"
+    content = readme.read_text()
+    if MARK_START not in content:
+        content += f"\n## The pipeline end to end\n\n{MARK_START}\n{MARK_END}\n"
+    head, _, rest = content.partition(MARK_START)
+    _, _, tail = rest.partition(MARK_END)
+    readme.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="alternated rounds")
+    parser.add_argument("--before", type=Path, help="a checkout of another commit to compare")
+    parser.add_argument("--testset", type=Path, default=CLICK_TESTSET, help="Click questions")
+    parser.add_argument(
+        "--report-only", action="store_true", help=f"report the runs saved in {RESULTS.name}"
+    )
+    parser.add_argument("--reference", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reference:
+        docs, testset, grid = args.reference
+        print(json.dumps(reference(docs, testset, json.loads(grid))))
+        return
+    RESULTS.parent.mkdir(exist_ok=True)
+    if args.report_only:
+        results = json.loads(RESULTS.read_text())
+    else:
+        results = benchmark(args.rounds, args.before, args.testset)
+        RESULTS.write_text(json.dumps(results, indent=2))
+    text = report(results)
+    print(text)
+    write_readme(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""How the pipeline's steps use the machine: what they import, their threads, their cost line."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ragsweep.errors import RagsweepError, pipeline_step
+from ragsweep.platform import count_setting
+from ragsweep.runner import LOCAL_MAX_BRANCHES, thread_environment
+
+# The library modules each step that embeds nothing imports (components/*.py).
+NOT_EMBEDDING = {
+    "load_testset": ["ragsweep.schemas", "ragsweep.sources", "ragsweep.testset"],
+    "ingest": ["ragsweep.sampling", "ragsweep.sources", "ragsweep.testset"],
+    "build_space": ["ragsweep.schemas", "ragsweep.space"],
+    "plan": ["ragsweep.llm", "ragsweep.space", "ragsweep.sweep"],
+    "evaluate": ["ragsweep.llm", "ragsweep.space", "ragsweep.sweep"],
+    "rank": ["ragsweep.leaderboard", "ragsweep.report", "ragsweep.settings", "ragsweep.qagen"],
+    "publish": ["ragsweep.store"],
+    "compare": ["ragsweep.regression"],
+}
+EMBEDDING_STACK = ("torch", "transformers", "sentence_transformers", "llama_index.core")
+
+
+@pytest.mark.parametrize("step", sorted(NOT_EMBEDDING))
+def test_steps_that_embed_nothing_start_without_the_embedding_stack(step):
+    code = (
+        "import importlib, sys\n"
+        f"for name in {NOT_EMBEDDING[step]!r}: importlib.import_module(name)\n"
+        f"print([m for m in {EMBEDDING_STACK!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"{step} imports {done.stdout.strip()}"
+
+
+def test_the_steps_inside_the_fan_out_start_without_readers_and_scipy_stats():
+    code = (
+        "import sys\n"
+        "import ragsweep.embedcache, ragsweep.sweep\n"
+        "print([m for m in ('pypdf', 'docx', 'scipy.stats') if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_chunking_still_splits_with_llama_index_once_asked():
+    import pyarrow as pa
+
+    from ragsweep.chunking import chunk_documents
+
+    documents = pa.table({"doc_id": ["a.md"], "text": ["One sentence here. " * 40]})
+    chunks = chunk_documents(documents, "sentence", 16, 0, lambda text: text.split())
+    assert chunks.num_rows > 1
+    assert "llama_index.core.node_parser" in sys.modules
+
+
+def test_each_step_ends_with_its_peak_memory_and_time():
+    code = (
+        "from ragsweep.errors import pipeline_step\n"
+        "with pipeline_step('demo'):\n"
+        "    ballast = bytearray(200 << 20)\n"
+        "    ballast[::4096] = b'x' * len(ballast[::4096])  # touched: resident\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(
+        r"ragsweep: step demo: peak memory (\d+) MB, [\d.]+ s( \([\d.]+ s starting\))?", line
+    )
+    assert match, line
+    assert 200 <= int(match.group(1)) < 400
+
+
+def test_a_failed_step_still_says_what_it_cost(capsys):
+    with pytest.raises(SystemExit) as exit_, pipeline_step("demo"):
+        raise RagsweepError("testset.json: record 1: field 'question': missing")
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert "error: testset.json: record 1" in captured.err
+    assert "ragsweep: step demo: peak memory" in captured.out
+
+
+def test_local_steps_share_the_cores_between_the_branches_running_at_once(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert thread_environment(1) == {"OMP_NUM_THREADS": str(cores)}
+    assert thread_environment(2) == {"OMP_NUM_THREADS": str(max(1, cores // 2))}
+    # kfp.local runs no more than LOCAL_MAX_BRANCHES at once, whatever the bound
+    many = thread_environment(LOCAL_MAX_BRANCHES + 6)
+    assert many == {"OMP_NUM_THREADS": str(max(1, cores // LOCAL_MAX_BRANCHES))}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert thread_environment(1) == {}  # the caller's own choice stands
+
+
+def test_a_count_setting_is_a_whole_number():
+    assert count_setting("RAGSWEEP_GPU", "") == 0
+    assert count_setting("RAGSWEEP_GPU", " 2 ") == 2
+    with pytest.raises(RagsweepError, match="RAGSWEEP_GPU: 'two' is not a whole number"):
+        count_setting("RAGSWEEP_GPU", "two")
+    with pytest.raises(RagsweepError, match="'-1'"):
+        count_setting("RAGSWEEP_PARALLELISM", "-1")
