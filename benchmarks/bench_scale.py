@@ -302,17 +302,53 @@ def bench(corpus: str, server: Embeddings, scratch: Path) -> dict:
     return result
 
 
+def report(results: list[dict]) -> str:
+    """The results as the Markdown that goes between the markers."""
+    steps = sorted({step for r in results for step in r["cold"]["peaks"]})
+    lines = [
+        "| corpus | docs | MB | questions | configs | chunks | limit | cold run | "
+        "cold / limit | warm run | embedded cold / warm |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['corpus']} | {r['documents']:,} | {r['megabytes']:.1f} | {r['questions']:,} "
+            f"| {r['configs']} | {r['chunks']:,} | {r['limit_s']:.1f} s "
+            f"| {r['cold']['seconds']:.1f} s | {r['cold']['seconds'] / r['limit_s']:.1f}x "
+            f"| {r['warm']['seconds']:.1f} s | {r['embedded_cold']:,} / {r['embedded_warm']:,} |"
+        )
+    lines += ["", "Peak resident memory of each step (MB; the largest of its runs), cold run:", ""]
+    lines += ["| corpus | " + " | ".join(steps) + " |", "| --- |" + " --- |" * len(steps)]
+    for r in results:
+        peaks = [str(r["cold"]["peaks"].get(step, "–")) for step in steps]
+        lines.append(f"| {r['corpus']} | " + " | ".join(peaks) + " |")
+    return "\n".join(lines)
+
+
+def write_readme(results: list[dict]) -> None:
+    readme = HERE / "README.md"
+    text = readme.read_text()
+    head, rest = text.split(MARK_START)
+    _, tail = rest.split(MARK_END)
+    readme.write_text(f"{head}{MARK_START}\n{report(results)}\n{MARK_END}{tail}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
+    saved = DATA / "scale.json"
+    if args.report_only:
+        write_readme(json.loads(saved.read_text()))
+        return
     corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
     server = Embeddings()
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench(corpus, server, Path(tmp)) for corpus in corpora]
     server.shutdown()
-    (DATA / "scale.json").write_text(json.dumps(results, indent=1))
-    print(json.dumps(results, indent=1))
+    saved.write_text(json.dumps(results, indent=1))
+    write_readme(results)
 
 
 if __name__ == "__main__":
