@@ -242,7 +242,7 @@ def run_sweep(docs: Path, testset: Path, grid: dict, cache: Path, out: Path, env
     for step, mb in STEP_MEMORY.findall(log.read_text()):
         peaks[step] = max(peaks.get(step, 0), int(mb))
     shutil.rmtree(out / "runs")
-    return {"seconds": seconds, "peaks": peaks, "stdout": done.stdout}
+    return {"seconds": seconds, "peaks": peaks}
 
 
 def limit_pass(docs: Path, grid: dict, env: dict) -> dict:
@@ -292,13 +292,12 @@ def bench(corpus: str, server: Embeddings, scratch: Path) -> dict:
         "configs": len(SearchSpace.from_dict({**grid, "embedding_models": [MODEL]}).all_configs()),
         "chunks": limit["chunks"],
         "limit_s": limit["seconds"],
-        "cold": {k: v for k, v in cold.items() if k != "stdout"},
-        "warm": {k: v for k, v in warm.items() if k != "stdout"},
+        "cold": cold,
+        "warm": warm,
         "embedded_cold": embedded,
         "embedded_warm": server.texts - before,
-        "best": cold["stdout"],
     }
-    print(json.dumps({k: v for k, v in result.items() if k != "best"}, indent=1), flush=True)
+    print(json.dumps(result, indent=1), flush=True)
     return result
 
 
