@@ -104,7 +104,8 @@ def retrieve(
     doc_ids = chunks.column("doc_id").to_pylist()
     questions = [with_history(q, h) for q, h in asked(testset)]
     question_ids = testset.column("question_id").to_pylist()
-    chunk_vectors = np.stack(chunks.column("embedding").to_numpy(zero_copy_only=False))
+    embeddings = chunks.column("embedding").combine_chunks()  # one matrix, no row objects
+    chunk_vectors = embeddings.flatten().to_numpy().reshape(len(embeddings), -1)
     inputs = Index(
         store=None,  # set per store
         question_vectors=cache.embed(
