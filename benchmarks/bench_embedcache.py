@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from readme import write_section
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -38,7 +39,6 @@ BEFORE = "4028de6"  # the last commit before the shard index
 MODEL = "all-MiniLM-L6-v2"
 VECTORS, DIM, ASKED, REPEATS = 50_000, 384, 100, 3
 SHARD_COUNTS = (10, 50)
-MARK_START, MARK_END = "<!-- embedcache: start -->", "<!-- embedcache: end -->"
 
 
 def old_module():
@@ -168,7 +168,6 @@ def main() -> None:
 def record(rows: list[tuple], costs: dict[int, float]) -> None:
     mb = 1e6
     lines = [
-        MARK_START,
         f"Fetching {ASKED} cached vectors from a cache of {VECTORS:,} ({DIM} float32 each), "
         f"fastest of {REPEATS} fresh caches, {time.strftime('%Y-%m-%d')}, the 2-core VM:",
         "",
@@ -195,16 +194,8 @@ def record(rows: list[tuple], costs: dict[int, float]) -> None:
         + " (its time grows with the object), so on moto the fewer, whole reads of before "
         "are quicker. Against a remote S3, where time follows the bytes moved, 80 MB against "
         "under 1 MB is the figure that counts (not measured here).",
-        MARK_END,
     ]
-    readme = HERE / "README.md"
-    text = readme.read_text()
-    if MARK_START in text:
-        head, rest = text.split(MARK_START, 1)
-        text = head + "\n".join(lines) + rest.split(MARK_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Embedding cache\n\n" + "\n".join(lines) + "\n"
-    readme.write_text(text)
+    write_section("embedcache", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 
 from bench_sweep import CLICK_TESTSET, GRID, click_corpus
+from readme import write_section
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
-MARK_START, MARK_END = "<!-- pipeline: start -->", "<!-- pipeline: end -->"
 RESULTS = HERE / ".data" / "pipeline_results.json"
 MODEL = "all-MiniLM-L6-v2"
 MMR_LAMBDA, MMR_FETCH_K = 0.5, 20  # ragsweep's defaults
@@ -233,16 +233,6 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_readme(text: str) -> None:
-    readme = HERE / "README.md"
-    content = readme.read_text()
-    if MARK_START not in content:
-        content += f"\n## The pipeline end to end\n\n{MARK_START}\n{MARK_END}\n"
-    head, _, rest = content.partition(MARK_START)
-    _, _, tail = rest.partition(MARK_END)
-    readme.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds")
@@ -265,7 +255,7 @@ def main() -> None:
         RESULTS.write_text(json.dumps(results, indent=2))
     text = report(results)
     print(text)
-    write_readme(text)
+    write_section("pipeline", text)
 
 
 if __name__ == "__main__":

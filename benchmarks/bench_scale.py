@@ -43,13 +43,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+from readme import write_section
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 DJANGO = "django==5.2.19"
 DIMENSIONS = 384
 MODEL = "openai:hashed-words"
-MARK_START, MARK_END = "<!-- scale: start -->", "<!-- scale: end -->"
 STEP_MEMORY = re.compile(r"step ([\w-]+): peak memory (\d+) MB")
 
 GRIDS = {
@@ -324,14 +324,6 @@ def report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_readme(results: list[dict]) -> None:
-    readme = HERE / "README.md"
-    text = readme.read_text()
-    head, rest = text.split(MARK_START)
-    _, tail = rest.split(MARK_END)
-    readme.write_text(f"{head}{MARK_START}\n{report(results)}\n{MARK_END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both")
@@ -339,7 +331,7 @@ def main() -> None:
     args = parser.parse_args()
     saved = DATA / "scale.json"
     if args.report_only:
-        write_readme(json.loads(saved.read_text()))
+        write_section("scale", report(json.loads(saved.read_text())))
         return
     corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
     server = Embeddings()
@@ -347,7 +339,7 @@ def main() -> None:
         results = [bench(corpus, server, Path(tmp)) for corpus in corpora]
     server.shutdown()
     saved.write_text(json.dumps(results, indent=1))
-    write_readme(results)
+    write_section("scale", report(results))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_sweep import CLICK_TESTSET, DATA, click_corpus  # noqa: E402
+from readme import write_section  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 CHUNK_SIZES = [64, 128, 256]
@@ -35,7 +36,6 @@ SYNTHETIC = 1000
 NOISE = 0.03  # per dimension, before renormalizing: a query near its chunk, not on it
 KS = (5, 10)
 TIMING_ROUNDS = 4  # the 25 questions searched one at a time, this many times
-MARK_START, MARK_END = "<!-- stores: start -->", "<!-- stores: end -->"
 
 
 # ---- chunk sets and queries ------------------------------------------------------------------
@@ -324,14 +324,6 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_readme(text: str) -> None:
-    readme = HERE / "README.md"
-    content = readme.read_text()
-    head, _, rest = content.partition(MARK_START)
-    _, _, tail = rest.partition(MARK_END)
-    readme.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", default="memory,milvus,pgvector", help="stores to measure")
@@ -347,7 +339,7 @@ def main() -> None:
     text = report(results)
     print(text)
     if not args.no_readme:
-        write_readme(text)
+        write_section("stores", text)
 
 
 if __name__ == "__main__":

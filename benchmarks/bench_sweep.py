@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from readme import write_section
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 CLICK_TESTSET = HERE.parent.parent / "shared" / "data" / "click_testset.json"
@@ -35,7 +37,6 @@ GRID = {  # 3 chunk sizes x 2 overlaps x 4 Top K x 2 search types = 48 configura
 }
 SMALL_GRID = {**GRID, "top_ks": [5], "search_types": ["similarity"]}  # 6 configurations
 SCRATCH = DATA / "scratch"  # the caches of cold runs; emptied at the end
-MARK_START, MARK_END = "<!-- results: start -->", "<!-- results: end -->"
 
 
 # ---- corpora ---------------------------------------------------------------------------------
@@ -328,14 +329,6 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_readme(text: str) -> None:
-    readme = HERE / "README.md"
-    content = readme.read_text()
-    head, _, rest = content.partition(MARK_START)
-    _, _, tail = rest.partition(MARK_END)
-    readme.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,4,16", help="synthetic corpus sizes")
@@ -355,7 +348,7 @@ def main() -> None:
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
     text = report(results)
     print(text)
-    write_readme(text)
+    write_section("results", text)
 
 
 if __name__ == "__main__":
