@@ -11,7 +11,7 @@ a questions x chunks matrix: memory is bounded by blocks of questions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -35,6 +35,9 @@ class Index:
     chunk_vectors: np.ndarray
     questions: list[str]
     chunk_texts: list[str]
+    # what does not depend on the store (BM25 and its rankings), kept by the copies made
+    # for each store with ``dataclasses.replace(index, store=...)``
+    shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def nearest(self, depth: int) -> Hits:
         """The store's ``depth`` nearest chunks of every question (cached per depth)."""
@@ -44,17 +47,20 @@ class Index:
 
     def keywords(self, depth: int) -> Hits:
         """The ``depth`` best chunks of every question by keywords: the store's full-text
-        search, else BM25 over ``text.words``; chunks sharing no word are left out."""
+        search, else BM25 over ``text.words`` (built and ranked once for every store);
+        chunks sharing no word are left out."""
         found = self.store.keyword_search(self.questions, depth)
-        return found if found is not None else self.bm25.top(self.questions, depth)
+        if found is not None:
+            return found
+        if depth not in self.shared:
+            if "bm25" not in self.shared:
+                self.shared["bm25"] = BM25(self.chunk_texts)
+            self.shared[depth] = self.shared["bm25"].top(self.questions, depth)
+        return self.shared[depth]
 
     @cached_property
     def _nearest(self) -> dict[int, Hits]:
         return {}
-
-    @cached_property
-    def bm25(self) -> BM25:
-        return BM25(self.chunk_texts)
 
 
 Ranker = Callable[..., np.ndarray]  # (index, depth, **params) -> chunk indices, best first

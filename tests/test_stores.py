@@ -128,3 +128,19 @@ def test_every_index_of_a_store_finds_what_exact_search_finds(store_name):
             assert recall == 1.0, (store_name, kind)
         else:
             assert recall >= 0.8, (store_name, kind, recall)
+
+
+def test_stores_without_full_text_search_share_one_bm25_ranking():
+    from dataclasses import replace
+
+    rng = np.random.default_rng(5)
+    texts = [f"chunk about w{i % 7} and w{i % 5}" for i in range(40)]
+    vectors = unit(rng, 40)
+    first, second = open_store("memory", "a"), open_store("memory", "b")
+    for store in (first, second):
+        store.create(vectors, texts, IndexSpec())
+    index = Index(first, unit(rng, 3), vectors, ["w3", "w4 w1", "w6"], texts)
+    other = replace(index, store=second)  # as retrieve makes one per store and index
+    assert other.keywords(20) is index.keywords(20)  # BM25 built and ranked once
+    assert other.nearest(5) is not index.nearest(5)  # each store searched on its own
+    assert (rank_chunks(other, "hybrid", 5) == rank_chunks(index, "hybrid", 5)).all()
