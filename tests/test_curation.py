@@ -273,3 +273,79 @@ def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(giskard_set
     exported = ragsweep("testset", "export", "tw", str(tmp_path / "again.arrow"), url=url)
     assert exported.returncode == 0, exported.stderr
     assert load_testset(str(tmp_path / "again.arrow")).to_pylist() == giskard_set.to_pylist()
+
+
+def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    (docs / "b.md").write_text("Brackwater Labs makes Tidewater.\n")
+    (tmp_path / "set.json").write_text(
+        json.dumps(
+            [
+                {
+                    "question": "Port?",
+                    "correct_answers": ["8443"],
+                    "correct_answer_document_ids": ["a.md"],
+                },
+                {
+                    "question": "Maker?",
+                    "correct_answers": ["Brackwater Labs"],
+                    "correct_answer_document_ids": ["b.md"],
+                },
+            ]
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    added = ragsweep(
+        "testset", "add", "tw", str(tmp_path / "set.json"), "--docs", str(docs), url=url
+    )
+    assert added.returncode == 0, added.stderr
+    args = ["run", "--docs", str(docs), "--testset-name", "tw", "--max-questions", "1"]
+    args += ["--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"]
+    result = ragsweep(*args, "--output", str(tmp_path / "runs"), url=url)
+    assert result.returncode == 0, result.stderr
+
+    engine = store.connect(url)
+    testsets = DatabaseStore(engine)
+    assert testsets.names() == ["tw"]  # the run's test set is the stored one
+    assert testsets.load("tw").num_rows == 2  # the question left out of the sample stays
+    with engine.connect() as conn:
+        linked = (
+            conn.execute(
+                sa.select(store.testsets.c.name).join(
+                    store.runs, store.runs.c.testset_id == store.testsets.c.id
+                )
+            )
+            .scalars()
+            .all()
+        )
+        versions = conn.execute(sa.select(store.results.c.item_version)).scalars().all()
+    assert linked == ["tw"] and set(versions) == {1}
+    for question_id in testsets.load("tw")["question_id"].to_pylist():
+        assert [h["version"] for h in testsets.history("tw", question_id)] == [1]
+
+    both = ragsweep(*args, "--testset", str(tmp_path / "set.json"), url=url)
+    assert user_error(both, "--testset and --testset-name: give one of them")
+    unknown = ragsweep("run", "--docs", str(docs), "--testset-name", "nope", url=url)
+    assert user_error(unknown, "no test set 'nope'")
+
+
+def test_an_arrow_test_set_must_be_a_testset_artifact_with_its_columns(giskard_set, tmp_path):
+    from ragsweep.schemas import write_table
+
+    (tmp_path / "junk.arrow").write_bytes(b"not arrow")
+    with pytest.raises(RagsweepError, match="junk.arrow: not a readable Arrow file"):
+        load_testset(str(tmp_path / "junk.arrow"))
+    documents = pa.table({"doc_id": ["a"], "source": ["a"], "format": ["md"], "text": ["x"]})
+    write_table(documents, tmp_path / "docs.arrow", "documents")
+    with pytest.raises(
+        RagsweepError, match="expected a ragsweep testset artifact, found documents"
+    ):
+        load_testset(str(tmp_path / "docs.arrow"))
+    rows = giskard_set.to_pylist()
+    rows[1]["question_id"] = "q001"
+    twice = pa.Table.from_pylist(rows, schema=giskard_set.schema)
+    write_table(twice, tmp_path / "twice.arrow", "testset")
+    with pytest.raises(RagsweepError, match="twice.arrow: row 2: duplicate id 'q001'"):
+        load_testset(str(tmp_path / "twice.arrow"))
