@@ -69,7 +69,7 @@ def text_or_file(value: str | None, flag: str) -> str | None:
 STORE = typer.Option(
     None,
     help="Results database URL, where test sets are kept "
-    "[default: $RAGSWEEP_STORE_URL, else a SQLite file].",
+    "(default: $RAGSWEEP_STORE_URL, else a SQLite file).",
 )
 
 
@@ -197,7 +197,7 @@ def run(
         "simple,complex", help="Without --testset: Giskard question types to generate."
     ),
     store: str = typer.Option(
-        None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Do not store the run."),
     baseline: str = typer.Option(
