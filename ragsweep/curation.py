@@ -75,8 +75,14 @@ class DatabaseStore:
         return pa.Table.from_pylist([_testset_row(i) for i in live], schema=TESTSET)
 
     def save(self, name: str, table: pa.Table) -> None:
-        with self.engine.begin() as conn:
-            store.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+        try:
+            with self.engine.begin() as conn:
+                store.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+        except sa.exc.IntegrityError:  # the same item version, or set, stored meanwhile
+            raise RagsweepError(
+                f"test set {name!r} was changed by someone else while this change was being "
+                "stored; nothing of it was stored: load the set again and redo the change"
+            ) from None
 
     def summaries(self) -> list[dict[str, Any]]:
         """Each test set by name: ``name``, ``questions`` (in its latest version),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from builders import make_testset
 
 from ragsweep import store
 from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
@@ -349,3 +350,40 @@ def test_an_arrow_test_set_must_be_a_testset_artifact_with_its_columns(giskard_s
     write_table(twice, tmp_path / "twice.arrow", "testset")
     with pytest.raises(RagsweepError, match="twice.arrow: row 2: duplicate id 'q001'"):
         load_testset(str(tmp_path / "twice.arrow"))
+
+
+def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_second(
+    postgres_server,
+):
+    import threading
+
+    engine = sa.create_engine(postgres_server)
+    store.metadata.drop_all(engine)
+    engine.dispose()
+    db = DatabaseStore(store.connect(postgres_server))
+    first = make_testset(["q1", "q2"])
+    db.save("tw", first)
+    mine = edit_question(first, "q1", question="Mine?")
+    theirs = edit_question(first, "q1", question="Theirs?")
+    refused = []
+
+    def save_theirs():
+        try:
+            db.save("tw", theirs)
+        except RagsweepError as exc:
+            refused.append(str(exc))
+
+    with db.engine.begin() as conn:
+        store.save_testset(conn, "tw", mine)  # q1's version 2, not committed yet
+        with db.engine.connect() as watch:
+            second = threading.Thread(target=save_theirs)
+            second.start()
+            waiting = sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            )
+            # until theirs waits for q1's version 2 (or has ended, and the test fails below)
+            while second.is_alive() and not watch.execute(waiting).scalar():
+                watch.rollback()
+    second.join()
+    assert refused and "was changed by someone else" in refused[0]
+    assert db.load("tw")["question"].to_pylist() == ["Mine?", "What about q2?"]
