@@ -387,3 +387,9 @@ def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_
     second.join()
     assert refused and "was changed by someone else" in refused[0]
     assert db.load("tw")["question"].to_pylist() == ["Mine?", "What about q2?"]
+
+
+def test_generate_needs_a_file_or_a_name_to_keep_what_it_makes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result = ragsweep("generate", "--docs", str(EXAMPLES / "docs"), "--llm", "writer", url=url)
+    assert user_error(result, "generate: give --out FILE and/or --name NAME")
