@@ -24,7 +24,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-testset_app = typer.Typer(help="Work with test sets (Red Hat AutoRAG JSON, Giskard JSONL).")
+testset_app = typer.Typer(
+    help="Test sets (Red Hat AutoRAG JSON, Giskard JSONL): convert them, and curate them in "
+    "the results database (add, list, show, edit, add-question, delete, export)."
+)
 app.add_typer(testset_app, name="testset")
 app.command()(submit)
 app.add_typer(schedule_app, name="schedule")
@@ -546,9 +549,11 @@ def testset_add(
     ),
     store: str = STORE,
 ) -> None:
-    """Store a test set in the results database for curation. Under a name already stored,
-    it replaces that set: a new version of each question that changed, a deletion of each
-    question it no longer has."""
+    """Store a test set in the results database for curation.
+
+    Under a name already stored, it replaces that set: a new version of each question that
+    changed, a deletion of each question it no longer has.
+    """
     from ragsweep.sources import read_documents
     from ragsweep.testset import load_testset, resolve_testset
 
