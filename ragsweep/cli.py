@@ -106,6 +106,12 @@ def run(
         None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
     ),
     mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
+    rerankers: str = typer.Option(
+        None,
+        help="Rerankers of the search's first rerank_fetch_k candidates: none, "
+        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
+        "LLM's). [default: none]",
+    ),
     vector_stores: str = typer.Option(
         None,
         help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
@@ -198,6 +204,7 @@ def run(
         "top_ks": top_k,
         "search_types": search_types,
         "mmr_lambdas": mmr_lambdas,
+        "rerankers": rerankers,
         "vector_stores": vector_stores,
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
