@@ -66,12 +66,18 @@ def text_or_file(value: str | None, flag: str) -> str | None:
         raise RagsweepError(f"{flag}: {value[1:]}: {exc.strerror}") from None
 
 
-def check_endpoints(models: list[str], judge: str) -> None:
-    """Fail before the pipeline starts when an endpoint is unconfigured or unreachable."""
+def check_endpoints(models: list[str], judge: str, rerankers: tuple[str, ...] = ()) -> None:
+    """Fail before the pipeline starts when an endpoint (of a model, the judge, or a
+    ``rerank:<model>`` reranker) is unconfigured or unreachable."""
     from ragsweep.llm import Endpoint, check_reachable
 
     endpoints = [Endpoint.from_env(m) for m in models]
     endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    endpoints += [
+        Endpoint.from_env(name.partition(":")[2], role="RERANK")
+        for name in rerankers
+        if name.startswith("rerank:")
+    ]
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
         check_reachable(endpoint)
 
@@ -269,7 +275,7 @@ def run(
     url = None if no_store else results_store.resolve_url(store)
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
-    check_endpoints(models + ([qa_llm] if not testset else []), judge)
+    check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
     run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")

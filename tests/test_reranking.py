@@ -305,3 +305,21 @@ def test_a_run_sweeps_none_and_both_rerankers_through_kfp_local(
     assert len(asked) == 8  # one request per question: the endpoint was really used
     results = read_table(run_dir / "results.arrow", "results")
     assert results["rerank_latency_ms"].null_count == 8  # none's rows only
+
+
+def test_a_dead_rerank_endpoint_stops_the_run_before_it_starts_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_RERANK_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("RAGSWEEP_RERANK_API_KEY", TEST_API_KEY)
+    result = subprocess.run(
+        [
+            RAGSWEEP, "run", "--docs", str(ROOT / "examples" / "docs"),
+            "--testset", str(ROOT / "examples" / "testset.jsonl"),
+            "--rerankers", "none,rerank:bge", "--output", str(tmp_path / "runs"),
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and TEST_API_KEY not in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "rerank endpoint http://127.0.0.1:" in line and "unreachable" in line
+    assert not (tmp_path / "runs").exists()
