@@ -60,7 +60,7 @@ class CrossEncoderReranker:
         except Exception as exc:  # whatever transformers raises for a broken folder
             raise RagsweepError(
                 f"reranker {name}: cannot load a cross-encoder from {path}: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
             ) from None
 
     def score(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[np.ndarray, float]]:
