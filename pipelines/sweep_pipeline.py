@@ -91,7 +91,9 @@ def sweep_pipeline(
             answerers (extractive: no LLM), query_prefix / passage_prefix (text before
             each question / chunk, for every embedding model; default: its family's), and
             vector_stores (memory, milvus, pgvector, oracle), indexes (store -> index kind
-            -> parameter -> values) and distance (cosine, dot, euclidean).
+            -> parameter -> values) and distance (cosine, dot, euclidean), rerankers
+            (none, cross-encoder:/folder, rerank:<model> at RAGSWEEP_RERANK_BASE_URL)
+            and rerank_fetch_k (the search's candidates a reranker reorders).
         optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
             a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a

@@ -84,12 +84,18 @@ def testsets_in(url: str | None) -> DatabaseStore:
     return DatabaseStore(store.connect(url))
 
 
-def check_endpoints(models: list[str], judge: str) -> None:
-    """Fail before the pipeline starts when an endpoint is unconfigured or unreachable."""
+def check_endpoints(models: list[str], judge: str, rerankers: tuple[str, ...] = ()) -> None:
+    """Fail before the pipeline starts when an endpoint (of a model, the judge, or a
+    ``rerank:<model>`` reranker) is unconfigured or unreachable."""
     from ragsweep.llm import Endpoint, check_reachable
 
     endpoints = [Endpoint.from_env(m) for m in models]
     endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    endpoints += [
+        Endpoint.from_env(name.partition(":")[2], role="RERANK")
+        for name in rerankers
+        if name.startswith("rerank:")
+    ]
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
         check_reachable(endpoint)
 
@@ -130,6 +136,12 @@ def run(
         None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
     ),
     mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
+    rerankers: str = typer.Option(
+        None,
+        help="Rerankers of the search's first rerank_fetch_k candidates: none, "
+        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
+        "LLM's). [default: none]",
+    ),
     vector_stores: str = typer.Option(
         None,
         help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
@@ -222,6 +234,7 @@ def run(
         "top_ks": top_k,
         "search_types": search_types,
         "mmr_lambdas": mmr_lambdas,
+        "rerankers": rerankers,
         "vector_stores": vector_stores,
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
@@ -290,7 +303,7 @@ def run(
     url = None if no_store else results_store.resolve_url(store)
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
-    check_endpoints(models + ([qa_llm] if not testset else []), judge)
+    check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
     run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")

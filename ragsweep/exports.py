@@ -25,6 +25,7 @@ FORMATS = ("table", "csv", "json", "markdown")
 COST_COLUMNS = ("latency_p50_s", "latency_p95_s", "prompt_tokens", "completion_tokens")
 COST_COLUMNS += ("llm_calls", "context_chars")
 COST_COLUMNS += ("query_latency_p50_ms", "query_latency_p95_ms", "index_build_s")
+COST_COLUMNS += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")
 
 
 def flat(table: pa.Table) -> pa.Table:
@@ -161,16 +162,18 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the text and Markdown tables: the ranking metric with its 95%
     interval, the other metrics' means (``shown_metrics``), questions, failed answers and
     verdicts when there are any, latency when it was measured, and the similarity-search
-    latency when vector stores were swept."""
+    latency when vector stores were swept, the reranking latency when a reranker was."""
     others = shown_metrics(table, metric)
     with_latency = table.num_rows and table["latency_p50_s"].null_count < table.num_rows
     with_search = table.num_rows and not exact_only(table)
+    with_rerank = table.num_rows and table["rerank_latency_p50_ms"].null_count < table.num_rows
     header = ["rank", "=", "configuration", f"{metric.replace('_', ' ')} [95% CI]"]
     header += [m.replace("_", " ") for m in others] + ["questions"]
     with_errors = has_errors(table)
     header += ["errors"] if with_errors else []
     header += ["latency p50/p95 s"] if with_latency else []
     header += ["search ms p50/p95"] if with_search else []
+    header += ["rerank ms p50/p95"] if with_rerank else []
     rows = []
     for r in table.to_pylist():
         row = [str(r["rank"]), "=" if r["tied_with_best"] else "", r["label"]]
@@ -183,6 +186,9 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
             row.append(f"{number(r['latency_p50_s'], 2)}/{number(r['latency_p95_s'], 2)}")
         if with_search:
             p50, p95 = r["query_latency_p50_ms"], r["query_latency_p95_ms"]
+            row.append(f"{number(p50, 2)}/{number(p95, 2)}")
+        if with_rerank:
+            p50, p95 = r["rerank_latency_p50_ms"], r["rerank_latency_p95_ms"]
             row.append(f"{number(p50, 2)}/{number(p95, 2)}")
         rows.append(row)
     return header, rows

@@ -212,8 +212,10 @@ def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) ->
         p50, p95 = np.nanpercentile(get["latency_s"], [50, 95], axis=1)
         query_p50, query_p95 = np.nanpercentile(get["query_latency_ms"], [50, 95], axis=1)
         build = np.nanmax(get["index_build_s"], axis=1)
+        rerank_p50, rerank_p95 = np.nanpercentile(get["rerank_latency_ms"], [50, 95], axis=1)
     out = {"latency_p50_s": p50, "latency_p95_s": p95, "index_build_s": build}
     out.update(query_latency_p50_ms=query_p50, query_latency_p95_ms=query_p95)
+    out.update(rerank_latency_p50_ms=rerank_p50, rerank_latency_p95_ms=rerank_p95)
     for name in ("prompt_tokens", "completion_tokens", "llm_calls"):
         out[name] = where(name, np.nansum(get[name], axis=1))
     out["context_chars"] = statistics.means(get["context_chars"])

@@ -72,6 +72,8 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_JUDGE_API_KEY",
     "RAGSWEEP_EMBEDDING_BASE_URL",  # embedding models openai:<model>
     "RAGSWEEP_EMBEDDING_API_KEY",
+    "RAGSWEEP_RERANK_BASE_URL",  # rerankers rerank:<model>, read by the retrieve step
+    "RAGSWEEP_RERANK_API_KEY",
 )
 DEFAULT_VECTOR_STORE_CONNECTION = "ragsweep-vector-store"
 # The keys of the vector-store Secret, read by the retrieve step (ragsweep.stores); each

@@ -69,6 +69,7 @@ RETRIEVALS = pa.schema(
         ("recall_vs_exact", pa.float64()),
         ("query_latency_ms", pa.float64()),  # the similarity search alone; null: not timed
         ("index_build_s", pa.float64()),  # the store's index of this chunk set
+        ("rerank_latency_ms", pa.float64()),  # the reranker's time for the question; null: none
     ]
 )
 
@@ -91,6 +92,7 @@ ANSWERS = pa.schema(
         ("recall_vs_exact", pa.float64()),  # as retrieved (RETRIEVALS)
         ("query_latency_ms", pa.float64()),
         ("index_build_s", pa.float64()),
+        ("rerank_latency_ms", pa.float64()),
     ]
 )
 
@@ -129,12 +131,15 @@ CONFIG_FIELDS = [
     ("vector_store", pa.string()),  # in a table, filled with CONFIG_DEFAULTS where absent
     ("index", pa.string()),  # IndexSpec.label(): exact, hnsw(ef_search=64,m=16)
     ("distance", pa.string()),
+    ("reranker", pa.string()),  # none, cross-encoder:/folder, rerank:<model>
+    ("rerank_fetch_k", pa.int64()),  # candidates the reranker reorders; null: no reranker
 ]
 # A configuration holds these only when not the default, which keeps its id as it was.
 CONFIG_DEFAULTS = {
     "vector_store": DEFAULT_STORE,
     "index": IndexSpec().label(),
     "distance": DEFAULT_DISTANCE,
+    "reranker": "none",
 }
 
 CONFIGS = pa.schema(CONFIG_FIELDS)
@@ -153,6 +158,7 @@ COSTS = [
     ("context_chars", pa.int64()),
     ("query_latency_ms", pa.float64()),  # the store's similarity search, timed alone
     ("index_build_s", pa.float64()),  # the same for every question of a configuration
+    ("rerank_latency_ms", pa.float64()),  # the reranker's time for the question's candidates
 ]
 
 
@@ -185,6 +191,8 @@ LEADERBOARD = pa.schema(
         ("query_latency_p50_ms", pa.float64()),  # over the questions timed
         ("query_latency_p95_ms", pa.float64()),
         ("index_build_s", pa.float64()),  # of its store's index of its chunk set
+        ("rerank_latency_p50_ms", pa.float64()),  # per question; null: no reranker
+        ("rerank_latency_p95_ms", pa.float64()),
         ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
         ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
     ]

@@ -15,6 +15,10 @@ listed there gets its preferred index with its defaults), searched by ``distance
 configuration names its store and index (``vector_store``, ``index``) and its distance only
 when they are not the defaults (``memory``, ``exact``, ``cosine``), so the ids and labels of
 configurations searched exactly in memory are those of runs stored before stores existed.
+
+Each search may be followed by a reranker (``rerankers``, ``ragsweep.reranking``) over its
+first ``rerank_fetch_k`` candidates; a configuration names its ``reranker`` and
+``rerank_fetch_k`` only when it has one, so configurations without keep their ids.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import yaml
 
 from ragsweep.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.errors import RagsweepError
+from ragsweep.reranking import DEFAULT_FETCH_K, check_reranker, short_name
+from ragsweep.reranking import NONE as NO_RERANKER
 from ragsweep.schemas import CONFIG_DEFAULTS, CONFIGS, SETTINGS_KEY, settings_of
 from ragsweep.stores import (
     DEFAULT_DISTANCE,
@@ -63,11 +69,19 @@ FIELD_TYPES: dict[str, type] = {
     "vector_stores": str,
     "indexes": dict,  # store -> index kind -> parameter -> values (``parse_indexes``)
     "distance": str,
+    "rerankers": str,  # none, cross-encoder:/folder, rerank:<model> (ragsweep.reranking)
+    "rerank_fetch_k": int,  # candidates of the search handed to the reranker
 }
-SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix", "distance"}
+SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix", "distance", "rerank_fetch_k"}
 PREFIX_FIELDS = ("query_prefix", "passage_prefix")  # texts kept as given, "" included
 # fields left out of ``to_dict`` at their default, so the sweep keys of older runs still match
-STORE_FIELDS = {"vector_stores": (DEFAULT_STORE,), "indexes": {}, "distance": DEFAULT_DISTANCE}
+STORE_FIELDS = {
+    "vector_stores": (DEFAULT_STORE,),
+    "indexes": {},
+    "distance": DEFAULT_DISTANCE,
+    "rerankers": (NO_RERANKER,),
+    "rerank_fetch_k": DEFAULT_FETCH_K,
+}
 DEFAULT_INDEX = IndexSpec().label()  # memory's only index: a full scan
 
 
@@ -89,6 +103,8 @@ class SearchSpace:
     vector_stores: tuple[str, ...] = (DEFAULT_STORE,)
     indexes: dict[str, dict[str, dict[str, tuple]]] = field(default_factory=dict)
     distance: str = DEFAULT_DISTANCE
+    rerankers: tuple[str, ...] = (NO_RERANKER,)
+    rerank_fetch_k: int = DEFAULT_FETCH_K
 
     @classmethod
     def from_dict(
@@ -150,6 +166,8 @@ class SearchSpace:
             params = {name: (value,) for name, value in spec.params.items()}
             values.update(vector_stores=(store,), indexes={store: {spec.kind: params}})
         values["distance"] = config.get("distance") or DEFAULT_DISTANCE
+        if (config.get("reranker") or NO_RERANKER) != NO_RERANKER:
+            values.update(rerankers=(config["reranker"],), rerank_fetch_k=config["rerank_fetch_k"])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -236,6 +254,18 @@ class SearchSpace:
                 check_answerer(value)
             except RagsweepError as exc:
                 raise RagsweepError(f"{source}: field 'answerers': {exc}") from None
+        for value in self.rerankers:
+            try:
+                check_reranker(value)
+            except RagsweepError as exc:
+                raise RagsweepError(f"{source}: field 'rerankers': {exc}") from None
+        if self.rerank_fetch_k < 1:
+            raise RagsweepError(f"{source}: field 'rerank_fetch_k': {self.rerank_fetch_k} < 1")
+        if self.rerankers != (NO_RERANKER,) and self.rerank_fetch_k < max(self.top_ks):
+            raise RagsweepError(
+                f"{source}: field 'rerank_fetch_k': {self.rerank_fetch_k} candidates cannot "
+                f"fill the largest Top K ({max(self.top_ks)}): raise it or lower top_ks"
+            )
         for name in ("chunk_sizes", "top_ks"):
             for value in getattr(self, name):
                 if value < 1:
@@ -364,9 +394,12 @@ class SearchSpace:
                 where.update(vector_store=store, index=spec.label())
             if self.distance != DEFAULT_DISTANCE:
                 where["distance"] = self.distance
-            for top_k, search_type, answerer in itertools.product(
-                self.top_ks, self.search_types, self.answerers
+            for top_k, search_type, reranker, answerer in itertools.product(
+                self.top_ks, self.search_types, self.rerankers, self.answerers
             ):
+                reranked = {}
+                if reranker != NO_RERANKER:
+                    reranked = {"reranker": reranker, "rerank_fetch_k": self.rerank_fetch_k}
                 for params in self.search_params(search_type):
                     config = {
                         **base,
@@ -374,6 +407,7 @@ class SearchSpace:
                         "search_type": search_type,
                         **params,
                         **where,
+                        **reranked,
                         "answerer": answerer,
                     }
                     out.append({"config_id": config_id(config), "label": label(config), **config})
@@ -534,7 +568,8 @@ def label(config: dict[str, Any]) -> str:
     """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``;
     prefixes other than the model family's follow the model (``query_prefix=''``), a store
     and index other than memory's exact search the search (``milvus:hnsw(m=16)``), and so
-    does a distance other than cosine (``distance=dot``)."""
+    do a distance other than cosine (``distance=dot``) and a reranker with the candidates
+    it reorders (``rerank=cross-encoder:ms-marco@20``)."""
     model = config["embedding_model"].rstrip("/").rsplit("/", 1)[-1]
     own = family_prefixes(config["embedding_model"])[1]
     for name, default in zip(PREFIX_FIELDS, (own.query, own.passage), strict=True):
@@ -547,6 +582,8 @@ def label(config: dict[str, Any]) -> str:
         search += f" {config['vector_store']}:{config['index']}"
     if "distance" in config:
         search += f" distance={config['distance']}"
+    if "reranker" in config:
+        search += f" rerank={short_name(config['reranker'])}@{config['rerank_fetch_k']}"
     return (
         f"{config['chunker']}-{config['chunk_size']}/{config['chunk_overlap']} {model} "
         f"k={config['top_k']} {search} {config['answerer']}"

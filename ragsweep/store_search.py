@@ -14,7 +14,7 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -32,11 +32,13 @@ RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.store.RUN_ID_ENV, set by `ragsweep ru
 @dataclass(frozen=True)
 class Searched:
     """What one (store, index) gave: a ranking per search setting (questions x depth), the
-    seconds its index took to build, and each question's search latency (NaN: not timed)."""
+    seconds its index took to build, each question's search latency (NaN: not timed), and
+    the candidates handed to a reranker per search setting (questions x fetch_k)."""
 
     rankings: dict[tuple, np.ndarray]
     build_s: float
     latency_ms: np.ndarray
+    candidates: dict[tuple, np.ndarray] = field(default_factory=dict)
 
 
 def collection_name(chunk_config_id: str, store: str, index: IndexSpec, distance: str) -> str:
@@ -58,11 +60,14 @@ def search_store(
     searches: list[tuple],
     depth: int,
     keep: bool = False,
+    reranked: tuple[tuple, ...] = (),
+    fetch_k: int = 0,
 ) -> Searched:
     """Load the chunk set of ``inputs`` into ``collection`` of store ``name`` with index
     ``spec``; rank every search setting of ``searches`` (search type, params) ``depth``
-    deep; time the first ``LATENCY_SAMPLE`` questions' similarity searches, one question
-    at a time; drop the collection unless ``keep`` (never kept after a failure)."""
+    deep, and those of ``reranked`` ``fetch_k`` deep (a reranker's candidates); time the
+    first ``LATENCY_SAMPLE`` questions' similarity searches, one question at a time; drop
+    the collection unless ``keep`` (never kept after a failure)."""
     where = f"vector store {name} ({spec.label()}, collection {collection})"
     try:
         store = open_store(name, collection, distance)
@@ -78,6 +83,12 @@ def search_store(
         index = replace(inputs, store=store)
         rankings = {
             search: rank_chunks(index, search[0], depth, **dict(search[1])) for search in searches
+        }
+        candidates = {
+            search: rankings[search]
+            if fetch_k == depth and search in rankings
+            else rank_chunks(index, search[0], fetch_k, **dict(search[1]))
+            for search in reranked
         }
         latency = np.full(len(inputs.questions), np.nan)
         for q in range(min(LATENCY_SAMPLE, len(latency))):
@@ -105,7 +116,7 @@ def search_store(
             build_s,
             float(np.nanmedian(latency)) if len(latency) else float("nan"),
         )
-    return Searched(rankings, build_s, latency)
+    return Searched(rankings, build_s, latency, candidates)
 
 
 def _store_error(where: str, exc: Exception) -> RagsweepError:

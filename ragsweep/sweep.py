@@ -36,6 +36,7 @@ from ragsweep.embedcache import EmbeddingCache
 from ragsweep.judging import score_answers
 from ragsweep.leaderboard import matrix, resolve_metric
 from ragsweep.llm import LLMSettings
+from ragsweep.reranking import Reranking
 from ragsweep.retrieval import Index
 from ragsweep.schemas import ANSWERS, SCORES
 from ragsweep.space import SearchSpace, chunk_config_from
@@ -95,8 +96,11 @@ def retrieve(
     searched unless ``keep_collections``. Each row carries its store's ``recall_vs_exact``
     (the share of exact search's top k it found, for the same search setting), the time
     its index took to build, and the question's similarity-search latency (timed alone for
-    the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A store's
-    failure raises ``RagsweepError`` naming it."""
+    the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A configuration
+    with a reranker reads its search's first ``rerank_fetch_k`` candidates reordered by it
+    (each (reranker, question, chunk text) scored once per step; its time per question in
+    ``rerank_latency_ms``). A store's or a reranker's failure raises ``RagsweepError``
+    naming it."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")
@@ -118,6 +122,7 @@ def retrieve(
     configs = space.configs(chunk_config)
     depth = max(c["top_k"] for c in configs)
     searches = list(dict.fromkeys(search_of(c) for c in configs))
+    reranked = tuple(dict.fromkeys(search_of(c) for c in configs if "reranker" in c))
     searched = {}  # (store, index label) -> Searched; exact search in memory first
     for store, spec in [(DEFAULT_STORE, IndexSpec()), *space.targets()]:
         key = (store, spec.label())
@@ -131,21 +136,39 @@ def retrieve(
                 searches,
                 depth,
                 keep_collections and key != EXACT,
+                reranked,
+                space.rerank_fetch_k,
             )
-    exact = searched[EXACT]
+    reranking, reordered = Reranking(), {}
+
+    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[np.ndarray, list]:
+        """The ranking ``config`` reads in (store, index) ``key``, and each question's
+        reranking time (None: no reranker); one reranking per target, search, reranker."""
+        search = search_of(config)
+        if "reranker" not in config:
+            return searched[key].rankings[search], [None] * len(questions)
+        at = (key, search, config["reranker"])
+        if at not in reordered:
+            candidates = searched[key].candidates[search]
+            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates)
+            reordered[at] = ranking, ms.tolist()
+        return reordered[at]
+
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
-    for name in ("recall_vs_exact", "query_latency_ms", "index_build_s"):
+    for name in ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"):
         rows[name] = []
     for config in configs:
         found = searched[target_of(config)]
-        ranking = found.rankings[search_of(config)][:, : config["top_k"]]
-        reference = exact.rankings[search_of(config)][:, : config["top_k"]]
+        ranking, rerank_ms = ranked(target_of(config), config)
+        ranking = ranking[:, : config["top_k"]]
+        reference = ranked(EXACT, config)[0][:, : config["top_k"]]
         rows["config_id"] += [config["config_id"]] * len(question_ids)
         rows["question_id"] += question_ids
         rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
         rows["recall_vs_exact"] += overlap(ranking, reference)
         rows["query_latency_ms"] += found.latency_ms.tolist()
         rows["index_build_s"] += [found.build_s] * len(question_ids)
+        rows["rerank_latency_ms"] += rerank_ms
     picked = rows["retrieved_chunk_ids"]
     rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
     offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
@@ -159,6 +182,7 @@ def retrieve(
     )
     rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
     rows["query_latency_ms"] = pa.array(rows["query_latency_ms"], pa.float64(), from_pandas=True)
+    rows["rerank_latency_ms"] = pa.array(rows["rerank_latency_ms"], pa.float64())
     log.info(
         "retrieved for %d configurations x %d questions (%d rankings in each of %d indexes)",
         len(configs),
@@ -340,7 +364,13 @@ def _answered(
     unanswered, null answer columns), and the LLM calls answering made. Rows of the same
     answerer, question and passages share one answer."""
     names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
-    carried = ("retrieved_spans", "recall_vs_exact", "query_latency_ms", "index_build_s")
+    carried = (
+        "retrieved_spans",
+        "recall_vs_exact",
+        "query_latency_ms",
+        "index_build_s",
+        "rerank_latency_ms",
+    )
     names += [n for n in carried if n in retrievals.column_names]
     batch = retrievals.select(names).take(pa.array(rows, pa.int64()))
     table: dict[str, Any] = {name: batch[name] for name in names}

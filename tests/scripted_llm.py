@@ -1,5 +1,6 @@
 """A scripted OpenAI-compatible server on 127.0.0.1 (``/v1/chat/completions``,
-``/v1/embeddings``, ``/v1/models``).
+``/v1/embeddings``, ``/v1/models``, and a Cohere-style ``/v1/rerank`` scoring each document
+by ``overlap_score``).
 
 Each test scripts the replies it needs (``then``): an answer, an HTTP error with headers (429
 with Retry-After), a stall longer than the client's timeout, malformed JSON; a
@@ -60,6 +61,12 @@ def bag_of_words(text: str, dimensions: int = 64) -> list[float]:
     return vector
 
 
+def overlap_score(query: str, document: str) -> float:
+    """The scripted reranker's relevance: the query's words the document holds, less a
+    thousandth per word of the document (shorter wins a tie)."""
+    return len(words(query) & words(document)) - len(document.split()) / 1000
+
+
 def rag_answer(prompt: str) -> str:
     """The context sentence sharing most words with the question."""
     context = prompt.split("Context:", 1)[1].split("Question:", 1)[0]
@@ -113,6 +120,8 @@ class ScriptedLLM:
         self.responder: Callable[[dict], str] = default_responder
         self.requests: list[dict] = []  # chat completion bodies, in arrival order
         self.embedded: list[str] = []  # every text sent to /embeddings, in arrival order
+        self.reranked: list[dict] = []  # every /rerank body, in arrival order
+        self.rerank_script: list[Step] = []  # replies to the next /rerank requests
         self.authorizations: list[str] = []
         self.models = ["answerer", "judge", "writer"]
         self.models_status = 200  # 401: the server refuses the key
@@ -204,6 +213,9 @@ class ScriptedLLM:
                 if self.path.rstrip("/").endswith("/embeddings"):
                     self.embeddings(request)
                     return
+                if self.path.rstrip("/").endswith("/rerank"):
+                    self.rerank(request)
+                    return
                 step = server._next(request, self.headers.get("Authorization", ""))
                 try:
                     if step.stall_s and server.closing.wait(step.stall_s):
@@ -226,6 +238,22 @@ class ScriptedLLM:
                 ]
                 usage = {"prompt_tokens": 0, "total_tokens": 0}
                 body = {"object": "list", "data": data, "model": request["model"], "usage": usage}
+                self.send(200, json.dumps(body))
+
+            def rerank(self, request: dict) -> None:
+                with server.lock:
+                    server.reranked.append(request)
+                    server.authorizations.append(self.headers.get("Authorization", ""))
+                    step = server.rerank_script.pop(0) if server.rerank_script else Step()
+                if step.body is not None or step.status != 200:
+                    message = {"error": {"message": f"scripted {step.status}"}}
+                    self.send(step.status, step.body or json.dumps(message), step.headers)
+                    return
+                scores = [overlap_score(request["query"], d) for d in request["documents"]]
+                ranked = sorted(range(len(scores)), key=lambda i: -scores[i])
+                results = [{"index": i, "relevance_score": scores[i]} for i in ranked]
+                top_n = request.get("top_n") or len(results)
+                body = {"id": f"rerank-{len(server.reranked)}", "results": results[:top_n]}
                 self.send(200, json.dumps(body))
 
             def reply(self, request: dict, step: Step) -> None:

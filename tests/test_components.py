@@ -243,6 +243,7 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "recall_vs_exact": [1.0],
                 "query_latency_ms": [0.05],
                 "index_build_s": [0.0],
+                "rerank_latency_ms": pa.nulls(1, pa.float64()),
             }
         )
         branches.append(artifact(tmp_path, f"r{i}"))

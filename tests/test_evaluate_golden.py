@@ -89,10 +89,10 @@ def same(recorded, got, where: str) -> None:
         assert recorded == got, where
 
 
-# columns added since the recording (vector stores): the case's retrievals come from exact
-# search without timing, so they are null, and then set aside for the comparison
+# columns added since the recording (vector stores, rerankers): the case's retrievals come
+# from exact search without timing or reranker, so they are null, and then set aside
 ADDED = {
-    "answers": ("recall_vs_exact", "query_latency_ms", "index_build_s"),
+    "answers": ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"),
     "scores": ("recall_vs_exact",),
 }
 
