@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ragsweep import progress
 from ragsweep.errors import RagsweepError
 from ragsweep.fromdict import build
 from ragsweep.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE
@@ -219,6 +220,7 @@ class Chat:
             async with slots:
                 result = await work(item)
             done += 1
+            progress.advance(progress.LLM_CALLS)
             if done % step == 0 or done == len(items):
                 log.info("%s: %d/%d %s", self.endpoint.model, done, len(items), what)
             return result
@@ -228,6 +230,7 @@ class Chat:
             async with self._session():
                 return list(await asyncio.gather(*(one(item, slots) for item in items)))
 
+        progress.expect(progress.LLM_CALLS, len(items))
         return asyncio.run(main()) if items else []
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
