@@ -26,7 +26,9 @@ STARTED = re.compile(r"^Executing task '([\w-]+)'")
 FINISHED = re.compile(r"^Task '([\w-]+)' finished with status (\w+)")
 COST = re.compile(r"^ragsweep: step (\w+): (peak memory .*)")
 WARNING = re.compile(r"^ragsweep: warning: ")
-KFP_OWN = re.compile(r"^(Running pipeline|Streamed logs|Pipeline '|-{20,}|\[KFP Executor)")
+KFP_OWN = re.compile(
+    r"^(Running pipeline|Streamed logs|Executing task|Task '|Pipeline '|-{20,}|\[KFP Executor)"
+)
 
 
 def format_count(n: int) -> str:
@@ -231,6 +233,8 @@ class Monitor:
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
     def start(self) -> None:
+        with self.lock:
+            self.update()
         self.thread.start()
 
     def stop(self) -> None:
