@@ -220,7 +220,6 @@ class Chat:
             async with slots:
                 result = await work(item)
             done += 1
-            progress.advance(progress.LLM_CALLS)
             if done % step == 0 or done == len(items):
                 log.info("%s: %d/%d %s", self.endpoint.model, done, len(items), what)
             return result
@@ -230,7 +229,7 @@ class Chat:
             async with self._session():
                 return list(await asyncio.gather(*(one(item, slots) for item in items)))
 
-        progress.expect(progress.LLM_CALLS, len(items))
+        progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
         return asyncio.run(main()) if items else []
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
@@ -265,7 +264,20 @@ class Chat:
         max_tokens: int | None = None,
         json_object: bool = False,
     ) -> Reply:
-        """Send (role, content) messages; retry what can be retried; never raise for HTTP."""
+        """Send (role, content) messages; retry what can be retried; never raise for HTTP.
+        Counted as one of ``ragsweep.progress.LLM_CALLS`` once answered (retries included)."""
+        try:
+            return await self._ask(messages, temperature, max_tokens, json_object)
+        finally:
+            progress.advance(progress.LLM_CALLS)
+
+    async def _ask(
+        self,
+        messages: list[tuple[str, str]],
+        temperature: float,
+        max_tokens: int | None,
+        json_object: bool,
+    ) -> Reply:
         import openai
         from llama_index.core.llms import ChatMessage
 

@@ -208,7 +208,8 @@ class LiveView:
 
 class Monitor:
     """Reads the pipeline's output lines (``line``) and the steps' progress file, and keeps
-    the view up to date; ``start`` / ``stop`` a thread that polls the file."""
+    the view up to date: at each step's end, and from a thread (``start`` / ``stop``) that
+    polls the file four times a second."""
 
     def __init__(
         self,
@@ -285,7 +286,6 @@ class Monitor:
                 self.in_input = line != "}"
             elif self.running and line.strip() and not KFP_OWN.match(line):
                 self.output.append(line)
-            self.update()
 
     def _finished(self, name: str, status: str) -> None:
         if name in self.running:

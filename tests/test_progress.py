@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripted_llm import Step
 from test_pipeline import example_subset
 
 from ragsweep import progress
@@ -257,6 +258,34 @@ def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
     assert re.search(r"texts embedded +[━╺╸]+ +\d+/\d+", text)
     assert re.search(r"steps +━+ +10/10", text) and "[10/10] publish: peak memory" in text
     assert "Executing task" not in text
+
+
+def test_llm_calls_are_counted_and_a_failing_endpoint_prints_the_error_whole(llm_server, tmp_path):
+    docs, testset = example_subset(tmp_path)
+    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+    args += ["--output", str(tmp_path / "runs"), "--llm", "answerer", "--judge", "judge"]
+    result = ragsweep(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
+    assert calls[-1] == (str(llm_server.chat_calls),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
+
+    # the endpoint fails every request: the evaluation stops, and says why
+    llm_server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
+    env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(tmp_path / "no-replies-cached")}
+    result = subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
+    run_dir = max((tmp_path / "runs").iterdir())
+    failed = result.stdout.split("] evaluate: failure\n", 1)[1]
+    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
+    assert re.search(
+        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
+        r"first error: HTTP 500 after 5 call\(s\): .*scripted 500",
+        failed,
+        re.M,
+    )
+    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
+        result.stderr
+    )
 
 
 def test_a_failing_run_prints_the_steps_error_and_where_its_log_is(llm_server, tmp_path):
