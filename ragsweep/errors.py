@@ -25,8 +25,9 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
 
     ragsweep's log lines are printed as ``ragsweep: ...`` (the local runner keeps them in the
     run's log and shows the user the warnings, ``ragsweep: warning: ...``), its progress
-    counts go to ``ragsweep.progress`` (settled at the end), and a user's mistake ends the step with
-    a one-line ``error: ...`` and exit status 2, no traceback, as on the command line. At its
+    counts go to ``ragsweep.progress`` (settled at the end), and a user's mistake ends the
+    step with a one-line ``error: ...`` and exit status 2, no traceback, as on the command
+    line. At its
     end the step says what it cost: ``ragsweep: step retrieve: peak memory 812 MB, 12.3 s
     (2.1 s starting)``, its process's peak resident memory, the time in this context and the
     time from the process's start to it (imports). ``name``: the step's (default: the
