@@ -31,7 +31,7 @@ from ragsweep.schemas import read_table
 
 if TYPE_CHECKING:  # imported where used: `ragsweep run` checks its inputs before loading them
     from ragsweep.settings import RunSettings
-    from ragsweep.terminal import Monitor
+    from ragsweep.terminal import Monitor, StepTotal
 
 log = logging.getLogger("ragsweep")
 
@@ -72,7 +72,7 @@ def run_local(
     from ragsweep.exports import export
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
     from ragsweep.platform import for_local_run
-    from ragsweep.terminal import count_steps
+    from ragsweep.terminal import StepTotal
 
     settings = replace(
         settings,
@@ -98,8 +98,11 @@ def run_local(
     if store_url:
         env[store.ENV] = store_url
     env[progress.ENV] = str((run_dir / "progress.jsonl").resolve())
-    steps = count_steps(
-        sweep_pipeline.pipeline_spec, len(settings.space.chunk_configs()), bool(settings.baseline)
+    steps = StepTotal(  # the loop's items: the plan step's chunk configurations
+        sweep_pipeline.pipeline_spec,
+        run_dir / "pipeline",
+        len(settings.space.chunk_configs()),
+        conditions=bool(settings.baseline),  # the one condition: compare with a baseline
     )
     monitor = watch(run_dir, steps, verbose)
     with StepLog(run_dir / "pipeline.log", monitor) as step_log, warnings.catch_warnings():
@@ -177,14 +180,15 @@ def root_logging_to(stream: io.TextIOBase) -> Iterator[None]:
         root.handlers, root.level = saved, level
 
 
-def watch(run_dir: Path, steps: int, verbose: bool) -> Monitor:
+def watch(run_dir: Path, steps: StepTotal, verbose: bool) -> Monitor:
     """The run's progress display: live on a terminal, lines elsewhere (CI, a pipe)."""
     from ragsweep.terminal import LineView, LiveView, Monitor
 
     terminal = sys.stdout
     view = LiveView(terminal) if terminal.isatty() else LineView(terminal)
+    log_path = run_dir / "pipeline.log"
     return Monitor(
-        view, steps, run_dir / "progress.jsonl", run_dir / "pipeline.log", verbose=verbose
+        view, steps.total, run_dir / "progress.jsonl", log_path, verbose, recount=steps.finished
     )
 
 

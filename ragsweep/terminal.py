@@ -120,6 +120,30 @@ def count_steps(spec: Any, loop_items: int, conditions: bool) -> int:
     return count(spec.root.dag)
 
 
+class StepTotal:
+    """The steps a run of a compiled pipeline (``PipelineSpec``) makes, its loops counted
+    first with ``loop_items`` items and, once the step listing a loop's items has finished,
+    with as many as it listed (read from its output in ``pipeline_root``)."""
+
+    def __init__(self, spec: Any, pipeline_root: Path, loop_items: int, conditions: bool) -> None:
+        self.spec, self.root, self.conditions = spec, pipeline_root, conditions
+        self.total = count_steps(spec, loop_items, conditions)
+        self.producers: dict[str, str] = {}  # step -> its output a loop iterates over
+        for task in spec.root.dag.tasks.values():
+            if task.WhichOneof("iterator") == "parameter_iterator":
+                name = task.parameter_iterator.items.input_parameter
+                source = task.inputs.parameters[name].task_output_parameter
+                self.producers[source.producer_task] = source.output_parameter_key
+
+    def finished(self, step: str) -> int:
+        """The total, after ``step`` finished."""
+        if step in self.producers:
+            for output in self.root.glob(f"*/{step}/executor_output.json"):
+                items = json.loads(output.read_text())["parameterValues"][self.producers[step]]
+                self.total = count_steps(self.spec, len(items), self.conditions)
+        return self.total
+
+
 class Tail:
     """The new complete JSON lines of a progress file, read from where the last call ended."""
 
@@ -219,8 +243,10 @@ class Monitor:
         log_path: Path,
         verbose: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        recount: Callable[[str], int] | None = None,
     ) -> None:
         self.view, self.total_steps, self.verbose, self.clock = view, total_steps, verbose, clock
+        self.recount = recount  # the total after a step finished (StepTotal.finished)
         self.tail, self.log_path = Tail(progress_file), log_path
         self.finished = 0
         self.running: list[str] = []
@@ -291,6 +317,8 @@ class Monitor:
         if name in self.running:
             self.running.remove(name)
         self.finished += 1
+        if self.recount and status == "SUCCESS":
+            self.total_steps = self.recount(name)
         self.total_steps = max(self.total_steps, self.finished + len(self.running))
         costs = self.costs.get(name) or [""]
         cost = costs.pop(0)

@@ -4,6 +4,7 @@ on a pipe, a live display on a terminal, kfp.local's lines only in pipeline.log 
 --verbose, a failed step's output whole)."""
 
 import io
+import json
 import os
 import pty
 import re
@@ -21,6 +22,7 @@ from ragsweep.terminal import (
     Counter,
     LineView,
     Monitor,
+    StepTotal,
     Tail,
     count_steps,
     format_eta,
@@ -125,6 +127,18 @@ def test_the_steps_counted_from_the_pipeline_are_the_steps_a_run_executes():
     assert count_steps(spec, loop_items=1, conditions=False) == 10
     assert count_steps(spec, loop_items=3, conditions=False) == 14
     assert count_steps(spec, loop_items=3, conditions=True) == 15
+
+
+def test_the_total_follows_the_items_the_loop_was_given(tmp_path):
+    steps = StepTotal(sweep_pipeline.pipeline_spec, tmp_path, loop_items=1, conditions=False)
+    assert steps.total == 10
+    plan = tmp_path / "ragsweep-2026-12-01" / "plan" / "executor_output.json"
+    plan.parent.mkdir(parents=True)
+    plan.write_text(
+        json.dumps({"parameterValues": {"Output": [{"chunk_size": s} for s in range(5)]}})
+    )
+    assert steps.finished("ingest") == 10
+    assert steps.finished("plan") == 8 + 2 * 5  # chunk-embed and retrieve for each item
 
 
 def lines_of_a_run(failure: str | None = None) -> list[str]:
