@@ -218,6 +218,12 @@ def run(
     baseline: str = typer.Option(
         "", help="Compare with this stored run id, or `latest` run of the same sweep."
     ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        help="Print kfp.local's lines and every step's output as they come (always in the "
+        "run folder's pipeline.log).",
+    ),
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard.
 
@@ -304,7 +310,7 @@ def run(
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
     check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
-    run_dir = run_local(settings, output, store_url=url)
+    run_dir = run_local(settings, output, store_url=url, verbose=verbose)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
     if baseline:

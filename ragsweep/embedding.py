@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragsweep import progress
 from ragsweep.errors import RagsweepError
 
 log = logging.getLogger("ragsweep")
@@ -177,6 +178,7 @@ def encode(name: str, texts: list[str]) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     embedder = load_embedder(name)
+    progress.expect(progress.EMBEDDED, len(texts))
     vectors = np.empty((len(texts), 0), dtype=np.float32)
     for start in range(0, len(order), BATCH * 4):
         batch = order[start : start + BATCH * 4]
@@ -184,6 +186,7 @@ def encode(name: str, texts: list[str]) -> np.ndarray:
         if vectors.shape[1] == 0:
             vectors = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
         vectors[batch] = rows
+        progress.advance(progress.EMBEDDED, len(batch))
         if len(texts) > BATCH * 4:
             log.info("embedded %d/%d texts", min(start + BATCH * 4, len(texts)), len(texts))
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

@@ -8,6 +8,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ragsweep import progress
+
 
 class RagsweepError(Exception):
     """Bad input or an unreachable source, with a message that says what to fix.
@@ -21,9 +23,11 @@ class RagsweepError(Exception):
 def pipeline_step(name: str | None = None) -> Iterator[None]:
     """The context every pipeline step runs in.
 
-    ragsweep's progress lines are printed as ``ragsweep: ...`` (the local runner shows the
-    user those and keeps the rest in the run's log), and a user's mistake ends the step with
-    a one-line ``error: ...`` and exit status 2, no traceback, as on the command line. At its
+    ragsweep's log lines are printed as ``ragsweep: ...`` (the local runner keeps them in the
+    run's log and shows the user the warnings, ``ragsweep: warning: ...``), its progress
+    counts go to ``ragsweep.progress`` (settled at the end), and a user's mistake ends the
+    step with a one-line ``error: ...`` and exit status 2, no traceback, as on the command
+    line. At its
     end the step says what it cost: ``ragsweep: step retrieve: peak memory 812 MB, 12.3 s
     (2.1 s starting)``, its process's peak resident memory, the time in this context and the
     time from the process's start to it (imports). ``name``: the step's (default: the
@@ -31,7 +35,7 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
     left out of garbage collection (``gc.freeze``): the process is about to end.
     """
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("ragsweep: %(message)s"))
+    handler.setFormatter(StepFormatter())
     log = logging.getLogger("ragsweep")
     log.addHandler(handler)
     log.setLevel(logging.INFO)
@@ -43,6 +47,7 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
+        progress.settle()
         took = f"{time.monotonic() - started:.1f} s"
         if starting is not None:
             took += f" ({starting:.1f} s starting)"
@@ -56,6 +61,20 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
             # The step's process ends next: left to the collector, the interpreter's last
             # collections walk every object torch and transformers made (seconds per step).
             gc.freeze()
+
+
+class StepFormatter(logging.Formatter):
+    """``ragsweep: message``; a warning's as ``ragsweep: warning: message``, which the
+    local runner shows the user while the rest goes to the run's log."""
+
+    def __init__(self) -> None:
+        super().__init__("ragsweep: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        text = super().formatMessage(record)
+        if record.levelno >= logging.WARNING:
+            return text.replace("ragsweep: ", "ragsweep: warning: ", 1)
+        return text
 
 
 def executor_function() -> str | None:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ragsweep import progress
 from ragsweep.errors import RagsweepError
 from ragsweep.fromdict import build
 from ragsweep.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE
@@ -228,6 +229,7 @@ class Chat:
             async with self._session():
                 return list(await asyncio.gather(*(one(item, slots) for item in items)))
 
+        progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
         return asyncio.run(main()) if items else []
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
@@ -262,7 +264,20 @@ class Chat:
         max_tokens: int | None = None,
         json_object: bool = False,
     ) -> Reply:
-        """Send (role, content) messages; retry what can be retried; never raise for HTTP."""
+        """Send (role, content) messages; retry what can be retried; never raise for HTTP.
+        Counted as one of ``ragsweep.progress.LLM_CALLS`` once answered (retries included)."""
+        try:
+            return await self._ask(messages, temperature, max_tokens, json_object)
+        finally:
+            progress.advance(progress.LLM_CALLS)
+
+    async def _ask(
+        self,
+        messages: list[tuple[str, str]],
+        temperature: float,
+        max_tokens: int | None,
+        json_object: bool,
+    ) -> Reply:
         import openai
         from llama_index.core.llms import ChatMessage
 

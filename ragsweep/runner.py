@@ -31,6 +31,7 @@ from ragsweep.schemas import read_table
 
 if TYPE_CHECKING:  # imported where used: `ragsweep run` checks its inputs before loading them
     from ragsweep.settings import RunSettings
+    from ragsweep.terminal import Monitor, StepTotal
 
 log = logging.getLogger("ragsweep")
 
@@ -55,18 +56,23 @@ def preflight(docs: str, testset: str, skip_unresolved: bool = False) -> None:
             check_references(table, keys)
 
 
-def run_local(settings: RunSettings, output: Path, store_url: str | None = None) -> Path:
+def run_local(
+    settings: RunSettings, output: Path, store_url: str | None = None, verbose: bool = False
+) -> Path:
     """Run the pipeline locally; return the run folder holding the leaderboard, per-question
     results, breakdown, failures, report and the test set (generated when none was given).
     With ``store_url`` the pipeline's publish step stores the run under the folder's name
     (and a failed run is noted there). Model endpoints come from the RAGSWEEP_LLM_* /
-    RAGSWEEP_JUDGE_* environment, which the steps inherit."""
+    RAGSWEEP_JUDGE_* environment, which the steps inherit. The terminal shows the steps'
+    progress (``ragsweep.terminal``); kfp.local's output goes to the folder's
+    ``pipeline.log``, and to the terminal too when ``verbose``."""
     from kfp import local
 
-    from ragsweep import store
+    from ragsweep import progress, store
     from ragsweep.exports import export
     from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
     from ragsweep.platform import for_local_run
+    from ragsweep.terminal import StepTotal
 
     settings = replace(
         settings,
@@ -91,11 +97,23 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
     env.update(thread_environment(settings.parallelism))
     if store_url:
         env[store.ENV] = store_url
-    with StepLog(run_dir / "pipeline.log") as step_log, warnings.catch_warnings():
+    env[progress.ENV] = str((run_dir / "progress.jsonl").resolve())
+    steps = StepTotal(  # the loop's items: the plan step's chunk configurations
+        sweep_pipeline.pipeline_spec,
+        run_dir / "pipeline",
+        len(settings.space.chunk_configs()),
+        conditions=bool(settings.baseline),  # the one condition: compare with a baseline
+    )
+    monitor = watch(run_dir, steps, verbose)
+    with StepLog(run_dir / "pipeline.log", monitor) as step_log, warnings.catch_warnings():
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
-        with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-            task = for_local_run(sweep_pipeline, settings.parallelism)(**arguments)
+        monitor.start()
+        try:
+            with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
+                task = for_local_run(sweep_pipeline, settings.parallelism)(**arguments)
+        finally:
+            monitor.stop()
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }
@@ -162,17 +180,28 @@ def root_logging_to(stream: io.TextIOBase) -> Iterator[None]:
         root.handlers, root.level = saved, level
 
 
-class StepLog(io.TextIOBase):
-    """Where the pipeline's output goes: all of it to the run's log file, and to the terminal
-    only each step's start and end and ragsweep's own progress and error lines."""
+def watch(run_dir: Path, steps: StepTotal, verbose: bool) -> Monitor:
+    """The run's progress display: live on a terminal, lines elsewhere (CI, a pipe)."""
+    from ragsweep.terminal import LineView, LiveView, Monitor
 
-    SHOWN = re.compile(r"^(ragsweep:|error:)|Executing task|finished with status")
+    terminal = sys.stdout
+    view = LiveView(terminal) if terminal.isatty() else LineView(terminal)
+    log_path = run_dir / "pipeline.log"
+    return Monitor(
+        view, steps.total, run_dir / "progress.jsonl", log_path, verbose, recount=steps.finished
+    )
+
+
+class StepLog(io.TextIOBase):
+    """Where the pipeline's output goes: all of it to the run's log file, each line (without
+    kfp.local's timestamp and indent) to the monitor, which decides what the terminal shows."""
+
     ANSI = re.compile(r"\x1b\[[0-9;]*m")
     TIMESTAMP = re.compile(r"^[\d:.]+ - \w+ - ")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, monitor: Monitor) -> None:
         self.file = path.open("w", encoding="utf-8")
-        self.terminal = sys.stdout
+        self.monitor = monitor
         self.partial = ""
         self.lock = threading.Lock()  # loop iterations run in threads
 
@@ -181,10 +210,8 @@ class StepLog(io.TextIOBase):
             *lines, self.partial = (self.partial + self.ANSI.sub("", text)).split("\n")
             for line in lines:
                 self.file.write(line + "\n")
-                line = self.TIMESTAMP.sub("", line.strip())
-                if self.SHOWN.search(line):
-                    self.terminal.write(f"  {line}\n")
-                    self.terminal.flush()
+                line = self.TIMESTAMP.sub("", line.rstrip())
+                self.monitor.line(line[4:] if line.startswith("    ") else line)
         return len(text)
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragsweep import embedding, halving
+from ragsweep import embedding, halving, progress
 from ragsweep.answering import (
     Answer,
     History,
@@ -229,6 +229,7 @@ def evaluate(
     random.Random(seed).shuffle(order)
     configured = [by_id[c] for c in config_ids]
     rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
+    progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
     contexts = Contexts.of_passages(retrievals["passages"])
     left = np.ones(retrievals.num_rows, dtype=bool)  # not answered yet

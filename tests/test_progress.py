@@ -1,0 +1,318 @@
+"""The progress ``ragsweep run`` shows: the steps' counters through the progress file, their
+rate and time left, the steps done of total, and what reaches the terminal (a line per step
+on a pipe, a live display on a terminal, kfp.local's lines only in pipeline.log or with
+--verbose, a failed step's output whole)."""
+
+import io
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scripted_llm import Step
+from test_pipeline import example_subset
+
+from ragsweep import progress
+from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.terminal import (
+    Counter,
+    LineView,
+    Monitor,
+    StepTotal,
+    Tail,
+    count_steps,
+    format_eta,
+    format_rate,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+SMALL_GRID = ["--chunk-sizes", "128", "--top-k", "3", "--search-types", "similarity"]
+
+
+@pytest.mark.parametrize(
+    ("per_s", "shown"),
+    [(None, ""), (0.05, "3.0/min"), (2.345, "2.3/s"), (99.96, "100.0/s"), (1234.4, "1,234/s")],
+)
+def test_rates_read_per_second_or_per_minute_below_one(per_s, shown):
+    assert format_rate(per_s) == shown
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(None, ""), (0.4, "ETA 0:00"), (65, "ETA 1:05"), (3725, "ETA 1:02:05")]
+)
+def test_time_left_reads_as_a_clock(seconds, shown):
+    assert format_eta(seconds) == shown
+
+
+def test_a_counter_rates_its_recent_progress_and_says_the_time_left():
+    counter = Counter("LLM calls")
+    counter.set(0, 100, now=0.0)
+    assert counter.describe(0.0) == "LLM calls 0/100"  # no rate yet, so no time left
+    counter.set(50, 100, now=10.0)
+    assert counter.describe(10.0) == "LLM calls 50/100 (5.0/s, ETA 0:10)"
+    counter.set(60, 100, now=40.0)  # the rate covers the last 30 s: 10 calls in 30 s
+    assert counter.rate(40.0) == pytest.approx(10 / 30)
+    assert counter.describe(40.0) == "LLM calls 60/100 (20.0/min, ETA 2:00)"
+    counter.set(100, 100, now=41.0)
+    assert counter.eta(41.0) is None and "ETA" not in counter.describe(41.0)
+
+
+STEP = """
+import sys
+from ragsweep import progress
+progress.plan(progress.LLM_CALLS, 10)
+progress.expect(progress.LLM_CALLS, 4)
+progress.advance(progress.LLM_CALLS, 3)
+if sys.argv[1] == "settle":
+    progress.settle()
+progress.expect(progress.EMBEDDED, 0)  # nothing: no line
+"""
+
+
+def step(tmp_path: Path, how: str, channel: Path | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != progress.ENV}
+    if channel:
+        env[progress.ENV] = str(channel)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-c", STEP, how], env=env, check=True, cwd=tmp_path)
+
+
+def test_steps_append_their_running_totals_and_the_terminal_sums_the_steps(tmp_path):
+    channel = tmp_path / "progress.jsonl"
+    step(tmp_path, "settle", channel)
+    step(tmp_path, "keep going", channel)
+    records = Tail(channel).read()
+    assert [(r["counter"], r["done"], r["total"]) for r in records] == [
+        ("LLM calls", 0, 10),  # planned: at most 10
+        ("LLM calls", 0, 10),  # 4 expected, within the plan
+        ("LLM calls", 3, 10),
+        ("LLM calls", 3, 3),  # settled: the step did 3
+        ("LLM calls", 0, 10),  # the second step, a process of its own
+        ("LLM calls", 0, 10),
+        ("LLM calls", 3, 10),
+    ]
+    assert len({r["source"] for r in records[:4]} | {r["source"] for r in records[4:]}) == 2
+    out = io.StringIO()
+    monitor = Monitor(LineView(out), 3, channel, tmp_path / "pipeline.log", clock=lambda: 5.0)
+    monitor.update(force=True)
+    assert monitor.counters["LLM calls"].done == 6 and monitor.counters["LLM calls"].total == 13
+    assert out.getvalue() == "  LLM calls 6/13\n"
+
+
+def test_the_reporting_does_nothing_without_a_channel(tmp_path):
+    step(tmp_path, "settle", None)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tail_reads_only_complete_lines_once(tmp_path):
+    channel = tmp_path / "progress.jsonl"
+    tail = Tail(channel)
+    assert tail.read() == []  # no file yet
+    channel.write_text('{"a": 1}\n{"b"')
+    assert tail.read() == [{"a": 1}]
+    with channel.open("a") as f:
+        f.write(": 2}\n")
+    assert tail.read() == [{"b": 2}] and tail.read() == []
+
+
+def test_the_steps_counted_from_the_pipeline_are_the_steps_a_run_executes():
+    spec = sweep_pipeline.pipeline_spec
+    # load-testset, ingest, generate-qa, build-space, plan, evaluate, rank, publish, and
+    # chunk-embed and retrieve for each chunk configuration; compare with a baseline
+    assert count_steps(spec, loop_items=1, conditions=False) == 10
+    assert count_steps(spec, loop_items=3, conditions=False) == 14
+    assert count_steps(spec, loop_items=3, conditions=True) == 15
+
+
+def test_the_total_follows_the_items_the_loop_was_given(tmp_path):
+    steps = StepTotal(sweep_pipeline.pipeline_spec, tmp_path, loop_items=1, conditions=False)
+    assert steps.total == 10
+    plan = tmp_path / "ragsweep-2026-12-01" / "plan" / "executor_output.json"
+    plan.parent.mkdir(parents=True)
+    plan.write_text(
+        json.dumps({"parameterValues": {"Output": [{"chunk_size": s} for s in range(5)]}})
+    )
+    assert steps.finished("ingest") == 10
+    assert steps.finished("plan") == 8 + 2 * 5  # chunk-embed and retrieve for each item
+
+
+def lines_of_a_run(failure: str | None = None) -> list[str]:
+    """kfp.local's output for two steps, the second failing with ``failure`` if given."""
+    lines = [
+        "Running pipeline: 'ragsweep'",
+        "Executing task 'ingest'",
+        "Streamed logs:",
+        "[KFP Executor 2026-12-01 02:34:51,555 INFO]: Got executor_input:",
+        "{",
+        '    "inputs": {}',
+        "}",
+        "ragsweep: read 21 documents, skipped 0",
+        "ragsweep: warning: skipped notes.bin: no text could be extracted",
+        "ragsweep: step ingest: peak memory 143 MB, 0.5 s (0.7 s starting)",
+        "Task 'ingest' finished with status SUCCESS",
+        "Executing task 'evaluate'",
+        "ragsweep: 12 answers",
+    ]
+    if failure:
+        lines += [
+            "Traceback (most recent call last):",
+            '  File "evaluate.py", line 3, in evaluate',
+            failure,
+            "ragsweep: step evaluate: peak memory 175 MB, 0.7 s",
+            "Task 'evaluate' finished with status FAILURE",
+        ]
+    else:
+        lines += [
+            "ragsweep: step evaluate: peak memory 175 MB, 0.7 s",
+            "Task 'evaluate' finished with status SUCCESS",
+        ]
+    return lines + ["Pipeline 'ragsweep' finished with status SUCCESS"]
+
+
+def monitored(tmp_path: Path, lines: list[str], verbose: bool = False) -> str:
+    out = io.StringIO()
+    log = tmp_path / "pipeline.log"
+    monitor = Monitor(LineView(out), 2, tmp_path / "progress.jsonl", log, verbose=verbose)
+    for line in lines:
+        monitor.line(line)
+    return out.getvalue()
+
+
+def test_a_line_per_finished_step_with_its_cost_and_the_steps_warnings(tmp_path):
+    shown = monitored(tmp_path, lines_of_a_run())
+    assert shown.splitlines() == [
+        "  ragsweep: warning: skipped notes.bin: no text could be extracted",
+        "[1/2] ingest: peak memory 143 MB, 0.5 s (0.7 s starting)",
+        "[2/2] evaluate: peak memory 175 MB, 0.7 s",
+    ]
+
+
+def test_verbose_shows_every_line_as_well(tmp_path):
+    shown = monitored(tmp_path, lines_of_a_run(), verbose=True)
+    assert "  Executing task 'ingest'" in shown and "  ragsweep: 12 answers" in shown
+    assert "[2/2] evaluate: peak memory 175 MB, 0.7 s" in shown
+
+
+def test_a_failed_step_shows_its_output_whole_and_where_the_log_is(tmp_path):
+    shown = monitored(tmp_path, lines_of_a_run("ValueError: no retrieval of question q3"))
+    assert shown.split("[2/2] evaluate: failure\n", 1)[1].splitlines() == [
+        f"  its output (all of it in {tmp_path / 'pipeline.log'}):",
+        "    ragsweep: 12 answers",
+        "    Traceback (most recent call last):",
+        '      File "evaluate.py", line 3, in evaluate',
+        "    ValueError: no retrieval of question q3",
+        "    ragsweep: step evaluate: peak memory 175 MB, 0.7 s",
+    ]
+    assert "read 21 documents" not in shown and "executor_input" not in shown
+
+
+def ragsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+
+
+def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tmp_path):
+    docs, testset = example_subset(tmp_path)
+    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+    args += ["--output", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache")]
+    result = ragsweep(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = (tmp_path / "runs").iterdir()
+    steps = re.findall(r"^\[(\d+)/(\d+)\] ([\w-]+): peak memory", result.stdout, re.M)
+    assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 10) for i in range(1, 11)]
+    assert {"ingest", "chunk-embed", "retrieve", "evaluate", "rank", "publish"} <= {
+        name for _, _, name in steps
+    }
+    chunks = re.search(r"ragsweep: (\d+) chunks from", (run_dir / "pipeline.log").read_text())
+    embedded = re.findall(r"^  texts embedded (\d+)/(\d+)", result.stdout, re.M)
+    assert embedded and embedded[-1][0] == embedded[-1][1]  # all done at the end
+    assert int(embedded[-1][1]) == int(chunks[1]) + 6  # the chunks, then the 6 questions
+    assert "Executing task" not in result.stdout and "KFP Executor" not in result.stdout
+    log = (run_dir / "pipeline.log").read_text()
+    assert log.count("Executing task") == 10 and "KFP Executor" in log
+
+    verbose = ragsweep(*args, "--verbose")
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    assert verbose.stdout.count("Executing task") == 10 and "[10/10] publish" in verbose.stdout
+    assert "texts embedded" not in verbose.stdout  # the cache had them all
+
+
+def run_in_terminal(argv: list[str]) -> tuple[int, str]:
+    """Run ``argv`` with a pseudo-terminal as its stdin, stdout and stderr; its output."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary)
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 1 << 16)
+        except OSError:  # the terminal closed: the process ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(primary)
+    return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
+
+
+def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
+    docs, testset = example_subset(tmp_path)
+    code, shown = run_in_terminal(
+        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset), "--no-store",
+         "--output", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"), *SMALL_GRID]
+    )  # fmt: skip
+    assert code == 0, shown[-3000:]
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)  # colours and cursor moves
+    assert "\x1b[" in shown and "━" in text  # drawn, not printed
+    assert re.search(r"steps +[━╺╸]+ +\d/10 ingest", text)  # the running step named
+    assert re.search(r"texts embedded +[━╺╸]+ +\d+/\d+", text)
+    assert re.search(r"steps +━+ +10/10", text) and "[10/10] publish: peak memory" in text
+    assert "Executing task" not in text
+
+
+def test_llm_calls_are_counted_and_a_failing_endpoint_prints_the_error_whole(llm_server, tmp_path):
+    docs, testset = example_subset(tmp_path)
+    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+    args += ["--output", str(tmp_path / "runs"), "--llm", "answerer", "--judge", "judge"]
+    result = ragsweep(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
+    assert calls[-1] == (str(llm_server.chat_calls),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
+
+    # the endpoint fails every request: the evaluation stops, and says why
+    llm_server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
+    env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(tmp_path / "no-replies-cached")}
+    result = subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
+    run_dir = max((tmp_path / "runs").iterdir())
+    failed = result.stdout.split("] evaluate: failure\n", 1)[1]
+    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
+    assert re.search(
+        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
+        r"first error: HTTP 500 after 5 call\(s\): .*scripted 500",
+        failed,
+        re.M,
+    )
+    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
+        result.stderr
+    )
+
+
+def test_a_failing_run_prints_the_steps_error_and_where_its_log_is(llm_server, tmp_path):
+    result = ragsweep(
+        "run", "--docs", str(ROOT / "examples" / "docs"),
+        "--testset", str(ROOT / "examples" / "testset.jsonl"), "--llm", "answerer",
+        "--max-llm-calls", "5", "--output", str(tmp_path / "runs"), "--no-store", *SMALL_GRID,
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    [run_dir] = (tmp_path / "runs").iterdir()
+    failed = result.stdout.split("plan: failure\n", 1)[1]
+    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
+    assert "    error: max_llm_calls=5 is too few for 1 configurations x 64 questions" in failed
+    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
+        result.stderr
+    )
