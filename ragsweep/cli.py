@@ -12,7 +12,12 @@ from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
-from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
+from ragsweep.space import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MAX_CONFIGS,
+    SearchSpace,
+    answerer_of,
+)
 
 if TYPE_CHECKING:
     from ragsweep.curation import FolderStore
@@ -156,7 +161,11 @@ def run(
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
-        "", help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively."
+        "",
+        "--generation-models",
+        "--llm",
+        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
+        "'extractive' among them keeps the offline answerer. --llm is the older name.",
     ),
     judge: str = typer.Option(
         "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
@@ -182,6 +191,12 @@ def run(
     baseline: str = typer.Option(
         "", help="Compare with this stored run id, or `latest` run of the same sweep."
     ),
+    mlflow: str = typer.Option(
+        None,
+        "--mlflow",
+        help="Log the sweep to this MLflow tracking URI: a parent run, a child run per "
+        "configuration. [default: $MLFLOW_TRACKING_URI, else none]",
+    ),
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard.
 
@@ -189,7 +204,10 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
-    models = [m.strip() for m in llm.split(",") if m.strip()]
+    from ragsweep.answering import uses_model
+
+    answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
+    models = [a.partition(":")[2] for a in answerers if uses_model(a)]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
         "chunk_sizes": chunk_sizes,
@@ -204,8 +222,8 @@ def run(
     data.update({field: values(text) for field, text in options.items() if text is not None})
     prefixes = {"query_prefix": query_prefix, "passage_prefix": passage_prefix}
     data.update({field: text for field, text in prefixes.items() if text is not None})
-    if models:
-        data["answerers"] = [f"llm:{m}" for m in models]
+    if answerers:
+        data["answerers"] = answerers
     llm_settings = LLMSettings.from_dict(
         {
             "temperature": temperature,
@@ -263,7 +281,14 @@ def run(
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
     check_endpoints(models + ([qa_llm] if not testset else []), judge)
-    run_dir = run_local(settings, output, store_url=url)
+    from ragsweep import tracking
+    from ragsweep.runner import environment
+
+    tracking_uri = tracking.resolve_uri(mlflow)
+    if tracking_uri:
+        tracking.check_reachable(tracking_uri)  # a dead server fails now, not after the sweep
+    with environment({tracking.URI_ENV: tracking_uri} if tracking_uri else {}):
+        run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
     if baseline:
