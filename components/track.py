@@ -13,16 +13,17 @@ def track(
 ) -> str:
     """Log the sweep to MLflow at ``mlflow_tracking_uri``, else ``MLFLOW_TRACKING_URI`` (from
     a secret): a parent run with the settings, best configuration, ``leaderboard`` and
-    ``report``, and a child run per configuration. Skip when neither is set. Returns the
-    parent run's id, or ''."""
+    ``report``, and a child run per configuration. Skip when neither is set; when MLflow
+    fails, warn and keep the run. Returns the parent run's id, or ''."""
     from ragsweep.errors import pipeline_step
     from ragsweep.schemas import read_table
     from ragsweep.store import current_run_id
-    from ragsweep.tracking import log_sweep, resolve_uri
+    from ragsweep.tracking import log_from_step
 
     with pipeline_step():
-        uri = resolve_uri(mlflow_tracking_uri)
-        if not uri:
-            return ""
-        board = read_table(leaderboard.path, "leaderboard")
-        return log_sweep(board, uri, current_run_id(pipeline_run_id), report=report.path)
+        return log_from_step(
+            read_table(leaderboard.path, "leaderboard"),
+            report.path,
+            mlflow_tracking_uri,
+            current_run_id(pipeline_run_id),
+        )

@@ -274,8 +274,7 @@ def sweep_pipeline(
             mlflow_tracking_uri=mlflow_tracking_uri,
             pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
         ),
-        mlflow_connection=mlflow_secret_name,
-        retry=True,
+        mlflow_connection=mlflow_secret_name,  # MLflow's client retries its requests
         cache=False,  # the tracking store lives outside the pipeline
     )
     with dsl.If(baseline != "", name="baseline-given"):

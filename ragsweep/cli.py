@@ -338,6 +338,33 @@ def best(
 
 
 @app.command()
+def track(
+    run: Path = typer.Argument(..., help="A run folder (`ragsweep run` made it)."),
+    mlflow: str = typer.Option(
+        None, "--mlflow", help="MLflow tracking URI. [default: $MLFLOW_TRACKING_URI]"
+    ),
+) -> None:
+    """Log a finished run to MLflow: a parent run, a child run per configuration."""
+    from ragsweep.schemas import read_table
+    from ragsweep.tracking import log_sweep, resolve_uri
+
+    uri = resolve_uri(mlflow)
+    if not uri:
+        raise RagsweepError("--mlflow: no tracking URI given, and MLFLOW_TRACKING_URI is unset")
+    board = run / "leaderboard.arrow"
+    if not board.is_file():
+        raise RagsweepError(f"{run}: not a run folder (no leaderboard.arrow)")
+    report = run / "report.html"
+    parent = log_sweep(
+        read_table(board, "leaderboard"),
+        uri,
+        run.resolve().name,
+        report=report if report.is_file() else None,
+    )
+    typer.echo(f"MLflow run {parent}")
+
+
+@app.command()
 def runs(
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),

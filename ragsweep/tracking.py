@@ -85,9 +85,8 @@ def log_sweep(
     from mlflow.exceptions import MlflowException
 
     experiment = experiment or os.environ.get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT
-    parent = None
+    client, parent = _client(uri), None
     try:
-        client = _client(uri)
         found = client.get_experiment_by_name(experiment)
         experiment_id = found.experiment_id if found else client.create_experiment(experiment)
         parent = client.create_run(
@@ -103,11 +102,17 @@ def log_sweep(
             _log(client, child, params=_config_params(row), metrics=_row_metrics(row))
             client.set_terminated(child)
         client.set_terminated(parent)
+    except ImportError as exc:  # mlflow-skinny has no local stores
+        raise RagsweepError(
+            f"MLflow {safe_uri(uri)}: this store needs the whole of MLflow ({exc.name} is "
+            "missing): pip install 'ragsweep[mlflow]'"
+        ) from None
     except (MlflowException, OSError) as exc:
         if parent is not None:
             with contextlib.suppress(MlflowException, OSError):
                 client.set_terminated(parent, status="FAILED")
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = str(exc).replace(uri, safe_uri(uri)).strip() or type(exc).__name__
+        first = text.splitlines()[0]
         raise RagsweepError(
             f"MLflow {safe_uri(uri)}: logging the sweep failed: {first[:300]}"
         ) from None
@@ -119,6 +124,24 @@ def log_sweep(
         leaderboard.num_rows,
     )
     return parent
+
+
+def log_from_step(leaderboard: pa.Table, report: Path, uri: str, run_name: str) -> str:
+    """The pipeline's logging: to ``uri``, else ``MLFLOW_TRACKING_URI``; none: skipped.
+    MLflow failing is a warning, not a failed run: the results are kept, and
+    ``ragsweep track`` logs a run folder later. Returns the parent run's id, or ''."""
+    uri = resolve_uri(uri)
+    if not uri:
+        return ""
+    try:
+        return log_sweep(leaderboard, uri, run_name, report=report)
+    except RagsweepError as exc:
+        log.warning(
+            "%s. The sweep is not in MLflow; its results are kept (log a run folder later "
+            "with `ragsweep track RUN_DIR --mlflow URI`)",
+            exc,
+        )
+        return ""
 
 
 def _client(uri: str):
