@@ -99,8 +99,9 @@ def sweep_pipeline(
             each question / chunk, for every embedding model; default: its family's), and
             vector_stores (memory, milvus, pgvector, oracle), indexes (store -> index kind
             -> parameter -> values) and distance (cosine, dot, euclidean).
-        optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
-            a judge is set, else answer_correctness.
+        optimization_metric: The metric to rank by (Red Hat AutoRAG's faithfulness,
+            answer_correctness and context_correctness mean the same here); auto: the LLM
+            judge's correctness when a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
             larger search space stops the run at planning.
         max_document_bytes: Document budget in bytes of text, the documents the test set

@@ -218,3 +218,26 @@ def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path):
     assert_logged(MlflowClient(uri), run_dir.name, board)
     missing = ragsweep("track", str(tmp_path), "--mlflow", uri, cwd=tmp_path)
     assert_user_error(missing, "not a run folder")
+
+
+def test_track_step_skips_without_a_uri_and_logs_with_the_secrets_variable(
+    board, tmp_path, monkeypatch
+):
+    from kfp import dsl
+
+    from ragsweep.components.track import track
+    from ragsweep.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    leaderboard = dsl.Dataset(uri=str(tmp_path / "leaderboard"))
+    write_table(board, leaderboard.path, "leaderboard")
+    report = dsl.HTML(uri=str(tmp_path / "report"))
+    Path(report.path).write_text("<html>r</html>")
+    step = {"leaderboard": leaderboard, "report": report, "pipeline_run_id": "kfp-run-7"}
+
+    assert track.python_func(**step, mlflow_tracking_uri="") == ""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # as the Secret sets it on a cluster
+    parent = track.python_func(**step, mlflow_tracking_uri="")
+
+    assert assert_logged(MlflowClient(uri), "kfp-run-7", board)[0].info.run_id == parent
