@@ -2,9 +2,9 @@
 
 Read from the AutoRAG pipeline ``documents_rag_optimization_pipeline`` of
 red-hat-data-services/pipelines-components (commit dd8d0c0, July 2026) and, for the names
-only its upstream uses, of opendatahub-io/pipelines-components. The README's table is
-rendered from ``PARAMETERS`` (``readme_table``), and a test checks that every ragsweep
-parameter named here is a parameter of the compiled pipeline.
+only its upstream uses, of opendatahub-io/pipelines-components (commit 015bcd0). The
+README's table is rendered from ``PARAMETERS`` (``readme_table``), and a test checks that
+every ragsweep parameter named here is a parameter of the compiled pipeline.
 """
 
 from __future__ import annotations
