@@ -8,10 +8,14 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def build_space(
-    search_space: dict, embedding_models: List[str], max_configs: int, configs: Output[Dataset]
+    search_space: dict,
+    embedding_models: List[str],
+    generation_models: List[str],
+    max_configs: int,
+    configs: Output[Dataset],
 ) -> NamedTuple("Space", [("search_space", dict)]):
-    """Join the embedding models to the rest of the search space, validate it, and refuse a
-    grid of more than ``max_configs`` configurations (0: no limit).
+    """Join the embedding and generation models to the rest of the search space, validate
+    it, and refuse a grid of more than ``max_configs`` configurations (0: no limit).
 
     Outputs: ``search_space``, the whole space (named: kfp.local 2.17 would hand a loop body
     its loop item for another task's unnamed ``Output``); ``configs``, an Arrow artifact of
@@ -24,7 +28,7 @@ def build_space(
     from ragsweep.space import SearchSpace, configs_table
 
     with pipeline_step():
-        space = SearchSpace.from_parameters(search_space, embedding_models)
+        space = SearchSpace.from_parameters(search_space, embedding_models, generation_models)
         space.check_budget(max_configs)
         space.log_prefixes()
         write_table(configs_table(space), configs.path, "configs")

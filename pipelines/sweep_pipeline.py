@@ -22,6 +22,7 @@ from ragsweep.components.plan import plan
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
+from ragsweep.components.track import track
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
 from ragsweep.qagen import QASettings
@@ -54,6 +55,7 @@ def sweep_pipeline(
     input_data_secret_name: str = platform.DEFAULT_CONNECTION,
     test_data_secret_name: str = platform.DEFAULT_CONNECTION,
     embedding_models: list = DEFAULT["embedding_models"],
+    generation_models: list = [],  # noqa: B006 (a pipeline parameter's default)
     search_space: dict = DEFAULT["search_space"],
     optimization_metric: str = AUTO_METRIC,
     optimization_max_rag_patterns: int = DEFAULT_MAX_CONFIGS,
@@ -72,6 +74,8 @@ def sweep_pipeline(
     keep_collections: bool = False,
     baseline: str = "",
     deployed_config: str = "",
+    mlflow_tracking_uri: str = "",
+    mlflow_secret_name: str = platform.DEFAULT_MLFLOW_CONNECTION,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -86,16 +90,20 @@ def sweep_pipeline(
         input_data_secret_name: The OpenShift AI S3 connection (Secret) to read documents with.
         test_data_secret_name: The OpenShift AI S3 connection (Secret) to read test data with.
         embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
+        generation_models: Answer models, answered through the LLM endpoint
+            (llm_secret_name), and extractive (the offline answerer, no LLM); empty: the
+            answerers of search_space (the older spelling), else extractive.
         search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
             model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr),
-            answerers (extractive: no LLM), query_prefix / passage_prefix (text before
+            query_prefix / passage_prefix (text before
             each question / chunk, for every embedding model; default: its family's), and
             vector_stores (memory, milvus, pgvector, oracle), indexes (store -> index kind
             -> parameter -> values) and distance (cosine, dot, euclidean), rerankers
             (none, cross-encoder:/folder, rerank:<model> at RAGSWEEP_RERANK_BASE_URL)
             and rerank_fetch_k (the search's candidates a reranker reorders).
-        optimization_metric: The metric to rank by; auto: the LLM judge's correctness when
-            a judge is set, else answer_correctness.
+        optimization_metric: The metric to rank by (Red Hat AutoRAG's faithfulness,
+            answer_correctness and context_correctness mean the same here); auto: the LLM
+            judge's correctness when a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
             larger search space stops the run at planning.
         max_document_bytes: Document budget in bytes of text, the documents the test set
@@ -113,8 +121,8 @@ def sweep_pipeline(
         cache_max_gb: The embedding cache's size cap in GB (10^9 bytes): after a write, the
             least recently used shards are deleted until it fits (0: no cap).
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
-            system_prompt, prompt_template, concurrency. Answering models are answerers
-            llm:<model> in search_space.
+            system_prompt, prompt_template, concurrency. The answer models are
+            generation_models.
         llm_secret_name: The Secret with the URL and key of the OpenAI-compatible endpoint
             (and of the judge's, when elsewhere): manifests/examples/llm-endpoint.yaml.
         qa_generation: How to generate a test set when none is given: llm (model),
@@ -131,6 +139,12 @@ def sweep_pipeline(
         deployed_config: The configuration in production, whose regression against the
             baseline is the alarm: its config id, or the YAML `ragsweep best` prints; empty:
             the alarm is whether the sweep's best got worse.
+        mlflow_tracking_uri: Log the sweep to this MLflow tracking server (a parent run, a
+            child run per configuration); empty: MLFLOW_TRACKING_URI of mlflow_secret_name,
+            else no MLflow. Credentials belong in the Secret, never here.
+        mlflow_secret_name: The Secret with MLflow's variables (MLFLOW_TRACKING_URI,
+            MLFLOW_TRACKING_TOKEN or _USERNAME and _PASSWORD, MLFLOW_EXPERIMENT_NAME), read
+            by the track step (optional).
     """
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
@@ -168,6 +182,7 @@ def sweep_pipeline(
         build_space(
             search_space=search_space,
             embedding_models=embedding_models,
+            generation_models=generation_models,
             max_configs=optimization_max_rag_patterns,
         )
     )
@@ -254,6 +269,16 @@ def sweep_pipeline(
         ),
         store_connection=results_store_secret_name,
         retry=True,
+    )
+    platform.step(
+        track(
+            leaderboard=ranked.outputs["leaderboard"],
+            report=ranked.outputs["report"],
+            mlflow_tracking_uri=mlflow_tracking_uri,
+            pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        ),
+        mlflow_connection=mlflow_secret_name,  # MLflow's client retries its requests
+        cache=False,  # the tracking store lives outside the pipeline
     )
     with dsl.If(baseline != "", name="baseline-given"):
         platform.step(

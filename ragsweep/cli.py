@@ -12,7 +12,12 @@ from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
-from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
+from ragsweep.space import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MAX_CONFIGS,
+    SearchSpace,
+    answerer_of,
+)
 
 if TYPE_CHECKING:
     from ragsweep.curation import DatabaseStore
@@ -192,7 +197,11 @@ def run(
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
-        "", help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively."
+        "",
+        "--generation-models",
+        "--llm",
+        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
+        "'extractive' among them keeps the offline answerer. --llm is the older name.",
     ),
     judge: str = typer.Option(
         "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
@@ -224,6 +233,12 @@ def run(
         help="Print kfp.local's lines and every step's output as they come (always in the "
         "run folder's pipeline.log).",
     ),
+    mlflow: str = typer.Option(
+        None,
+        "--mlflow",
+        help="Log the sweep to this MLflow tracking URI: a parent run, a child run per "
+        "configuration. [default: $MLFLOW_TRACKING_URI, else none]",
+    ),
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard.
 
@@ -231,7 +246,10 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
-    models = [m.strip() for m in llm.split(",") if m.strip()]
+    from ragsweep.answering import uses_model
+
+    answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
+    models = [a.partition(":")[2] for a in answerers if uses_model(a)]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
         "chunk_sizes": chunk_sizes,
@@ -247,8 +265,8 @@ def run(
     data.update({field: values(text) for field, text in options.items() if text is not None})
     prefixes = {"query_prefix": query_prefix, "passage_prefix": passage_prefix}
     data.update({field: text for field, text in prefixes.items() if text is not None})
-    if models:
-        data["answerers"] = [f"llm:{m}" for m in models]
+    if answerers:
+        data["answerers"] = answerers
     llm_settings = LLMSettings.from_dict(
         {
             "temperature": temperature,
@@ -310,7 +328,14 @@ def run(
     if url:
         results_store.connect(url)  # a dead database fails now, not after the sweep
     check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
-    run_dir = run_local(settings, output, store_url=url, verbose=verbose)
+    from ragsweep import tracking
+    from ragsweep.runner import environment
+
+    tracking_uri = tracking.resolve_uri(mlflow)
+    if tracking_uri:
+        tracking.check_reachable(tracking_uri)  # a dead server fails now, not after the sweep
+    with environment({tracking.URI_ENV: tracking_uri} if tracking_uri else {}):
+        run_dir = run_local(settings, output, store_url=url, verbose=verbose)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
     if baseline:
@@ -379,6 +404,33 @@ def best(
     from ragsweep.exports import best_spec
 
     typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
+
+
+@app.command()
+def track(
+    run: Path = typer.Argument(..., help="A run folder (`ragsweep run` made it)."),
+    mlflow: str = typer.Option(
+        None, "--mlflow", help="MLflow tracking URI. [default: $MLFLOW_TRACKING_URI]"
+    ),
+) -> None:
+    """Log a finished run to MLflow: a parent run, a child run per configuration."""
+    from ragsweep.schemas import read_table
+    from ragsweep.tracking import log_sweep, resolve_uri
+
+    uri = resolve_uri(mlflow)
+    if not uri:
+        raise RagsweepError("--mlflow: no tracking URI given, and MLFLOW_TRACKING_URI is unset")
+    board = run / "leaderboard.arrow"
+    if not board.is_file():
+        raise RagsweepError(f"{run}: not a run folder (no leaderboard.arrow)")
+    report = run / "report.html"
+    parent = log_sweep(
+        read_table(board, "leaderboard"),
+        uri,
+        run.resolve().name,
+        report=report if report.is_file() else None,
+    )
+    typer.echo(f"MLflow run {parent}")
 
 
 @app.command()

@@ -43,7 +43,20 @@ BREAKDOWN_DIMENSIONS = ("topic", "question_type")
 NO_VALUE = "(none)"
 
 
+# Red Hat AutoRAG's optimization_metric values. faithfulness, answer_correctness and
+# context_correctness are ragsweep metrics of the same name and meaning (token precision of
+# the answer against its context, token recall against the reference answers, reciprocal
+# rank of the first chunk from a reference document); these have no counterpart:
+AUTORAG_ONLY_METRICS = {
+    "answer_relevance": "AutoRAG's LLM-judged relevance of the answer to the question has no "
+    "counterpart; the LLM judge's verdict is 'correctness' (with a judge)",
+    "overall_score": "AutoRAG's mean of all its metrics has no counterpart; rank by one metric",
+}
+
+
 def check_metric(metric: str) -> None:
+    if metric in AUTORAG_ONLY_METRICS:
+        raise RagsweepError(f"metric {metric!r}: {AUTORAG_ONLY_METRICS[metric]}")
     if metric not in METRICS and metric != AUTO_METRIC:
         choices = sorted(METRICS) + [AUTO_METRIC]
         raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")

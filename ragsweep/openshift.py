@@ -535,6 +535,8 @@ def preflight(package: Path, arguments: dict[str, Any]) -> None:
         name: arguments.get(name, spec.get("defaultValue"))
         for name, spec in pipeline_inputs(package).items()
     }
-    space = SearchSpace.from_parameters(values["search_space"], values["embedding_models"])
+    space = SearchSpace.from_parameters(
+        values["search_space"], values["embedding_models"], values.get("generation_models")
+    )
     space.check_budget(int(values.get("optimization_max_rag_patterns") or 0))
     check_metric(values.get("optimization_metric"))

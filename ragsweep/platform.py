@@ -88,6 +88,17 @@ VECTOR_STORE_CONNECTION_KEYS = (
     "RAGSWEEP_ORACLE_WALLET_DIR",
     "RAGSWEEP_ORACLE_WALLET_PASSWORD",
 )
+DEFAULT_MLFLOW_CONNECTION = "ragsweep-mlflow"
+# The keys of the MLflow Secret, read by the track step: MLflow's own variables (a tracking
+# URI in the Secret may hold credentials; a token or user and password are the other way).
+MLFLOW_CONNECTION_KEYS = (
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_TRACKING_TOKEN",
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_EXPERIMENT_NAME",
+)
 RETRIES = 2
 RETRY_BACKOFF = "30s"  # doubled for each further try
 
@@ -155,6 +166,7 @@ RESOURCES: dict[str, Resources] = {
     "rank": Resources("500m", "2", "1Gi", "4Gi"),
     "publish": Resources("250m", "1", "512Mi", "2Gi"),
     "compare": Resources("250m", "1", "512Mi", "2Gi"),
+    "track": Resources("250m", "1", "512Mi", "2Gi"),
 }
 
 
@@ -237,11 +249,12 @@ def step(
     store_connection: str | dsl.PipelineChannel | None = None,
     llm_connection: str | dsl.PipelineChannel | None = None,
     vector_store_connection: str | dsl.PipelineChannel | None = None,
+    mlflow_connection: str | dsl.PipelineChannel | None = None,
     retry: bool = False,
     cache: bool = True,
 ) -> PipelineTask:
-    """Set a task's CPU and memory; expose an S3 connection, results-store, LLM endpoint or
-    vector-store secret as its environment;
+    """Set a task's CPU and memory; expose an S3 connection, results-store, LLM endpoint,
+    vector-store or MLflow secret as its environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
     settings = _settings()
@@ -257,6 +270,7 @@ def step(
         (store_connection, STORE_CONNECTION_KEYS),
         (llm_connection, LLM_CONNECTION_KEYS),
         (vector_store_connection, VECTOR_STORE_CONNECTION_KEYS),
+        (mlflow_connection, MLFLOW_CONNECTION_KEYS),
     ):
         if secret is not None:
             kubernetes.use_secret_as_env(

@@ -214,22 +214,37 @@ class SearchSpace:
 
     @classmethod
     def from_parameters(
-        cls, search_space: dict[str, Any], embedding_models: list[str]
+        cls,
+        search_space: dict[str, Any],
+        embedding_models: list[str],
+        generation_models: list[str] | None = None,
     ) -> SearchSpace:
-        """The space of the pipeline's parameters: ``embedding_models`` (Red Hat AutoRAG's
-        name) and ``search_space``, every other field."""
+        """The space of the pipeline's parameters: ``embedding_models`` and
+        ``generation_models`` (Red Hat AutoRAG's names) and ``search_space``, every other
+        field. ``search_space``'s ``answerers``, the older spelling, is read when
+        ``generation_models`` is empty."""
         if "embedding_models" in search_space:
             raise RagsweepError(
                 "search_space: give the embedding models as the embedding_models parameter"
             )
-        return cls.from_dict(
-            {**search_space, "embedding_models": embedding_models}, "pipeline parameters"
-        )
+        data = {**search_space, "embedding_models": embedding_models}
+        if generation_models:
+            if "answerers" in search_space:
+                raise RagsweepError(
+                    "search_space: field 'answerers': give the answer models once, as the "
+                    "generation_models parameter"
+                )
+            data["answerers"] = [answerer_of(m) for m in generation_models]
+        return cls.from_dict(data, "pipeline parameters")
 
     def to_parameters(self) -> dict[str, Any]:
-        """The pipeline's ``search_space`` and ``embedding_models`` parameters."""
+        """The pipeline's ``search_space``, ``embedding_models`` and ``generation_models``."""
         space = self.to_dict()
-        return {"embedding_models": space.pop("embedding_models"), "search_space": space}
+        return {
+            "embedding_models": space.pop("embedding_models"),
+            "generation_models": [generation_model_of(a) for a in space.pop("answerers")],
+            "search_space": space,
+        }
 
     def validate(self, source: str = "search space") -> None:
         from ragsweep.answering import check_answerer
@@ -603,3 +618,20 @@ def configs_table(space: SearchSpace) -> pa.Table:
 def space_of(configs: pa.Table) -> SearchSpace:
     """The space a ``configs`` table carries, as validated when it was written."""
     return SearchSpace.from_dict(settings_of(configs)["search_space"], "configs", check=False)
+
+
+def answerer_of(model: str) -> str:
+    """The answerer of a ``generation_models`` entry: a model name is answered through the
+    LLM endpoint (``llm:<model>``); a registered answerer (``extractive``) or one written
+    ``<family>:<model>`` is itself."""
+    from ragsweep.answering import ANSWERERS, FAMILIES
+
+    model = str(model).strip()
+    family = model.partition(":")[0]
+    return model if model in ANSWERERS or family in FAMILIES else f"llm:{model}"
+
+
+def generation_model_of(answerer: str) -> str:
+    """The ``generation_models`` entry of an answerer: ``llm:<model>`` is ``<model>``."""
+    family, _, model = answerer.partition(":")
+    return model if family == "llm" and model and answerer_of(model) == answerer else answerer

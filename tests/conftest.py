@@ -80,10 +80,16 @@ def moto_auth(moto_endpoint: str) -> Iterator[Callable[[], None]]:
 
 @pytest.fixture(autouse=True)
 def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """No test writes to the user's results database: the default SQLite file lives in a
-    temporary data folder, and no store URL leaks in from the environment."""
+    """No test writes to the user's results database or MLflow: the default SQLite file
+    lives in a temporary data folder, and no store or tracking URL leaks in from the
+    environment."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
-    for name in ("RAGSWEEP_STORE_URL", "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"):
+    for name in (
+        "RAGSWEEP_STORE_URL",
+        "RAGSWEEP_RUN_ID",
+        "RAGSWEEP_RUN_STARTED_AT",
+        "MLFLOW_TRACKING_URI",  # nor does any log to the user's MLflow
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

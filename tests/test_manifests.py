@@ -14,7 +14,9 @@ from ragsweep.openshift import DSPA_GROUP, default_image
 from ragsweep.platform import (
     DEFAULT_CONNECTION,
     DEFAULT_STORE_CONNECTION,
+    DEFAULT_MLFLOW_CONNECTION,
     DEFAULT_VECTOR_STORE_CONNECTION,
+    MLFLOW_CONNECTION_KEYS,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
     VECTOR_STORE_CONNECTION_KEYS,
@@ -195,6 +197,7 @@ def test_example_secrets_hold_placeholders_only():
         "ragsweep-results-store",
         DEFAULT_VECTOR_STORE_CONNECTION,
         UI_TOKEN_SECRET,
+        DEFAULT_MLFLOW_CONNECTION,
     }
     for secret in secrets:
         assert secret["kind"] == "Secret"
@@ -211,6 +214,13 @@ def test_example_vector_store_secret_holds_keys_the_retrieve_step_reads():
     assert set(stores["stringData"]) <= set(VECTOR_STORE_CONNECTION_KEYS)
     for key in ("RAGSWEEP_MILVUS_TOKEN", "RAGSWEEP_PGVECTOR_URL", "RAGSWEEP_ORACLE_PASSWORD"):
         assert PLACEHOLDER in stores["stringData"][key], key
+
+
+def test_example_mlflow_secret_holds_keys_the_track_step_reads():
+    [mlflow] = [s for s in example_secrets() if s["metadata"]["name"] == DEFAULT_MLFLOW_CONNECTION]
+    assert set(mlflow["stringData"]) <= set(MLFLOW_CONNECTION_KEYS)
+    for key in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_TOKEN"):
+        assert PLACEHOLDER in mlflow["stringData"][key], key
 
 
 def test_example_s3_connection_is_an_openshift_ai_connection_with_the_pipeline_keys():

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ragsweep.autorag import PARAMETERS
 from ragsweep.errors import RagsweepError
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 from ragsweep.platform import (
     LLM_CONNECTION_KEYS,
+    MLFLOW_CONNECTION_KEYS,
     RESOURCES,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
@@ -22,19 +24,8 @@ from ragsweep.platform import (
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "pipelines" / "sweep_pipeline.yaml"
-# Red Hat AutoRAG's parameters for the same concepts. generation_models waits for the LLM
-# generation step: a parameter nothing reads would be a promise the pipeline does not keep.
-AUTORAG = [
-    "test_data_secret_name",
-    "test_data_bucket_name",
-    "test_data_key",
-    "input_data_secret_name",
-    "input_data_bucket_name",
-    "input_data_key",
-    "embedding_models",
-    "optimization_metric",
-    "optimization_max_rag_patterns",
-]
+# Red Hat AutoRAG's parameters that ragsweep takes by the same name (ragsweep/autorag.py)
+AUTORAG = [p.autorag for p in PARAMETERS if p.autorag == p.ragsweep]
 
 
 def documents(path: Path) -> tuple[dict, dict]:
@@ -77,6 +68,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-evaluate": [("llm_secret_name", llm)],
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
+        "exec-track": [("mlflow_secret_name", MLFLOW_CONNECTION_KEYS)],
     }
     assert {name for name, e in executors.items() if "secretAsEnv" in e} == set(wanted)
     for executor, secrets in wanted.items():
@@ -122,7 +114,7 @@ def test_steps_that_call_a_service_retry_and_those_reading_outside_data_skip_the
     assert retried == {"load-testset", "ingest", "publish", "compare"} | services
     assert tasks["ingest"]["retryPolicy"]["maxRetryCount"] == 2
     uncached = {name for name, task in tasks.items() if task.get("cachingOptions") == {}}
-    assert uncached == {"load-testset", "ingest", "compare"}
+    assert uncached == {"load-testset", "ingest", "compare", "track"}
     assert {name for name, task in tasks.items() if "cachingOptions" not in task} == set()
 
 
