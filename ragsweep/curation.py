@@ -1,27 +1,44 @@
-"""Stored test sets and their curation: delete a question, edit a question or its reference
-answers while its reference context and metadata stay as they are. An edited question keeps
-its ``question_id`` and gets a new ``question_version``: it is not compared with its old self.
+"""Stored test sets and their curation: add a question, delete one, edit a question or its
+reference answers while its reference context and metadata stay as they are. An edited
+question keeps its ``question_id`` and gets a new ``question_version``: it is not compared
+with its old self.
 
-A store holds named test sets behind ``Store``; ``FolderStore`` keeps each as an
-Arrow artifact of kind testset in a folder (lossless: every reference answer and document,
-gold spans, topics). The results database can implement the same interface later.
+A store holds named test sets behind ``Store``; ``DatabaseStore`` keeps them in the results
+database (``ragsweep.store``), losslessly (every reference answer and document, gold spans,
+reference context, topic, type, conversation history), and every change as a new version of
+the items it changes, so an item's history can be read back.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
+from ragsweep import store
 from ragsweep.errors import RagsweepError
-from ragsweep.schemas import read_table, write_table
-from ragsweep.testset import question_version
+from ragsweep.schemas import TESTSET, read_table, write_table
+from ragsweep.testset import content_id, question_version
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ITEM_FIELDS = [
+    "question",
+    "reference_answers",
+    "reference_doc_ids",
+    "reference_context",
+    "topic",
+    "question_type",
+    "question_version",
+    "gold_spans",
+    "conversation_history",
+]
 
 
 class Store(Protocol):
@@ -68,6 +85,132 @@ class FolderStore:
         return self.folder / f"{name}.arrow"
 
 
+def _utc(when: datetime | None) -> datetime | None:
+    """A stored time, zoned (SQLite gives it back without its zone)."""
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+class DatabaseStore:
+    """Test sets in the results database: ``load`` gives the latest version of each item,
+    ``save`` stores a new version of each item that changed (a deletion is a version too)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def names(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return sorted(conn.execute(sa.select(store.testsets.c.name)).scalars())
+
+    def load(self, name: str) -> pa.Table:
+        with self.engine.connect() as conn:
+            items = _items(conn, self._id(conn, name))
+        latest: dict[str, dict] = {}
+        for item in items:  # oldest version first
+            latest[item["question_id"]] = item
+        live = [i for i in latest.values() if not i["deleted"]]
+        # in the order first stored; items stored before positions were kept come first
+        live.sort(key=lambda i: (_position(i), i["question_id"]))
+        return pa.Table.from_pylist([_testset_row(i) for i in live], schema=TESTSET)
+
+    def save(self, name: str, table: pa.Table) -> None:
+        with self.engine.begin() as conn:
+            store.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Each test set by name: ``name``, ``questions`` (in its latest version),
+        ``changed_at`` (its latest change) and ``versions`` (the changes stored: adding the
+        set, then each save that changed, added or deleted questions)."""
+        items, sets = store.testset_items, store.testsets
+        query = sa.select(
+            sets.c.name,
+            sets.c.created_at,
+            items.c.question_id,
+            items.c.version,
+            items.c.deleted,
+            items.c.created_at.label("changed_at"),
+        ).select_from(sets.outerjoin(items, items.c.testset_id == sets.c.id))
+        found: dict[str, dict] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execute(query.order_by(items.c.version)).mappings():
+                each = found.setdefault(
+                    row["name"], {"created_at": row["created_at"], "latest": {}, "times": set()}
+                )
+                if row["question_id"] is not None:
+                    each["latest"][row["question_id"]] = row["deleted"]
+                    each["times"].add(_utc(row["changed_at"]))
+        return [
+            {
+                "name": name,
+                "questions": sum(not deleted for deleted in each["latest"].values()),
+                "changed_at": max(each["times"], default=None) or _utc(each["created_at"]),
+                "versions": len(each["times"]),
+            }
+            for name, each in sorted(found.items())
+        ]
+
+    def history(self, name: str, question_id: str) -> list[dict[str, Any]]:
+        """Every stored version of one question, newest first: ``version``, ``created_at``,
+        ``deleted`` and the item's fields (null in a deletion)."""
+        with self.engine.connect() as conn:
+            items = _items(conn, self._id(conn, name), question_id)
+        if not items:
+            raise RagsweepError(f"no question {question_id!r} was ever in test set {name!r}")
+        return [
+            {
+                "question_id": i["question_id"],
+                "version": i["version"],
+                "created_at": _utc(i["created_at"]),
+                "deleted": bool(i["deleted"]),
+                **({f: None for f in _ITEM_FIELDS} if i["deleted"] else _testset_row(i)),
+            }
+            for i in reversed(items)
+        ]
+
+    def _id(self, conn: sa.Connection, name: str) -> int:
+        found = conn.execute(
+            sa.select(store.testsets.c.id).where(store.testsets.c.name == name)
+        ).scalar()
+        if found is None:
+            stored = self.names()
+            raise RagsweepError(
+                f"no test set {name!r} in {store.safe_url(self.engine.url)}; stored: "
+                f"{', '.join(stored) if stored else 'none'} "
+                "(`ragsweep testset add NAME FILE` stores one)"
+            )
+        return found
+
+
+def _items(conn: sa.Connection, testset_id: int, question_id: str | None = None) -> list[dict]:
+    """A set's stored item versions (of one question if given), oldest first."""
+    items = store.testset_items
+    query = sa.select(items).where(items.c.testset_id == testset_id)
+    if question_id is not None:
+        query = query.where(items.c.question_id == question_id)
+    rows = conn.execute(query.order_by(items.c.question_id, items.c.version)).mappings()
+    return [dict(r) for r in rows]
+
+
+def _position(item: dict) -> int:
+    return -1 if item["item_position"] is None else item["item_position"]
+
+
+def _testset_row(item: dict) -> dict:
+    """A stored item version as a TESTSET row."""
+    row = {
+        "question_id": item["question_id"],
+        "question": item["question"] or "",
+        "reference_answers": item["reference_answers"] or [],
+        "reference_doc_ids": item["reference_doc_ids"] or [],
+        "reference_context": item["reference_context"],
+        "gold_spans": item["gold_spans"] or [],
+        "question_type": item["question_type"],
+        "topic": item["topic"],
+        "conversation_history": item["conversation_history"],
+    }
+    row["question_version"] = item["question_version"] or question_version(row)
+    return row
+
+
 def row_of(testset: pa.Table, question_id: str) -> int:
     """The row number of ``question_id``."""
     found = pc.index(testset.column("question_id"), question_id).as_py()
@@ -107,3 +250,33 @@ def edit_question(
     if rows[row] != old:  # an edit that changes nothing keeps the version
         rows[row]["question_version"] = question_version(rows[row])
     return pa.Table.from_pylist(rows, schema=testset.schema)
+
+
+def add_question(
+    testset: pa.Table,
+    question: str,
+    answers: list[str],
+    doc_ids: list[str],
+    topic: str | None = None,
+    question_type: str | None = None,
+) -> pa.Table:
+    """The test set with a new question at its end; its id comes from its content (as for
+    an AutoRAG item), and gold spans are located when the set is next resolved against the
+    documents (``--docs``)."""
+    if not question or not question.strip():
+        raise RagsweepError("the new question is empty")
+    if not answers or not all(a and a.strip() for a in answers):
+        raise RagsweepError("the new question needs reference answers, none of them empty")
+    if not all(d and d.strip() for d in doc_ids):
+        raise RagsweepError("a reference document id of the new question is empty")
+    row: dict[str, Any] = dict.fromkeys(TESTSET.names)
+    row.update(question=question, reference_answers=list(answers), gold_spans=[])
+    row.update(reference_doc_ids=list(doc_ids), topic=topic or None)
+    row.update(question_type=question_type or None)
+    row["question_id"] = content_id(question, row["reference_answers"])
+    if row["question_id"] in testset.column("question_id").to_pylist():
+        raise RagsweepError(
+            f"the test set already has this question and these answers, as {row['question_id']}"
+        )
+    row["question_version"] = question_version(row)
+    return pa.concat_tables([testset, pa.Table.from_pylist([row], schema=testset.schema)])

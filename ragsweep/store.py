@@ -83,6 +83,10 @@ testset_items = sa.Table(
     sa.Column("question_type", sa.String(100)),
     sa.Column("created_at", WHEN, nullable=False),
     sa.Column("question_version", sa.String(64)),  # the test set's; null in older stores
+    # null in stores made before test-set curation moved here
+    sa.Column("gold_spans", sa.JSON),  # [{doc_id, start, end}]
+    sa.Column("conversation_history", sa.Text),  # JSON text, as Giskard gives it
+    sa.Column("item_position", sa.Integer),  # order in the set; added questions go last
     sa.UniqueConstraint("testset_id", "question_id", "version", name="ragsweep_item_version"),
 )
 
@@ -246,6 +250,11 @@ def _item_hash(row: dict) -> str:
     fields = ["question", "reference_answers", "reference_doc_ids", "reference_context"]
     content = {k: row.get(k) for k in fields + ["topic", "question_type"]}
     content["reference_context"] = _text(content["reference_context"])
+    # present only when not empty, so that items stored before these fields keep their hash
+    if row.get("gold_spans"):
+        content["gold_spans"] = [dict(s) for s in row["gold_spans"]]
+    if _text(row.get("conversation_history")) not in (None, "[]"):
+        content["conversation_history"] = row["conversation_history"]
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -271,23 +280,29 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
             testsets.insert().values(name=name, created_at=_now())
         ).inserted_primary_key[0]
     )
-    latest: dict[str, tuple[int, str, bool]] = {}
+    latest: dict[str, tuple[int, str, bool, int | None]] = {}
     rows = conn.execute(
         sa.select(
             testset_items.c.question_id,
             testset_items.c.version,
             testset_items.c.content_hash,
             testset_items.c.deleted,
+            testset_items.c.item_position,
         ).where(testset_items.c.testset_id == testset_id)
     )
-    for question_id, version, content_hash, deleted in rows:
+    for question_id, version, content_hash, deleted, position in rows:
         if question_id not in latest or version > latest[question_id][0]:
-            latest[question_id] = (version, content_hash, deleted)
+            latest[question_id] = (version, content_hash, deleted, position)
+    # a question new to the set (or back after a deletion) goes after every stored one
+    last = max((p for _, _, _, p in latest.values() if p is not None), default=-1)
     now, inserts, versions = _now(), [], {}
     for row in testset.to_pylist():
         qid, content_hash = row["question_id"], _item_hash(row)
-        version, old_hash, deleted = latest.get(qid, (0, None, False))
+        version, old_hash, deleted, position = latest.get(qid, (0, None, True, None))
         if content_hash != old_hash or deleted:
+            if deleted:
+                last += 1
+                position = last
             version += 1
             inserts.append(
                 {
@@ -304,10 +319,13 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
                     "question_type": _text(row["question_type"]),
                     "created_at": now,
                     "question_version": row.get("question_version"),
+                    "gold_spans": [dict(s) for s in row.get("gold_spans") or []],
+                    "conversation_history": _text(row.get("conversation_history")),
+                    "item_position": position,
                 }
             )
         versions[qid] = version
-    for qid, (version, content_hash, deleted) in latest.items():
+    for qid, (version, content_hash, deleted, position) in latest.items():
         if qid not in versions and not deleted:
             inserts.append(
                 {
@@ -318,8 +336,10 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
                     "deleted": True,
                     **dict.fromkeys(["question", "reference_answers", "reference_doc_ids"]),
                     **dict.fromkeys(["reference_context", "topic", "question_type"]),
+                    **dict.fromkeys(["gold_spans", "conversation_history"]),
                     "created_at": now,
                     "question_version": None,
+                    "item_position": position,
                 }
             )
     if inserts:

@@ -1,15 +1,21 @@
-"""Test set curation: a stored test set, questions deleted and edited while their reference
-context and metadata stay, exports in both formats; through the library and the CLI."""
+"""Test set curation: a test set stored in the results database (SQLite and a real
+PostgreSQL server), questions added, deleted and edited while their reference context and
+metadata stay, every change a version; exports in both formats; through the library and the
+CLI."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
-from ragsweep.curation import FolderStore, delete_question, edit_question
+from ragsweep import store
+from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
 from ragsweep.errors import RagsweepError
-from ragsweep.testset import load_testset, resolve_testset
+from ragsweep.testset import content_id, load_testset, resolve_testset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -17,11 +23,27 @@ RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
 @pytest.fixture(scope="module")
-def giskard_set():
+def documents():
     from ragsweep.sources import read_documents
 
-    documents = read_documents(str(EXAMPLES / "docs")).table
+    return read_documents(str(EXAMPLES / "docs")).table
+
+
+@pytest.fixture(scope="module")
+def giskard_set(documents):
     return resolve_testset(load_testset(str(EXAMPLES / "testset.jsonl")), documents)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """An empty results database on each backend."""
+    if request.param == "sqlite":
+        return DatabaseStore(store.connect(f"sqlite:///{tmp_path / 'results.db'}"))
+    url = request.getfixturevalue("postgres_server")
+    engine = sa.create_engine(url)
+    store.metadata.drop_all(engine)
+    engine.dispose()
+    return DatabaseStore(store.connect(url))
 
 
 def test_deleting_a_question_keeps_the_others_in_order(giskard_set):
@@ -56,22 +78,104 @@ def test_an_edited_question_keeps_its_id_and_gets_a_new_version(giskard_set):
     assert same["question_version"] == before["question_version"]
 
 
-def test_curation_mistakes_are_clear(giskard_set, tmp_path):
+def test_curation_mistakes_are_clear(giskard_set):
     with pytest.raises(RagsweepError, match="no question 'q999' in the test set \\(ids: q001"):
         delete_question(giskard_set, "q999")
     with pytest.raises(RagsweepError, match="new question is empty"):
         edit_question(giskard_set, "q001", question="  ")
-    with pytest.raises(RagsweepError, match="no test set 'nope' in .*stored: none"):
-        FolderStore(tmp_path).load("nope")
-    with pytest.raises(RagsweepError, match="test set name '../x'"):
-        FolderStore(tmp_path).save("../x", giskard_set)
 
 
-def test_a_store_keeps_every_field(giskard_set, tmp_path):
-    store = FolderStore(tmp_path / "store")
-    store.save("examples", giskard_set)
-    assert store.names() == ["examples"]
-    assert store.load("examples").to_pylist() == giskard_set.to_pylist()
+def with_history(table: pa.Table, row: int, history: list) -> pa.Table:
+    rows = table.to_pylist()
+    rows[row]["conversation_history"] = json.dumps(history)
+    return pa.Table.from_pylist(rows, schema=table.schema)
+
+
+def test_a_stored_test_set_keeps_every_field(db, giskard_set, documents):
+    talk = [{"role": "user", "content": "I run Tidewater."}, {"role": "assistant", "content": "OK"}]
+    giskard = with_history(giskard_set, 1, talk)
+    autorag = resolve_testset(load_testset(str(EXAMPLES / "testset.json")), documents)
+    assert any(r["gold_spans"] for r in giskard.to_pylist())
+    assert any(r["reference_context"] is None for r in autorag.to_pylist())
+    db.save("giskard", giskard)
+    db.save("autorag", autorag)
+    assert db.names() == ["autorag", "giskard"]
+    assert db.load("giskard").to_pylist() == giskard.to_pylist()
+    assert db.load("autorag").to_pylist() == autorag.to_pylist()
+    assert db.load("giskard").schema == giskard.schema
+
+
+def test_every_change_is_a_version_and_load_gives_the_latest(db, giskard_set):
+    db.save("tw", giskard_set)
+    db.save("tw", giskard_set)  # nothing changed: no version
+    first = db.summaries()
+    assert [(s["name"], s["questions"], s["versions"]) for s in first] == [("tw", 64, 1)]
+
+    db.save("tw", delete_question(db.load("tw"), "q002"))
+    db.save("tw", edit_question(db.load("tw"), "q003", question="Sync port?", answers=["7420"]))
+    added = add_question(db.load("tw"), "Who makes Tidewater?", ["Brackwater Labs"], ["a.md"])
+    db.save("tw", added)
+
+    latest = db.load("tw")
+    assert latest.to_pylist() == added.to_pylist()
+    ids = latest["question_id"].to_pylist()
+    assert ids[:2] == ["q001", "q003"] and ids[-1] == content_id(
+        "Who makes Tidewater?", ["Brackwater Labs"]
+    )
+    assert latest.num_rows == 64 and "q002" not in ids
+    (summary,) = db.summaries()
+    assert (summary["questions"], summary["versions"]) == (64, 4)
+    assert summary["changed_at"] > first[0]["changed_at"]
+
+    edits = db.history("tw", "q003")
+    assert [(h["version"], h["deleted"], h["question"]) for h in edits] == [
+        (2, False, "Sync port?"),
+        (1, False, "Which TCP port does the Tidewater sync protocol use?"),
+    ]
+    assert edits[0]["reference_context"] == edits[1]["reference_context"] is not None
+    assert edits[0]["question_version"] != edits[1]["question_version"]
+    assert edits[0]["created_at"] > edits[1]["created_at"]
+    deleted = db.history("tw", "q002")
+    assert [(h["version"], h["deleted"]) for h in deleted] == [(2, True), (1, False)]
+    assert deleted[0]["question"] is None and deleted[1]["question"].startswith("Above how")
+
+
+def test_a_deleted_question_added_again_comes_back_last(db, giskard_set):
+    db.save("tw", giskard_set)
+    db.save("tw", delete_question(giskard_set, "q001"))
+    db.save("tw", giskard_set)  # imported again
+    ids = db.load("tw")["question_id"].to_pylist()
+    assert ids[0] == "q002" and ids[-1] == "q001" and len(ids) == 64
+    assert [h["version"] for h in db.history("tw", "q001")] == [3, 2, 1]
+
+
+def test_unknown_test_sets_and_questions_are_clear(db, giskard_set):
+    with pytest.raises(
+        RagsweepError, match=r"no test set 'nope' in (sqlite|postgresql).*stored: none"
+    ):
+        db.load("nope")
+    db.save("tw", giskard_set)
+    with pytest.raises(RagsweepError, match="no test set 'nope' .*stored: tw"):
+        db.history("nope", "q001")
+    with pytest.raises(RagsweepError, match="no question 'q999' was ever in test set 'tw'"):
+        db.history("tw", "q999")
+    with pytest.raises(RagsweepError, match="a test set needs a name"):
+        db.save(" ", giskard_set)
+
+
+def test_adding_a_question_derives_its_id_and_refuses_duplicates_and_blanks(giskard_set):
+    table = add_question(giskard_set, "Who?", ["Brackwater"], ["a.md"], "Company", "simple")
+    row = table.to_pylist()[-1]
+    assert table.num_rows == giskard_set.num_rows + 1
+    assert row["question_id"] == content_id("Who?", ["Brackwater"])
+    assert (row["topic"], row["question_type"], row["gold_spans"]) == ("Company", "simple", [])
+    assert row["question_version"] and row["reference_context"] is None
+    with pytest.raises(RagsweepError, match="already has this question .* as q-"):
+        add_question(table, "Who?", ["Brackwater"], [])
+    with pytest.raises(RagsweepError, match="new question is empty"):
+        add_question(table, " ", ["x"], [])
+    with pytest.raises(RagsweepError, match="needs reference answers"):
+        add_question(table, "Why?", ["x", " "], [])
 
 
 def ragsweep(*args, env_store: Path):

@@ -271,11 +271,13 @@ def test_question_versions_are_stored_with_the_results(url):
 
 
 def old_ddl(dialect) -> list[str]:
-    """The CREATE TABLE statements of the store as ragsweep wrote it before question_version."""
+    """The CREATE TABLE statements of the store as ragsweep wrote it before question_version
+    (and before test-set curation moved into it)."""
+    newer = ("question_version", "gold_spans", "conversation_history", "item_position")
     statements = []
     for table in store.metadata.sorted_tables:
         ddl = str(CreateTable(table).compile(dialect=dialect))
-        statements.append("\n".join(x for x in ddl.splitlines() if "question_version" not in x))
+        statements.append("\n".join(x for x in ddl.splitlines() if not x.strip().startswith(newer)))
     return statements
 
 
@@ -315,6 +317,20 @@ def make_old_store(url, b) -> None:
             for row in b.results.to_pylist()
         ]
         conn.execute(store.results.insert(), old_rows)
+        old_items = [
+            {
+                "testset_id": testset_id,
+                "question_id": row["question_id"],
+                "version": 1,
+                "content_hash": store._item_hash(row),
+                "deleted": False,
+                **{k: row[k] for k in ("question", "reference_answers", "reference_doc_ids")},
+                **{k: row[k] for k in ("topic", "question_type")},
+                "created_at": now,
+            }
+            for row in make_testset(["q2", "q1"]).to_pylist()
+        ]
+        conn.execute(store.testset_items.insert(), old_items)
     engine.dispose()
 
 
@@ -331,6 +347,22 @@ def test_a_store_made_before_question_versions_still_reads_and_takes_new_runs(ur
     publish(engine, b, "new-run")
     assert store.load_results(engine, "new-run")["question_version"].null_count == 0
     assert [r["run_id"] for r in store.list_runs(engine)] == ["new-run", "old-run"]
+
+
+def test_a_test_set_stored_before_curation_moved_here_loads_and_takes_edits(url):
+    from ragsweep.curation import DatabaseStore, edit_question
+
+    make_old_store(url, board())
+    testsets = DatabaseStore(store.connect(url))
+    old = testsets.load("/data/tests.json")
+    assert old["question_id"].to_pylist() == ["q1", "q2"]  # no stored order: by id
+    assert old["gold_spans"].to_pylist() == [[], []]
+    assert all(len(v) == 16 for v in old["question_version"].to_pylist())  # computed
+    testsets.save("/data/tests.json", old)  # the same content: no new version
+    assert [h["version"] for h in testsets.history("/data/tests.json", "q1")] == [1]
+    testsets.save("/data/tests.json", edit_question(old, "q2", question="Q2?"))
+    assert testsets.load("/data/tests.json")["question"].to_pylist() == ["What about q1?", "Q2?"]
+    assert [h["version"] for h in testsets.history("/data/tests.json", "q2")] == [2, 1]
 
 
 def test_the_cli_reads_a_store_made_before_question_versions(tmp_path):
