@@ -685,7 +685,7 @@ def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
 
 def load_run_testset(engine: Engine, run_id: str) -> pa.Table:
     """The questions a stored run was scored on, as the test set held them then (the item
-    version each result names). Gold spans are not stored: that column is empty."""
+    version each result names)."""
     from ragsweep.schemas import TESTSET
 
     with engine.connect() as conn:
@@ -713,10 +713,10 @@ def load_run_testset(engine: Engine, run_id: str) -> pa.Table:
                 "reference_answers": item["reference_answers"] or [],
                 "reference_doc_ids": item["reference_doc_ids"] or [],
                 "reference_context": item["reference_context"],
-                "gold_spans": [],
+                "gold_spans": item["gold_spans"] or [],
                 "question_type": item["question_type"],
                 "topic": item["topic"],
-                "conversation_history": "[]",
+                "conversation_history": item["conversation_history"] or "[]",
                 "question_version": item["question_version"],
             }
         )

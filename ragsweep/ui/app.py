@@ -48,8 +48,8 @@ def create_app(
     """
     env = _environment()
 
-    def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
-        html = env.get_template(name).render(
+    def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+        html = env.get_template(template).render(
             request=request,
             csrf=request.scope["state"]["csrf"],
             store_url=safe_url(engine.url),
