@@ -27,7 +27,11 @@ STATUSES = ("succeeded", "failed")
 
 def fmt(value: Any, digits: int = 3) -> str:
     """A figure for a cell: integers as they are, floats to ``digits``, '-' when missing."""
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else number(value, digits)
+    return (
+        str(value)
+        if isinstance(value, int) and not isinstance(value, bool)
+        else number(value, digits)
+    )
 
 
 def _day(text: str | None, name: str) -> datetime | None:
@@ -100,6 +104,7 @@ def run_page(request: Request) -> Response:
     for r in shown.to_pylist():
         r["bar"] = report.interval_bar(r[metric], r[metric + "_low"], r[metric + "_high"])
         rows.append(r)
+
     def sort_link(column: str) -> str:
         return "?" + urlencode({k: v for k, v in {**chosen, "sort": column}.items() if v})
 
@@ -169,7 +174,9 @@ def question_page(request: Request) -> Response:
     results = _results_of(run, config["config_id"])
     found = [r for r in results if r["question_id"] == question_id]
     if not found:
-        raise HTTPException(404, f"configuration {config['label']!r} has no result for {question_id!r}")
+        raise HTTPException(
+            404, f"configuration {config['label']!r} has no result for {question_id!r}"
+        )
     result = found[0]
     failed = [r["question_id"] for r in results if r["reason"]]
     before = [f for f in failed if f < question_id]

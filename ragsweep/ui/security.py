@@ -81,7 +81,9 @@ class Guard:
     @staticmethod
     def refusal(request: Request) -> Response:
         if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-            target = quote(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+            target = quote(
+                request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            )
             return RedirectResponse(f"/login?next={target}", status_code=303)
         return PlainTextResponse("401: this ragsweep ui needs its token", status_code=401)
 

@@ -1,0 +1,75 @@
+"""A results database with nightly runs and a test set, and the UI served on loopback:
+shared by tests/test_ui.py and docs/ui/screenshots.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pyarrow as pa
+import uvicorn
+from builders import make_board, make_testset
+from sqlalchemy.engine import Engine
+
+from ragsweep import store
+from ragsweep.curation import DatabaseStore
+
+NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
+FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
+TESTSET = "nightly.json"
+QUESTIONS = 40
+
+
+def night_scores(night: int) -> np.ndarray:
+    """Configs x questions: on night 3 every configuration answers far fewer questions."""
+    rng = np.random.default_rng(night)
+    share = [0.85, 0.65, 0.45, 0.6] if night < 2 else [0.25, 0.2, 0.15, 0.2]
+    return np.stack([(rng.random(QUESTIONS) < p).astype(float) for p in share])
+
+
+def testset_rows() -> pa.Table:
+    """The nightly questions; one carries markup, to show it is escaped."""
+    table = make_testset([f"q{i:03d}" for i in range(QUESTIONS)])
+    questions = table["question"].to_pylist()
+    questions[1] = "Does <script>alert('x')</script> <b>run</b>?"
+    return table.set_column(1, "question", pa.array(questions))
+
+
+def fill(engine: Engine) -> None:
+    """Three nightly runs of one sweep (the last one regressed), one failed run, and the
+    test set in the store."""
+    testset = testset_rows()
+    for i, run_id in enumerate(NIGHTS):
+        board = make_board(night_scores(i))
+        store.publish(
+            engine,
+            run_id,
+            board.leaderboard,
+            board.results,
+            testset,
+            f"kfp-{i}",
+            FIRST_NIGHT + timedelta(days=i),
+        )
+    settings = {"sweep_key": "other-sweep", "optimization_metric": "answer_correctness"}
+    store.record_failed(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
+    DatabaseStore(engine).save("curated.json", testset.slice(0, 5))
+
+
+@contextmanager
+def serving(app, port: int) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread; its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        thread.join(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
