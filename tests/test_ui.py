@@ -69,6 +69,12 @@ def page(browser):
     context.close()
 
 
+def follow(page, selector: str) -> None:
+    """Click what loads a new page, and wait until it has."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 def column(page, css: str) -> list[str]:
     return [t.strip() for t in page.locator(css).all_inner_texts()]
 
@@ -91,7 +97,7 @@ def test_runs_filter_by_status_and_date(page, base_url):
     page.goto(base_url)
     page.select_option("select[name=status]", "succeeded")
     page.fill("input[name=since]", "2026-11-28")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert column(page, "#runs tr.run-row td:first-child") == ["night-3", "night-2"]
 
 
@@ -99,14 +105,14 @@ def test_runs_filter_by_status_and_date(page, base_url):
 def test_a_run_page_shows_its_best_configuration_and_sorts_by_any_metric(page, base_url, engine):
     best = store.load_leaderboard(engine, "night-2").to_pylist()[0]
     page.goto(base_url)
-    page.click("text=night-2")
+    follow(page, "text=night-2")
     assert page.locator("#best-config").inner_text().startswith(best["label"])
     assert column(page, "#leaderboard td.rank")[0] == "1"
-    page.click("#leaderboard th a:text-is('context correctness')")
+    follow(page, "#leaderboard th a:text-is('context correctness')")
     assert page.locator("#sorted-by").inner_text() == "context_correctness"
     values = [float(v) for v in column(page, "#leaderboard td.metric-context_correctness")]
     assert values == sorted(values, reverse=True) and len(values) == 4
-    page.click("#leaderboard th a:text-is('context chars')")
+    follow(page, "#leaderboard th a:text-is('context chars')")
     costs = [float(v) for v in column(page, "#leaderboard td.cost-context_chars")]
     assert costs == sorted(costs)
     assert page.locator("svg#pareto circle.front").count() >= 1
@@ -118,7 +124,7 @@ def test_the_leaderboard_filters_by_search_setting(page, base_url, engine):
     board = store.load_leaderboard(engine, "night-1")
     page.goto(f"{base_url}/runs/night-1")
     page.select_option("select[name=chunker]", board["chunker"][0].as_py())
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert page.locator("#leaderboard tr.config-row").count() == board.num_rows
     page.goto(f"{base_url}/runs/night-1?search_type=mmr")
     assert page.locator("#leaderboard tr.config-row").count() == 0
@@ -129,16 +135,17 @@ def test_drill_down_shows_question_answer_verdict_and_retrieved_documents(page, 
     page.goto(f"{base_url}/runs/night-3")
     first = page.locator("#failures tr.failure-row a").first
     question_id = first.inner_text()
-    first.click()
+    with page.expect_navigation():
+        first.click()
     assert page.locator("h1").inner_text() == question_id
     asked = {q["question_id"]: q["question"] for q in ui_demo.testset_rows().to_pylist()}
     assert page.locator("#question").inner_text() == asked[question_id]
     assert "Failed" in page.locator("#verdict").inner_text()
     assert column(page, "#retrieved td.label") == ["doc0.md", "doc1.md"]
     assert page.locator("#references li").first.inner_text() == f"the answer to {question_id}"
-    page.click("#next-failure")
+    follow(page, "#next-failure")
     assert page.locator("h1").inner_text() > question_id
-    page.click("#previous-failure")
+    follow(page, "#previous-failure")
     assert page.locator("h1").inner_text() == question_id
 
 
@@ -156,7 +163,7 @@ def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
     page.goto(f"{base_url}/compare")
     page.select_option("#baseline", "night-2")
     page.select_option("#candidate", "night-3")
-    page.click("#compare-button")
+    follow(page, "#compare-button")
     assert page.locator("#alarm").inner_text().startswith("REGRESSED")
     assert set(column(page, "#comparison td.verdict")) == {"regressed"}
     assert page.locator("#flips tr.flip-row").count() > 0
@@ -169,11 +176,11 @@ def test_a_question_edit_in_the_page_creates_a_new_version(page, base_url, engin
     question_id = testsets.load("curated.json")["question_id"][2].as_py()
     before = len(testsets.history("curated.json", question_id))
     page.goto(f"{base_url}/testsets")
-    page.click("text=curated.json")
-    page.click(f"text={question_id}")
+    follow(page, "text=curated.json")
+    follow(page, f"text={question_id}")
     page.fill("#edit textarea[name=question]", "What about it, precisely?")
     page.fill("#edit textarea[name=answers]", "the new answer\nanother answer")
-    page.click("#edit button")
+    follow(page, "#edit button")
     history = testsets.history("curated.json", question_id)
     assert len(history) == before + 1
     assert history[0]["question"] == "What about it, precisely?"
@@ -192,16 +199,16 @@ def test_add_import_delete_and_export_a_test_set(page, base_url, engine, tmp_pat
     page.goto(f"{base_url}/testsets")
     page.set_input_files("#import input[type=file]", str(source))
     page.fill("#import input[name=name]", "uploaded")
-    page.click("#import button")
+    follow(page, "#import button")
     assert column(page, "#items td.label") == ["g1"]
     page.fill("#add textarea[name=question]", "Why?")
     page.fill("#add textarea[name=answers]", "Because")
     page.fill("#add textarea[name=doc_ids]", "a.md")
-    page.click("#add button")
-    page.click("text=← test set uploaded")
+    follow(page, "#add button")
+    follow(page, "text=← test set uploaded")
     assert len(column(page, "#items td.label")) == 2
-    page.click("text=g1")
-    page.click("#delete button")
+    follow(page, "text=g1")
+    follow(page, "#delete button")
     stored = DatabaseStore(engine).load("uploaded")
     assert stored["question"].to_pylist() == ["Why?"]
     exported = page.context.request.get(f"{base_url}/testsets/uploaded/export.json")
@@ -232,11 +239,11 @@ def test_with_a_token_every_request_needs_it(page, engine):
         page.goto(f"{url}/runs/night-1")
         assert page.url.startswith(f"{url}/login")
         page.fill("input[name=token]", "wrong")
-        page.click("form button")
+        follow(page, "form button")
         assert "wrong token" in page.content()
         page.goto(f"{url}/runs/night-1")
         page.fill("input[name=token]", token)
-        page.click("form button")
+        follow(page, "form button")
         assert page.url == f"{url}/runs/night-1"
         assert page.locator("#leaderboard").count() == 1
 
