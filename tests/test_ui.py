@@ -45,8 +45,9 @@ def engine(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def base_url(engine):
-    with ui_demo.serving(create_app(engine), free_port()) as url:
+def base_url(engine, tmp_path_factory):
+    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"))
+    with ui_demo.serving(app, free_port()) as url:
         yield url
 
 
@@ -213,6 +214,25 @@ def test_add_import_delete_and_export_a_test_set(page, base_url, engine, tmp_pat
     assert stored["question"].to_pylist() == ["Why?"]
     exported = page.context.request.get(f"{base_url}/testsets/uploaded/export.json")
     assert exported.json()[0]["question"] == "Why?"
+
+
+@needs_chromium
+def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
+    page, base_url, tmp_path
+):
+    from playwright.sync_api import expect
+
+    page.goto(f"{base_url}/start")
+    page.fill("input[name=docs]", str(tmp_path / "no-such-folder"))
+    page.select_option("select[name=testset]", "curated.json")
+    follow(page, "form.box button")
+    assert re.search(r"/jobs/[0-9a-f]{12}$", page.url)
+    # the page reloads itself while the job runs
+    expect(page.locator("#job-status")).to_have_text("failed (2)", timeout=120_000)
+    log = page.locator("#log").inner_text()
+    assert "error:" in log and "no-such-folder" in log
+    page.goto(f"{base_url}/start")
+    assert "failed (2)" in page.locator("main ul").last.inner_text()
 
 
 def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engine):
