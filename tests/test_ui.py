@@ -160,6 +160,17 @@ def test_user_text_is_escaped(page, base_url):
 
 
 @needs_chromium
+def test_drill_down_marks_the_retrieved_documents_holding_a_gold_span(page, base_url):
+    page.goto(f"{base_url}/runs/night-1")
+    page.locator("#leaderboard tr.config-row a").first.click()
+    follow(page, "#questions a[href$='/questions/q001']")
+    assert page.locator("#gold-spans").inner_text() == "Gold spans: doc1.md characters 10–42"
+    rows = column(page, "#retrieved tr.retrieved-row")
+    assert "holds a gold span" in rows[1] and "doc1.md" in rows[1]
+    assert "holds a gold span" not in rows[0]
+
+
+@needs_chromium
 def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
     page.goto(f"{base_url}/compare")
     page.select_option("#baseline", "night-2")

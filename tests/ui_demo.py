@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from ragsweep import store
 from ragsweep.curation import DatabaseStore
+from ragsweep.schemas import SPAN
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
 FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
@@ -35,7 +36,11 @@ def testset_rows() -> pa.Table:
     table = make_testset([f"q{i:03d}" for i in range(QUESTIONS)])
     questions = table["question"].to_pylist()
     questions[1] = "Does <script>alert('x')</script> <b>run</b>?"
-    return table.set_column(1, "question", pa.array(questions))
+    table = table.set_column(1, "question", pa.array(questions))
+    spans = table["gold_spans"].to_pylist()
+    spans[1] = [{"doc_id": "doc1.md", "start": 10, "end": 42}]
+    index = table.schema.get_field_index("gold_spans")
+    return table.set_column(index, "gold_spans", pa.array(spans, pa.list_(SPAN)))
 
 
 def fill(engine: Engine) -> None:

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from ragsweep.store import ENV as STORE_ENV
 from ragsweep.ui.security import checked_form
 
-LOG_TAIL = 60  # log lines shown
+LOG_TAIL = 30  # log lines shown
 # form field -> `ragsweep run` option; values are passed as they are, the CLI checks them
 OPTIONS = {
     "chunk_sizes": "--chunk-sizes",

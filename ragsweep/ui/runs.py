@@ -183,8 +183,9 @@ def question_page(request: Request) -> Response:
     after = [f for f in failed if f > question_id]
     question = run.questions().get(question_id, {})
     references = set(question.get("reference_doc_ids") or [])
+    gold = {span["doc_id"] for span in question.get("gold_spans") or []}
     retrieved = [
-        {"rank": i + 1, "doc_id": d, "reference": d in references}
+        {"rank": i + 1, "doc_id": d, "reference": d in references, "gold": d in gold}
         for i, d in enumerate(result["retrieved_doc_ids"] or [])
     ]
     return request.app.state.render(
