@@ -2,15 +2,18 @@
 
     python docs/ui/screenshots.py STORE_URL
 
-STORE_URL: a results database holding at least two succeeded runs of a sweep and a test set
-(the README's come from two `ragsweep run`s on examples/). The PNGs are written beside this
-script.
+STORE_URL: a results database holding at least one succeeded run and a test set (the
+README's: runs on examples/, one with `ragsweep run`, two started from the page). The runs
+list and the comparison are taken over the tests' nightly store instead (tests/ui_demo.py:
+three nights, the last one regressed), which shows a trend and a regression. The PNGs are
+written beside this script.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -18,7 +21,7 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from conftest import free_port  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
-from ui_demo import serving  # noqa: E402
+from ui_demo import NIGHTS, fill, serving  # noqa: E402
 
 from ragsweep import store  # noqa: E402
 from ragsweep.ui import create_app  # noqa: E402
@@ -27,32 +30,39 @@ from ragsweep.ui import create_app  # noqa: E402
 def main(url: str) -> None:
     engine = store.connect(url)
     runs = [r["run_id"] for r in store.find_runs(engine, status="succeeded")]
-    if len(runs) < 2:
-        raise SystemExit(f"{store.safe_url(url)}: needs two succeeded runs, found {len(runs)}")
-    latest, before = runs[0], runs[1]
-    with serving(create_app(engine), free_port()) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium"))
-        page = browser.new_page(viewport={"width": 1280, "height": 860})
+    if not runs:
+        raise SystemExit(f"{store.safe_url(url)}: no succeeded run to show")
+    with tempfile.TemporaryDirectory() as folder:
+        nightly = store.connect(f"sqlite:///{folder}/nightly.db")
+        fill(nightly)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"))
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            with serving(create_app(nightly), free_port()) as base:
+                shoot(page, base, "/", "runs")
+                shoot(page, base, f"/compare?baseline={NIGHTS[1]}&candidate={NIGHTS[2]}", "compare")
+            with serving(create_app(engine), free_port()) as base:
+                shoot(page, base, f"/runs/{runs[0]}", "run")
+                failures = page.locator("#failures tr.failure-row a")
+                links = [failures.nth(i).get_attribute("href") for i in range(failures.count())]
+                for link in links:  # the first failure with a gold span, else the first
+                    page.goto(base + link)
+                    if page.locator("#gold-spans").count():
+                        break
+                shoot(page, base, page.url.removeprefix(base), "drill-down")
+                shoot(page, base, "/testsets", "testsets")
+                first = page.locator("#testsets tr.testset-row a").first.get_attribute("href")
+                page.goto(base + first)
+                question = page.locator("#items tr.item-row a").first.get_attribute("href")
+                shoot(page, base, question, "testset-question")
+                shoot(page, base, "/start", "start")
+            browser.close()
 
-        def shot(path: str, name: str) -> None:
-            page.goto(base + path)
-            page.screenshot(path=HERE / f"{name}.png")
-            print(f"{name}.png: {path}")
 
-        shot("/", "runs")
-        shot(f"/runs/{latest}", "run")
-        page.goto(f"{base}/runs/{latest}")
-        failure = page.locator("#failures tr.failure-row a").first.get_attribute("href")
-        shot(failure, "drill-down")
-        shot(f"/compare?baseline={before}&candidate={latest}", "compare")
-        shot("/testsets", "testsets")
-        page.goto(f"{base}/testsets")
-        first = page.locator("#testsets tr.testset-row a").first.get_attribute("href")
-        page.goto(base + first)
-        question = page.locator("#items tr.item-row a").first.get_attribute("href")
-        shot(question, "testset-question")
-        shot("/start", "start")
-        browser.close()
+def shoot(page, base: str, path: str, name: str) -> None:
+    page.goto(base + path)
+    page.screenshot(path=HERE / f"{name}.png")
+    print(f"{name}.png: {path}")
 
 
 if __name__ == "__main__":
