@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -81,8 +82,13 @@ def column(page, css: str) -> list[str]:
 
 
 @needs_chromium
-def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(page, base_url):
+def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(
+    page, base_url, engine
+):
     page.goto(base_url)
+    if engine.url.password:  # the store URL is shown, its password hidden
+        assert engine.url.password not in page.content()
+        assert "***" in page.locator("nav .store").inner_text()
     ids = column(page, "#runs tr.run-row td:first-child")
     assert ids == ["broken-night", "night-3", "night-2", "night-1"]
     assert column(page, "#runs tr.run-row td:nth-child(2)")[0] == "failed"
@@ -296,3 +302,52 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
     assert done.returncode == 2
     assert "--host 0.0.0.0 exposes the results to the network" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def serve_cli(*args: str, env: dict) -> tuple[subprocess.Popen, str]:
+    """`ragsweep ui` started as a process on a free port, once it answers; its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui", "--port", str(port)]
+        + list(args),
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        if process.poll() is not None:
+            raise AssertionError(f"ragsweep ui ended: {process.stdout.read()}")
+        try:
+            httpx.get(f"{url}/login", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("ragsweep ui did not answer")
+
+
+def test_the_cli_serves_loopback_only_to_loopback_host_names(engine):
+    env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
+    process, url = serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
+    try:
+        assert "night-3" in httpx.get(url).text
+        rebound = httpx.get(url, headers={"Host": "attacker.example"})
+        assert rebound.status_code == 400  # a DNS-rebound page cannot read the results
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
+    env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
+    process, url = serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": "t0ken"})
+    try:
+        assert httpx.get(f"{url}/runs/night-1").status_code == 401
+        answer = httpx.get(f"{url}/runs/night-1", headers={"Authorization": "Bearer t0ken"})
+        assert answer.status_code == 200 and "leaderboard" in answer.text
+        assert "t0ken" not in answer.text
+    finally:
+        process.terminate()
+        process.wait()
