@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -40,7 +41,7 @@ def engine(request, tmp_path_factory):
         store.metadata.drop_all(dropped)
         dropped.dispose()
     found = store.connect(url)
-    ui_demo.fill(found)
+    ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
     yield found
     found.dispose()
 
@@ -148,7 +149,8 @@ def test_drill_down_shows_question_answer_verdict_and_retrieved_documents(page, 
     asked = {q["question_id"]: q["question"] for q in ui_demo.testset_rows().to_pylist()}
     assert page.locator("#question").inner_text() == asked[question_id]
     assert "Failed" in page.locator("#verdict").inner_text()
-    assert column(page, "#retrieved td.label") == ["doc0.md", "doc1.md"]
+    assert column(page, "#retrieved code.doc") == ["doc0.md", "doc1.md"]
+    assert column(page, "#retrieved .chunk-text")[0] == "Document 0. Install with the packa"
     assert page.locator("#references li").first.inner_text() == f"the answer to {question_id}"
     follow(page, "#next-failure")
     assert page.locator("h1").inner_text() > question_id
@@ -170,13 +172,32 @@ def test_drill_down_marks_the_retrieved_documents_holding_a_gold_span(page, base
     page.goto(f"{base_url}/runs/night-1")
     page.locator("#leaderboard tr.config-row a").first.click()
     follow(page, "#questions a[href$='/questions/q001']")
-    assert page.locator("#gold-spans").inner_text() == "Gold spans: doc1.md characters 10–42"
-    rows = column(page, "#retrieved tr.retrieved-row")
-    assert "holds a gold span" in rows[1] and "doc1.md" in rows[1]
-    assert "holds a gold span" not in rows[0]
+    assert page.locator("#gold-spans").inner_text() == "Gold spans: doc1.md characters 50–70"
+    chunks = page.locator("#retrieved div.chunk")
+    assert "holds a gold span" in chunks.nth(1).inner_text()
+    assert "holds a gold span" not in chunks.nth(0).inner_text()
+    assert chunks.nth(1).locator("mark").inner_text() == "default port is 8443"
+    assert chunks.nth(0).locator("mark").count() == 0
 
 
-@needs_chromium
+def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
+    from ragsweep.ui.documents import document_text
+
+    document_text.cache_clear()
+    docs = store.run_info(engine, "night-1")["settings"]["docs"]
+    moved = tmp_path / "moved"
+    Path(docs).rename(moved)
+    try:
+        client = TestClient(create_app(engine))
+        config_id = store.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
+        page = client.get(f"/runs/night-1/configs/{config_id}/questions/q001").text
+        assert "The text of doc1.md cannot be read here" in page
+        assert "holds a gold span" in page
+    finally:
+        moved.rename(docs)
+        document_text.cache_clear()
+
+
 def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
     page.goto(f"{base_url}/compare")
     page.select_option("#baseline", "night-2")

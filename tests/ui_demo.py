@@ -3,10 +3,12 @@ shared by tests/test_ui.py and docs/ui/screenshots.py."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -16,12 +18,17 @@ from sqlalchemy.engine import Engine
 
 from ragsweep import store
 from ragsweep.curation import DatabaseStore
-from ragsweep.schemas import SPAN
+from ragsweep.schemas import SETTINGS_KEY, SPAN, settings_of
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
 FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
 TESTSET = "nightly.json"
 QUESTIONS = 40
+DOCUMENT_TEXT = "Install with the package manager. The default port is 8443. Backups run nightly."
+CHUNK_SPANS = {  # the chunks every demo configuration retrieves
+    "doc0.md": {"doc_id": "doc0.md", "start": 0, "end": 34},
+    "doc1.md": {"doc_id": "doc1.md", "start": 12, "end": 80},
+}
 
 
 def night_scores(night: int) -> np.ndarray:
@@ -38,22 +45,44 @@ def testset_rows() -> pa.Table:
     questions[1] = "Does <script>alert('x')</script> <b>run</b>?"
     table = table.set_column(1, "question", pa.array(questions))
     spans = table["gold_spans"].to_pylist()
-    spans[1] = [{"doc_id": "doc1.md", "start": 10, "end": 42}]
+    spans[1] = [{"doc_id": "doc1.md", "start": 50, "end": 70}]  # "default port is 8443"
     index = table.schema.get_field_index("gold_spans")
     return table.set_column(index, "gold_spans", pa.array(spans, pa.list_(SPAN)))
 
 
-def fill(engine: Engine) -> None:
-    """Three nightly runs of one sweep (the last one regressed), one failed run, and the
-    test set in the store."""
+def write_documents(folder: Path) -> Path:
+    """The documents the demo runs retrieved from: doc0.md ... doc9.md."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(10):
+        (folder / f"doc{i}.md").write_text(f"Document {i}. {DOCUMENT_TEXT}", encoding="utf-8")
+    return folder
+
+
+def with_chunks(board, docs: Path) -> tuple[pa.Table, pa.Table]:
+    """The board's (leaderboard, results), read from ``docs``, each result's two retrieved
+    chunks located in doc0.md and doc1.md."""
+    settings = {**settings_of(board.leaderboard), "docs": str(docs)}
+    leaderboard = board.leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
+    spans = [
+        [CHUNK_SPANS[d] for d in ids] for ids in board.results["retrieved_doc_ids"].to_pylist()
+    ]
+    index = board.results.schema.get_field_index("retrieved_spans")
+    results = board.results.set_column(index, "retrieved_spans", pa.array(spans, pa.list_(SPAN)))
+    return leaderboard, results
+
+
+def fill(engine: Engine, docs: Path) -> None:
+    """Three nightly runs of one sweep over the documents in ``docs`` (the last run
+    regressed), one failed run, and the test set in the store."""
     testset = testset_rows()
+    write_documents(docs)
     for i, run_id in enumerate(NIGHTS):
-        board = make_board(night_scores(i))
+        leaderboard, results = with_chunks(make_board(night_scores(i)), docs)
         store.publish(
             engine,
             run_id,
-            board.leaderboard,
-            board.results,
+            leaderboard,
+            results,
             testset,
             f"kfp-{i}",
             FIRST_NIGHT + timedelta(days=i),

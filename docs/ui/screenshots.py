@@ -34,7 +34,7 @@ def main(url: str) -> None:
         raise SystemExit(f"{store.safe_url(url)}: no succeeded run to show")
     with tempfile.TemporaryDirectory() as folder:
         nightly = store.connect(f"sqlite:///{folder}/nightly.db")
-        fill(nightly)
+        fill(nightly, Path(folder) / "docs")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"))
             page = browser.new_page(viewport={"width": 1280, "height": 860})

@@ -18,6 +18,7 @@ from ragsweep.exports import COST_COLUMNS, number, ranking_metric, sorted_board
 from ragsweep.leaderboard import failure_reason
 from ragsweep.schemas import METRICS, settings_of
 from ragsweep.store import find_runs
+from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
@@ -182,12 +183,8 @@ def question_page(request: Request) -> Response:
     before = [f for f in failed if f < question_id]
     after = [f for f in failed if f > question_id]
     question = run.questions().get(question_id, {})
-    references = set(question.get("reference_doc_ids") or [])
-    gold = {span["doc_id"] for span in question.get("gold_spans") or []}
-    retrieved = [
-        {"rank": i + 1, "doc_id": d, "reference": d in references, "gold": d in gold}
-        for i, d in enumerate(result["retrieved_doc_ids"] or [])
-    ]
+    docs = (run.info.get("settings") or {}).get("docs", "")
+    chunks = retrieved_chunks(result, question, docs)
     return request.app.state.render(
         request,
         "question.html",
@@ -195,7 +192,8 @@ def question_page(request: Request) -> Response:
         config=config,
         result=result,
         question=question,
-        retrieved=retrieved,
+        chunks=chunks,
+        docs=docs,
         metrics=_present_metrics(run.board),
         previous_failure=before[-1] if before else None,
         next_failure=after[0] if after else None,
