@@ -372,3 +372,19 @@ def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
     finally:
         process.terminate()
         process.wait()
+
+
+def test_a_run_stored_again_under_its_id_is_read_again(tmp_path):
+    from builders import make_board
+
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    testset = ui_demo.testset_rows()
+    client = TestClient(create_app(engine))
+    for best in (0, 3):  # a retried publish step replaces the run
+        scores = ui_demo.night_scores(0)
+        scores[best] = 1.0
+        board = make_board(scores)
+        store.publish(engine, "retried", board.leaderboard, board.results, testset)
+        label = board.leaderboard["label"][0].as_py()
+        page = client.get("/runs/retried").text
+        assert re.search(r'id="best-config"><b><a [^>]+>([^<]+)</a>', page).group(1) == label

@@ -29,33 +29,46 @@ class RunData:
 
 
 class Data:
-    """The results database as the pages need it."""
+    """The results database as the pages need it. What is derived from a run is kept by
+    its id and finish time, so a run stored again under the same id is read again."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.run = lru_cache(maxsize=16)(self._run)
-        self.derived = lru_cache(maxsize=16)(self._derived)
-        self.compare = lru_cache(maxsize=64)(self._compare)
+        self._run = lru_cache(maxsize=16)(self._load)
+        self._derived = lru_cache(maxsize=16)(self._derive)
+        self._compare = lru_cache(maxsize=64)(self._compared)
 
-    def _run(self, run_id: str) -> RunData:
-        info = store.run_info(self.engine, run_id)
+    def _version(self, run_id: str) -> tuple[str, Any]:
+        return run_id, store.run_info(self.engine, run_id)["finished_at"]
+
+    def run(self, run_id: str) -> RunData:
+        return self._run(self._version(run_id))
+
+    def derived(self, run_id: str) -> tuple[pa.Table, pa.Table]:
+        """(breakdown, failures of the best) as the report shows them."""
+        return self._derived(self._version(run_id))
+
+    def compare(self, baseline: str, candidate: str) -> Comparison:
+        return self._compare(self._version(baseline), self._version(candidate))
+
+    def _load(self, version: tuple[str, Any]) -> RunData:
+        run_id = version[0]
         return RunData(
-            info,
+            store.run_info(self.engine, run_id),
             store.load_leaderboard(self.engine, run_id),
             store.load_results(self.engine, run_id),
             store.load_run_testset(self.engine, run_id),
         )
 
-    def _derived(self, run_id: str) -> tuple[pa.Table, pa.Table]:
-        """(breakdown, failures of the best) as the report shows them."""
-        r = self.run(run_id)
+    def _derive(self, version: tuple[str, Any]) -> tuple[pa.Table, pa.Table]:
+        r = self._run(version)
         return (
             leaderboard.breakdown(r.results, r.board, r.testset),
             leaderboard.failures(r.results, r.board, r.testset),
         )
 
-    def _compare(self, baseline: str, candidate: str) -> Comparison:
-        a, b = self.run(baseline), self.run(candidate)
+    def _compared(self, baseline: tuple[str, Any], candidate: tuple[str, Any]) -> Comparison:
+        a, b = self._run(baseline), self._run(candidate)
         return compare_runs((a.board, a.results), (b.board, b.results))
 
     def trend(self, sweep_key: str) -> list[dict[str, Any]]:
