@@ -3,10 +3,10 @@
     python docs/ui/screenshots.py STORE_URL
 
 STORE_URL: a results database holding at least one succeeded run and a test set (the
-README's: runs on examples/, one with `ragsweep run`, two started from the page). The runs
-list and the comparison are taken over the tests' nightly store instead (tests/ui_demo.py:
-three nights, the last one regressed), which shows a trend and a regression. The PNGs are
-written beside this script.
+README's: runs on examples/, one with `ragsweep run`, the others started from the page).
+The runs list, the comparison and a question's history are taken over the tests' nightly
+store instead (tests/ui_demo.py: three nights, the last one regressed; one question edited
+there). The PNGs are written beside this script.
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ def main(url: str) -> None:
             with serving(create_app(nightly), free_port()) as base:
                 shoot(page, base, "/", "runs")
                 shoot(page, base, f"/compare?baseline={NIGHTS[1]}&candidate={NIGHTS[2]}", "compare")
+                page.goto(f"{base}/testsets/curated.json/questions/q002")  # one edit: a history
+                page.fill("#edit textarea[name=question]", "What about q002, after the upgrade?")
+                with page.expect_navigation():
+                    page.click("#edit button")
+                shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question")
             with serving(create_app(engine), free_port()) as base:
                 shoot(page, base, f"/runs/{runs[0]}", "run")
                 failures = page.locator("#failures tr.failure-row a")
@@ -51,10 +56,6 @@ def main(url: str) -> None:
                         break
                 shoot(page, base, page.url.removeprefix(base), "drill-down")
                 shoot(page, base, "/testsets", "testsets")
-                first = page.locator("#testsets tr.testset-row a").first.get_attribute("href")
-                page.goto(base + first)
-                question = page.locator("#items tr.item-row a").first.get_attribute("href")
-                shoot(page, base, question, "testset-question")
                 shoot(page, base, "/start", "start")
             browser.close()
 
