@@ -48,13 +48,22 @@ def main(url: str) -> None:
                 shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question")
             with serving(create_app(engine), free_port()) as base:
                 shoot(page, base, f"/runs/{runs[0]}", "run")
-                failures = page.locator("#failures tr.failure-row a")
-                links = [failures.nth(i).get_attribute("href") for i in range(failures.count())]
-                for link in links:  # the first failure with a gold span, else the first
+                best = page.locator("#best-config a").get_attribute("href")
+                page.goto(base + best)  # the best configuration's questions, failed first
+                links = [
+                    a.get_attribute("href")
+                    for css in ("tr.question-row.failed a", "tr.question-row:not(.failed) a")
+                    for a in page.locator(f"#questions {css}").all()
+                ]
+                for link in links:  # the first with a retrieved gold span, else the first
                     page.goto(base + link)
-                    if page.locator("#gold-spans").count():
+                    if page.locator("#retrieved mark").count():
                         break
+                else:
+                    page.goto(base + links[0])
+                page.set_viewport_size({"width": 1280, "height": 1400})
                 shoot(page, base, page.url.removeprefix(base), "drill-down")
+                page.set_viewport_size({"width": 1280, "height": 860})
                 shoot(page, base, "/testsets", "testsets")
                 shoot(page, base, "/start", "start")
             browser.close()
