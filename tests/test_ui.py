@@ -388,3 +388,18 @@ def test_a_run_stored_again_under_its_id_is_read_again(tmp_path):
         label = board.leaderboard["label"][0].as_py()
         page = client.get("/runs/retried").text
         assert re.search(r'id="best-config"><b><a [^>]+>([^<]+)</a>', page).group(1) == label
+
+
+def test_a_run_page_lists_the_failed_answers_like_the_report(tmp_path):
+    from builders import make_board
+
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    scores = ui_demo.night_scores(0)
+    failed = ["<b>HTTP 500</b> from the model" if i % 7 == 0 else None for i in range(scores.size)]
+    board = make_board(scores, answer_error=failed)
+    store.publish(engine, "with-errors", board.leaderboard, board.results, ui_demo.testset_rows())
+    page = TestClient(create_app(engine)).get("/runs/with-errors").text
+    assert page.count('<tr class="error-row">') == failed.count(failed[0])
+    assert "&lt;b&gt;HTTP 500&lt;/b&gt; from the model" in page
+    assert "<b>HTTP 500</b>" not in page
+    assert 'class="num cost-errors"' in page

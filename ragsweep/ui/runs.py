@@ -14,8 +14,8 @@ from starlette.responses import Response
 
 from ragsweep import report
 from ragsweep.errors import RagsweepError
-from ragsweep.exports import COST_COLUMNS, number, ranking_metric, sorted_board
-from ragsweep.leaderboard import failure_reason
+from ragsweep.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
+from ragsweep.leaderboard import Board, failure_reason
 from ragsweep.schemas import METRICS, settings_of
 from ragsweep.store import find_runs
 from ragsweep.ui.documents import retrieved_chunks
@@ -101,6 +101,7 @@ def run_page(request: Request) -> Response:
     breakdown, failures = request.app.state.data.derived(run.info["run_id"])
     metrics = [metric] + [m for m in _present_metrics(board) if m != metric]
     costs = [c for c in COSTS_SHOWN if board[c].null_count < board.num_rows]
+    costs += ["errors"] if has_errors(board) else []
     rows = []
     for r in shown.to_pylist():
         r["bar"] = report.interval_bar(r[metric], r[metric + "_low"], r[metric + "_high"])
@@ -129,6 +130,8 @@ def run_page(request: Request) -> Response:
         breakdown=report.breakdown_tables(breakdown, board, metric),
         failures=failures.to_pylist(),
         settings=report.settings_list(settings_of(board)),
+        evaluation=report.evaluation_summary(settings_of(board)),
+        errors=report.errors_section(Board(board, run.results, breakdown, failures)),
         fmt=fmt,
     )
 
