@@ -273,6 +273,35 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
     assert "failed (2)" in page.locator("main ul").last.inner_text()
 
 
+@needs_chromium
+def test_a_run_submitted_from_the_page_reaches_openshift_and_links_its_page(
+    page, base_url, monkeypatch
+):
+    from playwright.sync_api import expect
+    from scripted_servers import Pipelines
+
+    page.goto(f"{base_url}/start")
+    assert page.locator("#submit").count() == 0  # not configured: no form
+    secret = "sha256~ui-token-not-shown"
+    with Pipelines(token=secret) as server:
+        monkeypatch.setenv("RAGSWEEP_KFP_HOST", server.url)
+        monkeypatch.setenv("RAGSWEEP_KFP_TOKEN", secret)
+        monkeypatch.setenv("RAGSWEEP_IMAGE", "quay.io/example/ragsweep:test")
+        page.goto(f"{base_url}/start")
+        page.fill("#submit input[name=docs]", "s3://team-docs/kb/")
+        page.fill("#submit input[name=testset]", "s3://team-eval/testset.json")
+        page.fill("#submit input[name=experiment]", "from-the-ui")
+        follow(page, "#submit button")
+        expect(page.locator("#job-status")).to_have_text("succeeded", timeout=300_000)
+        [run] = server.runs.values()
+        assert run["runtime_config"]["parameters"]["test_data_key"] == "testset.json"
+        [experiment] = server.experiments.values()
+        assert experiment["display_name"] == "from-the-ui"
+        link = page.locator("a.run-link").inner_text()
+        assert link == f"{server.url}/apis/v2beta1/runs/{run['run_id']}"
+        assert secret not in page.content()
+
+
 def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engine):
     app = create_app(engine)
     client = TestClient(app)

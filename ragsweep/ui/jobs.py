@@ -4,6 +4,7 @@ the app's results database; the job page follows its log until it ends."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,7 @@ from ragsweep.store import ENV as STORE_ENV
 from ragsweep.ui.security import checked_form
 
 LOG_TAIL = 30  # log lines shown
+URL = re.compile(r"https?://[^\s'\"]+")
 # form field -> `ragsweep run` option; values are passed as they are, the CLI checks them
 OPTIONS = {
     "chunk_sizes": "--chunk-sizes",
@@ -43,6 +45,10 @@ class Job:
         code = self.process.poll()
         return "running" if code is None else "succeeded" if code == 0 else f"failed ({code})"
 
+    def links(self) -> list[str]:
+        """The addresses a submit job printed (the run's page)."""
+        return list(dict.fromkeys(URL.findall(self.tail()))) if self.argv[0] == "submit" else []
+
     def tail(self) -> str:
         lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
         return "\n".join(lines[-LOG_TAIL:])
@@ -55,21 +61,31 @@ class Jobs:
         self.folder, self.engine, self.jobs = folder, engine, {}
 
     def start(self, docs: str, testset: Path, options: dict[str, str]) -> Job:
-        job_id = uuid.uuid4().hex[:12]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        log = self.folder / f".ui-job-{job_id}.log"
+        """``ragsweep run`` on this machine, storing the run in the app's database."""
         argv = ["run", "--docs", docs, "--testset", str(testset), "--output", str(self.folder)]
         for name, flag in OPTIONS.items():
             if options.get(name):
                 argv += [flag, options[name]]
-        env = {**os.environ, STORE_ENV: self.engine.url.render_as_string(hide_password=False)}
+        store_url = self.engine.url.render_as_string(hide_password=False)
+        return self._spawn(argv, {STORE_ENV: store_url})
+
+    def submit(self, docs: str, testset: str, experiment: str) -> Job:
+        """``ragsweep submit`` to OpenShift AI with this server's pipelines settings
+        (RAGSWEEP_KFP_HOST and RAGSWEEP_KFP_TOKEN, or the kubeconfig)."""
+        argv = ["submit", "--docs", docs, "--testset", testset, "--experiment", experiment]
+        return self._spawn(argv, {})
+
+    def _spawn(self, argv: list[str], env: dict[str, str]) -> Job:
+        job_id = uuid.uuid4().hex[:12]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = self.folder / f".ui-job-{job_id}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-c", "from ragsweep.cli import main; main()", *argv],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env,
+                env={**os.environ, **env},  # secrets stay in the environment, off the command
             )
         self.jobs[job_id] = job = Job(job_id, argv, log, process)
         return job
@@ -93,6 +109,7 @@ async def start_form(request: Request) -> Response:
         testsets=_testset_names(request),
         jobs=sorted(request.app.state.jobs.jobs.values(), key=lambda j: j.started, reverse=True),
         options=OPTIONS,
+        openshift=openshift_configured(),
     )
 
 
@@ -115,6 +132,24 @@ async def start(request: Request) -> Response:
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
+def openshift_configured() -> bool:
+    """Whether ``ragsweep submit`` can find a pipelines server from here."""
+    kubeconfig = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    return bool(os.environ.get("RAGSWEEP_KFP_HOST")) or Path(kubeconfig).is_file()
+
+
+async def submit(request: Request) -> Response:
+    form = await checked_form(request)
+    docs, testset = str(form.get("docs", "")).strip(), str(form.get("testset", "")).strip()
+    experiment = str(form.get("experiment", "")).strip() or "ragsweep"
+    if not openshift_configured():
+        raise HTTPException(400, "OpenShift AI: set RAGSWEEP_KFP_HOST (or a kubeconfig) first")
+    if not docs or not testset:
+        raise HTTPException(400, "give the documents and the test data (s3://...)")
+    job = request.app.state.jobs.submit(docs, testset, experiment)
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+
 async def job_page(request: Request) -> Response:
     job = request.app.state.jobs.get(request.path_params["job_id"])
     return request.app.state.render(request, "job.html", job=job)
@@ -124,5 +159,6 @@ def routes() -> list[Route]:
     return [
         Route("/start", start_form, methods=["GET"]),
         Route("/start", start, methods=["POST"]),
+        Route("/submit", submit, methods=["POST"]),
         Route("/jobs/{job_id}", job_page),
     ]
