@@ -6,9 +6,9 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
-    """Read the test data (.json AutoRAG or .jsonl Giskard) from ``s3://bucket_name/key``, or
-    from ``key`` itself when no bucket is given (a local path or an s3:// URI). No key gives
-    an empty test set, which the ``generate_qa`` step then fills.
+    """Read the test data (.json AutoRAG, .jsonl Giskard or a ragsweep .arrow test set) from
+    ``s3://bucket_name/key``, or from ``key`` itself when no bucket is given (a local path or
+    an s3:// URI). No key gives an empty test set, which the ``generate_qa`` step then fills.
 
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """

@@ -15,7 +15,7 @@ from ragsweep.llm import LLMSettings
 from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
 
 if TYPE_CHECKING:
-    from ragsweep.curation import FolderStore
+    from ragsweep.curation import DatabaseStore
 
 LLM_DEFAULTS = LLMSettings()
 
@@ -24,7 +24,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-testset_app = typer.Typer(help="Work with test sets (Red Hat AutoRAG JSON, Giskard JSONL).")
+testset_app = typer.Typer(
+    help="Test sets (Red Hat AutoRAG JSON, Giskard JSONL): convert them, and curate them in "
+    "the results database (add, list, show, edit, add-question, delete, export)."
+)
 app.add_typer(testset_app, name="testset")
 app.command()(submit)
 app.add_typer(schedule_app, name="schedule")
@@ -66,6 +69,21 @@ def text_or_file(value: str | None, flag: str) -> str | None:
         raise RagsweepError(f"{flag}: {value[1:]}: {exc.strerror}") from None
 
 
+STORE = typer.Option(
+    None,
+    help="Results database URL, where test sets are kept "
+    "(default: $RAGSWEEP_STORE_URL, else a SQLite file).",
+)
+
+
+def testsets_in(url: str | None) -> DatabaseStore:
+    """The test sets of the results database at ``url`` (else the default one)."""
+    from ragsweep import store
+    from ragsweep.curation import DatabaseStore
+
+    return DatabaseStore(store.connect(url))
+
+
 def check_endpoints(models: list[str], judge: str) -> None:
     """Fail before the pipeline starts when an endpoint is unconfigured or unreachable."""
     from ragsweep.llm import Endpoint, check_reachable
@@ -83,6 +101,12 @@ def run(
         "",
         help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key. "
         "None: generate one with Giskard (--qa-llm).",
+    ),
+    testset_name: str = typer.Option(
+        "",
+        "--testset-name",
+        help="Instead of --testset: a test set stored in the results database "
+        "(`ragsweep testset list`); the run's results join its versions.",
     ),
     space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
     chunkers: str = typer.Option(None, help="Chunkers: sentence, token. [default: sentence]"),
@@ -176,7 +200,7 @@ def run(
         "simple,complex", help="Without --testset: Giskard question types to generate."
     ),
     store: str = typer.Option(
-        None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Do not store the run."),
     baseline: str = typer.Option(
@@ -220,6 +244,10 @@ def run(
     if metric == "correctness" and not judge:
         raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
     qa_llm = qa_llm or (models[0] if models else "")
+    if testset_name:
+        if testset:
+            raise RagsweepError("--testset and --testset-name: give one of them")
+        testset = str(stored_testset_file(testset_name, store, output))
     if not testset and not qa_llm:
         raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
 
@@ -275,6 +303,28 @@ def run(
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
         typer.echo(f"\ncompared with run {baseline}:")
         compare(baseline, str(run_dir), metric=None, format="table", store=url)
+
+
+def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
+    """The stored test set ``name`` written losslessly to ``<output>/testsets/<hash>/<name>
+    .arrow`` for the pipeline (the folder is named by its content, so a later edit never
+    changes the file an earlier run read); a run stores its test set back under ``name``."""
+    import hashlib
+    import json
+
+    from ragsweep.testset import export_testset
+
+    if "/" in name or name.startswith("."):
+        raise RagsweepError(
+            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
+            "`ragsweep testset export` it and pass the file as --testset"
+        )
+    table = testsets_in(url).load(name)
+    if not table.num_rows:
+        raise RagsweepError(f"--testset-name {name!r}: the stored test set has no questions")
+    content = json.dumps(table.to_pylist(), sort_keys=True).encode()
+    folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
+    return export_testset(table, folder / f"{name}.arrow")
 
 
 @app.command()
@@ -466,7 +516,13 @@ def convert(
 @app.command()
 def generate(
     docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
-    out: Path = typer.Option(..., help="Test set to write: .jsonl (Giskard) or .json (AutoRAG)."),
+    out: Path = typer.Option(
+        None, help="Test set to write: .jsonl (Giskard), .json (AutoRAG) or .arrow."
+    ),
+    name: str = typer.Option(
+        None, help="Store it in the results database under this name (`ragsweep testset`)."
+    ),
+    store: str = STORE,
     llm: str = typer.Option(..., help="The model that writes the questions (RAGSWEEP_LLM_*)."),
     num_questions: int = typer.Option(20, help="Questions to generate."),
     question_types: str = typer.Option(
@@ -485,8 +541,13 @@ def generate(
     from ragsweep.sources import read_documents
     from ragsweep.testset import export_testset
 
-    if out.suffix.lower() not in (".json", ".jsonl"):
-        raise RagsweepError(f"--out: {out}: use .jsonl (Giskard) or .json (Red Hat AutoRAG)")
+    if out is None and not name:
+        raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
+        raise RagsweepError(
+            f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"
+        )
+    testsets = testsets_in(store) if name else None  # a dead database fails now
     settings = QASettings.from_dict(
         {
             "model": llm,
@@ -499,93 +560,137 @@ def generate(
         source="options",
     )
     table = generate_testset(read_documents(docs).table, settings)
-    export_testset(table, out)
-    topics = sorted({t for t in table.column("topic").to_pylist() if t})
-    typer.echo(f"wrote {table.num_rows} questions to {out}; topics: {', '.join(topics)}")
-
-
-STORE = typer.Option(
-    None, help="Folder of stored test sets (default: $RAGSWEEP_TESTSETS or ./testsets)."
-)
-
-
-def store_at(folder: Path | None) -> FolderStore:
-    from ragsweep.curation import FolderStore
-
-    return FolderStore(folder)
+    topics = ", ".join(sorted({t for t in table.column("topic").to_pylist() if t}))
+    if out is not None:
+        export_testset(table, out)
+        typer.echo(f"wrote {table.num_rows} questions to {out}; topics: {topics}")
+    if testsets is not None:
+        testsets.save(name, table)
+        typer.echo(f"stored {table.num_rows} questions as {name!r}; topics: {topics}")
 
 
 @testset_app.command("add")
 def testset_add(
     name: str = typer.Argument(..., help="Name to store it under."),
-    source: str = typer.Argument(..., help="AutoRAG .json or Giskard .jsonl (path or s3://)."),
+    source: str = typer.Argument(
+        ..., help="AutoRAG .json, Giskard .jsonl or a ragsweep .arrow test set (path or s3://)."
+    ),
     docs: str = typer.Option(
         None, help="Documents to resolve IDs against and locate reference spans in."
     ),
-    store: Path = STORE,
+    store: str = STORE,
 ) -> None:
-    """Store a test set for curation."""
+    """Store a test set in the results database for curation.
+
+    Under a name already stored, it replaces that set: a new version of each question that
+    changed, a deletion of each question it no longer has.
+    """
     from ragsweep.sources import read_documents
     from ragsweep.testset import load_testset, resolve_testset
 
     table = load_testset(source)
     if docs:
         table = resolve_testset(table, read_documents(docs).table)
-    store_at(store).save(name, table)
+    testsets_in(store).save(name, table)
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
 
 
 @testset_app.command("list")
 def testset_list(
     name: str = typer.Argument(None, help="A stored test set: list its questions."),
-    store: Path = STORE,
+    store: str = STORE,
 ) -> None:
     """List the stored test sets, or the questions of one."""
-    stored = store_at(store)
+    stored = testsets_in(store)
     if name is None:
-        for each in stored.names():
-            typer.echo(f"{each}  {stored.load(each).num_rows} questions")
+        summaries = stored.summaries()
+        if not summaries:
+            typer.echo("no test sets stored; `ragsweep testset add NAME FILE` stores one")
+        for each in summaries:
+            when = f"{each['changed_at']:%Y-%m-%d %H:%M} UTC" if each["changed_at"] else "-"
+            versions = f"{each['versions']} version{'s' * (each['versions'] != 1)}"
+            typer.echo(f"{each['name']}  {each['questions']} questions  {versions}  {when}")
         return
     for row in stored.load(name).to_pylist():
         kind = row["question_type"] or "-"
         typer.echo(f"{row['question_id']}  {kind:<12} {row['topic'] or '-'}: {row['question']}")
 
 
-@testset_app.command("show")
-def testset_show(
-    name: str = typer.Argument(..., help="A stored test set."),
-    question_id: str = typer.Argument(..., help="The question's id."),
-    store: Path = STORE,
-) -> None:
-    """Show one question with its references and metadata."""
-    from ragsweep.curation import row_of
-
-    table = store_at(store).load(name)
-    row = table.slice(row_of(table, question_id), 1).to_pylist()[0]
-    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"])
+def _show(row: dict) -> None:
+    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"] or [])
     for label, value in [
         ("id", row["question_id"]),
         ("question", row["question"]),
-        ("reference answers", " | ".join(row["reference_answers"])),
-        ("reference documents", ", ".join(row["reference_doc_ids"])),
+        ("reference answers", " | ".join(row["reference_answers"] or [])),
+        ("reference documents", ", ".join(row["reference_doc_ids"] or [])),
         ("type", row["question_type"]),
         ("topic", row["topic"]),
         ("gold spans", spans),
         ("reference context", row["reference_context"]),
+        ("version", row["question_version"]),
     ]:
         typer.echo(f"{label}: {value or '-'}")
+
+
+@testset_app.command("show")
+def testset_show(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question's id."),
+    history: bool = typer.Option(
+        False, "--history", help="Every stored version of the question, newest first."
+    ),
+    store: str = STORE,
+) -> None:
+    """Show one question with its references and metadata (or its every version)."""
+    from ragsweep.curation import row_of
+
+    stored = testsets_in(store)
+    if history:
+        for number, each in enumerate(stored.history(name, question_id)):
+            typer.echo(
+                ("\n" if number else "") + f"# version {each['version']}, "
+                f"{each['created_at']:%Y-%m-%d %H:%M:%S} UTC"
+                + (": deleted" if each["deleted"] else "")
+            )
+            if not each["deleted"]:
+                _show(each)
+        return
+    table = stored.load(name)
+    _show(table.slice(row_of(table, question_id), 1).to_pylist()[0])
+
+
+@testset_app.command("add-question")
+def testset_add_question(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question: str = typer.Option(..., help="The question."),
+    answer: list[str] = typer.Option(..., help="A reference answer (repeat for several)."),
+    doc: list[str] = typer.Option(
+        [], help="A reference document id, as the documents name it (repeat for several)."
+    ),
+    topic: str = typer.Option(None, help="Its topic."),
+    question_type: str = typer.Option(None, "--type", help="Its question type, e.g. simple."),
+    store: str = STORE,
+) -> None:
+    """Add a question to a stored test set; its id is derived from its text and answers."""
+    from ragsweep.curation import add_question
+
+    stored = testsets_in(store)
+    table = add_question(stored.load(name), question, answer, doc, topic, question_type)
+    stored.save(name, table)
+    added = table["question_id"][-1].as_py()
+    typer.echo(f"added {added}; {table.num_rows} questions in {name!r}")
 
 
 @testset_app.command("delete")
 def testset_delete(
     name: str = typer.Argument(..., help="A stored test set."),
     question_id: str = typer.Argument(..., help="The question to delete."),
-    store: Path = STORE,
+    store: str = STORE,
 ) -> None:
-    """Delete a question from a stored test set."""
+    """Delete a question from a stored test set (kept in its history)."""
     from ragsweep.curation import delete_question
 
-    stored = store_at(store)
+    stored = testsets_in(store)
     table = delete_question(stored.load(name), question_id)
     stored.save(name, table)
     typer.echo(f"deleted {question_id}; {table.num_rows} questions left in {name!r}")
@@ -599,14 +704,14 @@ def testset_edit(
     answer: list[str] = typer.Option(
         None, help="The new reference answer (repeat for several); replaces the old ones."
     ),
-    store: Path = STORE,
+    store: str = STORE,
 ) -> None:
     """Edit a question's text or reference answers; its context and metadata stay."""
     from ragsweep.curation import edit_question
 
     if question is None and not answer:
         raise RagsweepError("edit: give --question and/or --answer")
-    stored = store_at(store)
+    stored = testsets_in(store)
     stored.save(name, edit_question(stored.load(name), question_id, question, answer or None))
     typer.echo(f"edited {question_id} in {name!r}")
 
@@ -614,12 +719,14 @@ def testset_edit(
 @testset_app.command("export")
 def testset_export(
     name: str = typer.Argument(..., help="A stored test set."),
-    target: Path = typer.Argument(..., help="Output file: .json (AutoRAG) or .jsonl (Giskard)."),
-    store: Path = STORE,
+    target: Path = typer.Argument(
+        ..., help="Output file: .json (AutoRAG), .jsonl (Giskard) or .arrow (everything)."
+    ),
+    store: str = STORE,
 ) -> None:
-    """Export a stored test set as AutoRAG JSON or Giskard JSONL."""
+    """Export a stored test set as AutoRAG JSON, Giskard JSONL or a ragsweep .arrow file."""
     from ragsweep.testset import export_testset
 
-    table = store_at(store).load(name)
+    table = testsets_in(store).load(name)
     export_testset(table, target)
     typer.echo(f"wrote {table.num_rows} questions to {target}")

@@ -11,10 +11,7 @@ the items it changes, so an item's history can be read back.
 
 from __future__ import annotations
 
-import os
-import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -24,10 +21,9 @@ from sqlalchemy.engine import Engine
 
 from ragsweep import store
 from ragsweep.errors import RagsweepError
-from ragsweep.schemas import TESTSET, read_table, write_table
+from ragsweep.schemas import TESTSET
 from ragsweep.testset import content_id, question_version
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ITEM_FIELDS = [
     "question",
     "reference_answers",
@@ -49,40 +45,6 @@ class Store(Protocol):
     def load(self, name: str) -> pa.Table: ...
 
     def save(self, name: str, table: pa.Table) -> None: ...
-
-
-class FolderStore:
-    """Test sets as ``<folder>/<name>.arrow``; by default ``$RAGSWEEP_TESTSETS`` or
-    ``testsets`` in the working folder."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or Path(os.environ.get("RAGSWEEP_TESTSETS", "testsets"))
-
-    def names(self) -> list[str]:
-        return sorted(p.stem for p in self.folder.glob("*.arrow"))
-
-    def load(self, name: str) -> pa.Table:
-        path = self._path(name)
-        if not path.is_file():
-            raise RagsweepError(
-                f"no test set {name!r} in {self.folder}; stored: {self.names() or 'none'} "
-                "(`ragsweep testset add NAME FILE` stores one)"
-            )
-        return read_table(path, "testset")
-
-    def save(self, name: str, table: pa.Table) -> None:
-        path = self._path(name)
-        partial = path.with_suffix(".arrow.partial")
-        write_table(table, partial, "testset")
-        partial.replace(path)  # readers never see half a file
-
-    def _path(self, name: str) -> Path:
-        if not _NAME.fullmatch(name):
-            raise RagsweepError(
-                f"test set name {name!r}: use letters, digits, '.', '_' and '-' "
-                "(not starting with '.' or '-')"
-            )
-        return self.folder / f"{name}.arrow"
 
 
 def _utc(when: datetime | None) -> datetime | None:
@@ -113,8 +75,14 @@ class DatabaseStore:
         return pa.Table.from_pylist([_testset_row(i) for i in live], schema=TESTSET)
 
     def save(self, name: str, table: pa.Table) -> None:
-        with self.engine.begin() as conn:
-            store.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+        try:
+            with self.engine.begin() as conn:
+                store.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+        except sa.exc.IntegrityError:  # the same item version, or set, stored meanwhile
+            raise RagsweepError(
+                f"test set {name!r} was changed by someone else while this change was being "
+                "stored; nothing of it was stored: load the set again and redo the change"
+            ) from None
 
     def summaries(self) -> list[dict[str, Any]]:
         """Each test set by name: ``name``, ``questions`` (in its latest version),

@@ -268,10 +268,12 @@ def check_name(name: str | None) -> str:
     return name
 
 
-def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, dict[str, int]]:
+def save_testset(
+    conn: Connection, name: str, testset: pa.Table, deletions: bool = True
+) -> tuple[int, dict[str, int]]:
     """Store the test set's items under ``name`` (not empty): a new version for each changed
-    item, a deletion version for each item no longer there. Returns its id and each item's
-    version."""
+    item, and (with ``deletions``) a deletion version for each item no longer there.
+    Returns its id and each item's version."""
     check_name(name)
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
@@ -326,7 +328,7 @@ def save_testset(conn: Connection, name: str, testset: pa.Table) -> tuple[int, d
             )
         versions[qid] = version
     for qid, (version, content_hash, deleted, position) in latest.items():
-        if qid not in versions and not deleted:
+        if deletions and qid not in versions and not deleted:
             inserts.append(
                 {
                     "testset_id": testset_id,
@@ -357,14 +359,17 @@ def publish(
     started_at: datetime | None = None,
 ) -> str:
     """Store a finished run in one transaction; a run stored before under ``run_id`` (a
-    retried step) is replaced. Returns ``run_id``."""
+    retried step) is replaced. Its test set goes under its file name (``stored_name``): a new
+    version of each question that changed (e.g. resolved against the documents); the
+    questions the run left out (a sample, unresolved ones) stay. Returns ``run_id``."""
     from ragsweep.testset import stored_name
 
     settings = settings_of(leaderboard)
     best = leaderboard.slice(0, 1).to_pylist()[0] if leaderboard.num_rows else {}
     name = stored_name(settings.get("testset", ""), testset, (started_at or _now()).date())
     with engine.begin() as conn:
-        testset_id, versions = save_testset(conn, name, testset)
+        # a run's questions may be a sample, or leave unresolved ones out: none is deleted
+        testset_id, versions = save_testset(conn, name, testset, deletions=False)
         _delete_run(conn, run_id)
         run_pk = conn.execute(
             runs.insert().values(

@@ -9,6 +9,8 @@ Two formats, chosen by suffix:
   "conversation_history": [...], "metadata": {"question_type", "seed_document_id", "topic"}}``
   a line, as ragsweep or Giskard's ``QATestset.save`` writes it (there ``seed_document_id``
   is Giskard's knowledge-base index and the context reads ``Document <index>: <text>``).
+- ``.arrow``, ragsweep's own test set artifact (lossless: every answer, document, gold span
+  and version); ``ragsweep run --testset-name`` hands a stored test set to the pipeline so.
 
 A question's identity: ``question_id`` is the source's id, else ``q-`` and a hash of the
 question and its reference answers (so inserting a question moves no other id);
@@ -140,9 +142,11 @@ def fingerprint(testset: pa.Table) -> str:
 
 
 def stored_name(uri: str, testset: pa.Table, day: date) -> str:
-    """The name a test set is stored under: its file name, or for a generated one (no
-    ``uri``) ``generated-<YYYYMMDD>-<hash8>``, the hash of its content."""
+    """The name a test set is stored under: its file name (an ``.arrow`` one's without the
+    suffix: the stored set ``--testset-name`` ran), or for a generated one (no ``uri``)
+    ``generated-<YYYYMMDD>-<hash8>``, the hash of its content."""
     name = PurePosixPath(uri.rstrip("/")).name.strip() if uri else ""
+    name = name.removesuffix(".arrow")
     return name or f"generated-{day:%Y%m%d}-{fingerprint(testset)[:8]}"
 
 
@@ -277,17 +281,51 @@ _WRITERS: dict[str, Callable[[list[dict]], str]] = {".json": _autorag_text, ".js
 
 def _format_of(name: str) -> str:
     suffix = PurePosixPath(name).suffix.lower()
-    if suffix not in _READERS:
+    if suffix not in _READERS and suffix != ".arrow":
         raise RagsweepError(
-            f"{name}: unknown test set format '{suffix}': use .json (Red Hat AutoRAG) "
-            "or .jsonl (Giskard RAGET)"
+            f"{name}: unknown test set format '{suffix}': use .json (Red Hat AutoRAG), "
+            ".jsonl (Giskard RAGET) or .arrow (a ragsweep test set artifact)"
         )
     return suffix
+
+
+def _read_arrow(uri: str, data: bytes) -> pa.Table:
+    """A test set artifact of any schema version that has the TESTSET columns."""
+    try:
+        with pa.ipc.open_file(pa.BufferReader(data)) as reader:
+            table = reader.read_all()
+    except pa.ArrowInvalid as exc:
+        raise RagsweepError(f"{uri}: not a readable Arrow file ({exc})") from None
+    kind = (table.schema.metadata or {}).get(b"ragsweep.kind", b"").decode()
+    if kind != "testset":
+        raise RagsweepError(
+            f"{uri}: expected a ragsweep testset artifact, found {kind or 'no kind'}"
+        )
+    missing = [n for n in TESTSET.names if n not in table.schema.names]
+    if missing:
+        raise RagsweepError(f"{uri}: the test set artifact lacks column(s) {', '.join(missing)}")
+    try:
+        table = table.select(TESTSET.names).cast(TESTSET)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise RagsweepError(
+            f"{uri}: a column of the test set artifact has another type ({exc})"
+        ) from None
+    ids = _Ids(uri, "row")
+    for number, row in enumerate(table.to_pylist(), 1):
+        if not row["question_id"] or not (row["question"] or "").strip():
+            raise RagsweepError(f"{uri}: row {number}: no question id or an empty question")
+        ids.add(row, number, given=True)
+    return table
 
 
 def load_testset(uri: str) -> pa.Table:
     """Read and validate a test set from a local file or S3 object (a TESTSET table)."""
     suffix = _format_of(uri)
+    if suffix == ".arrow":
+        table = _read_arrow(uri, read_bytes(uri))
+        if not table.num_rows:
+            raise RagsweepError(f"{uri}: the test set is empty")
+        return table
     try:
         text = read_bytes(uri).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -301,9 +339,14 @@ def load_testset(uri: str) -> pa.Table:
 def export_testset(testset: pa.Table, path: str | Path) -> Path:
     """Write ``testset`` as AutoRAG ``.json`` or Giskard ``.jsonl``, by the suffix of ``path``.
 
-    Giskard holds one answer and one seed document per item: the first of each is written.
+    Giskard holds one answer and one seed document per item: the first of each is written;
+    ``.arrow`` (ragsweep's test set artifact) keeps everything.
     """
     path = Path(path)
+    if _format_of(str(path)) == ".arrow":
+        from ragsweep.schemas import write_table
+
+        return write_table(testset, path, "testset")
     text = _WRITERS[_format_of(str(path))](testset.to_pylist())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

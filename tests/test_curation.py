@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from builders import make_testset
 
 from ragsweep import store
 from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
@@ -178,24 +179,32 @@ def test_adding_a_question_derives_its_id_and_refuses_duplicates_and_blanks(gisk
         add_question(table, "Why?", ["x", " "], [])
 
 
-def ragsweep(*args, env_store: Path):
+def ragsweep(*args, url: str):
     import os
 
-    env = dict(os.environ, RAGSWEEP_TESTSETS=str(env_store))
+    env = dict(os.environ, RAGSWEEP_STORE_URL=url)
     return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_testset_commands_curate_a_stored_test_set(tmp_path):
-    store = tmp_path / "testsets"
+def user_error(result, fragment: str) -> bool:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert f"error: {fragment}" in result.stderr, result.stderr
+    return True
+
+
+def test_testset_commands_curate_a_test_set_in_the_results_database(tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
 
     def run(*args):
-        result = ragsweep(*args, env_store=store)
+        result = ragsweep(*args, url=url)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
+    assert "no test sets stored" in run("testset", "list")
     source = str(EXAMPLES / "testset.jsonl")
     assert "stored 64 questions as 'tw'" in run("testset", "add", "tw", source)
-    assert run("testset", "list") == "tw  64 questions\n"
+    assert run("testset", "list").startswith("tw  64 questions  1 version  20")
     listing = run("testset", "list", "tw").splitlines()
     assert len(listing) == 64 and listing[0].startswith("q001  simple")
     shown = run("testset", "show", "tw", "q003")
@@ -204,18 +213,183 @@ def test_testset_commands_curate_a_stored_test_set(tmp_path):
 
     assert "63 questions left" in run("testset", "delete", "tw", "q002")
     run("testset", "edit", "tw", "q003", "--question", "Sync port?", "--answer", "TCP 7420")
+    added = run("testset", "add-question", "tw", "--question", "Vendor?", "--answer", "Brackwater")
+    assert f"added {content_id('Vendor?', ['Brackwater'])}; 64 questions in 'tw'" in added
+    assert run("testset", "list").startswith("tw  64 questions  4 versions  20")
+    history = run("testset", "show", "tw", "q003", "--history")
+    assert history.index("# version 2") < history.index("question: Sync port?")
+    assert history.index("# version 1") < history.index("question: Which TCP port")
+    assert "# version 2" in run("testset", "show", "tw", "q002", "--history").split(": deleted")[0]
+
     run("testset", "export", "tw", str(tmp_path / "tw.jsonl"))
     run("testset", "export", "tw", str(tmp_path / "tw.json"))
-
     exported = load_testset(str(tmp_path / "tw.jsonl"))
-    assert exported.num_rows == 63 and "q002" not in exported["question_id"].to_pylist()
+    assert exported.num_rows == 64 and "q002" not in exported["question_id"].to_pylist()
     edited = exported.to_pylist()[1]
     assert (edited["question"], edited["reference_answers"]) == ("Sync port?", ["TCP 7420"])
     original = load_testset(source).to_pylist()[2]
     assert edited["reference_context"] == original["reference_context"]
     assert edited["topic"] == original["topic"]
     autorag = load_testset(str(tmp_path / "tw.json")).to_pylist()
-    assert len(autorag) == 63 and autorag[1]["question"] == "Sync port?"
+    assert len(autorag) == 64 and autorag[1]["question"] == "Sync port?"
 
-    missing = ragsweep("testset", "show", "tw", "q002", env_store=store)
-    assert missing.returncode == 2 and "error: no question 'q002'" in missing.stderr
+
+def test_testset_mistakes_exit_2_with_a_clear_message(tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    ragsweep("testset", "add", "tw", str(EXAMPLES / "testset.jsonl"), url=url)
+    assert user_error(ragsweep("testset", "show", "nope", "q001", url=url), "no test set 'nope'")
+    assert user_error(ragsweep("testset", "delete", "tw", "q999", url=url), "no question 'q999'")
+    assert user_error(
+        ragsweep("testset", "edit", "tw", "q001", "--question", " ", url=url),
+        "the new question is empty",
+    )
+    assert user_error(
+        ragsweep("testset", "add-question", "tw", "--question", "Q?", "--answer", "", url=url),
+        "the new question needs reference answers",
+    )
+    assert user_error(
+        ragsweep("testset", "show", "tw", "q999", "--history", url=url),
+        "no question 'q999' was ever in test set 'tw'",
+    )
+    assert user_error(ragsweep("testset", "list", "nope", url=url), "no test set 'nope'")
+    assert user_error(
+        ragsweep("testset", "add", " ", str(EXAMPLES / "testset.json"), url=url),
+        "results store: a test set needs a name",
+    )
+    dead = "postgresql+psycopg://u:secret@127.0.0.1:9/db"
+    result = ragsweep("testset", "list", url=dead)
+    assert user_error(result, "results store postgresql+psycopg://u:***@127.0.0.1:9/db")
+    assert "secret" not in result.stderr
+
+
+def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(giskard_set, tmp_path):
+    from ragsweep.schemas import write_table
+
+    old = tmp_path / "testsets" / "tw.arrow"  # as the folder store of earlier ragsweep kept it
+    write_table(giskard_set, old, "testset")
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result = ragsweep("testset", "add", "tw", str(old), url=url)
+    assert result.returncode == 0, result.stderr
+    assert DatabaseStore(store.connect(url)).load("tw").to_pylist() == giskard_set.to_pylist()
+    exported = ragsweep("testset", "export", "tw", str(tmp_path / "again.arrow"), url=url)
+    assert exported.returncode == 0, exported.stderr
+    assert load_testset(str(tmp_path / "again.arrow")).to_pylist() == giskard_set.to_pylist()
+
+
+def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    (docs / "b.md").write_text("Brackwater Labs makes Tidewater.\n")
+    (tmp_path / "set.json").write_text(
+        json.dumps(
+            [
+                {
+                    "question": "Port?",
+                    "correct_answers": ["8443"],
+                    "correct_answer_document_ids": ["a.md"],
+                },
+                {
+                    "question": "Maker?",
+                    "correct_answers": ["Brackwater Labs"],
+                    "correct_answer_document_ids": ["b.md"],
+                },
+            ]
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    added = ragsweep(
+        "testset", "add", "tw", str(tmp_path / "set.json"), "--docs", str(docs), url=url
+    )
+    assert added.returncode == 0, added.stderr
+    args = ["run", "--docs", str(docs), "--testset-name", "tw", "--max-questions", "1"]
+    args += ["--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"]
+    result = ragsweep(*args, "--output", str(tmp_path / "runs"), url=url)
+    assert result.returncode == 0, result.stderr
+
+    engine = store.connect(url)
+    testsets = DatabaseStore(engine)
+    assert testsets.names() == ["tw"]  # the run's test set is the stored one
+    assert testsets.load("tw").num_rows == 2  # the question left out of the sample stays
+    with engine.connect() as conn:
+        linked = (
+            conn.execute(
+                sa.select(store.testsets.c.name).join(
+                    store.runs, store.runs.c.testset_id == store.testsets.c.id
+                )
+            )
+            .scalars()
+            .all()
+        )
+        versions = conn.execute(sa.select(store.results.c.item_version)).scalars().all()
+    assert linked == ["tw"] and set(versions) == {1}
+    for question_id in testsets.load("tw")["question_id"].to_pylist():
+        assert [h["version"] for h in testsets.history("tw", question_id)] == [1]
+
+    both = ragsweep(*args, "--testset", str(tmp_path / "set.json"), url=url)
+    assert user_error(both, "--testset and --testset-name: give one of them")
+    unknown = ragsweep("run", "--docs", str(docs), "--testset-name", "nope", url=url)
+    assert user_error(unknown, "no test set 'nope'")
+
+
+def test_an_arrow_test_set_must_be_a_testset_artifact_with_its_columns(giskard_set, tmp_path):
+    from ragsweep.schemas import write_table
+
+    (tmp_path / "junk.arrow").write_bytes(b"not arrow")
+    with pytest.raises(RagsweepError, match="junk.arrow: not a readable Arrow file"):
+        load_testset(str(tmp_path / "junk.arrow"))
+    documents = pa.table({"doc_id": ["a"], "source": ["a"], "format": ["md"], "text": ["x"]})
+    write_table(documents, tmp_path / "docs.arrow", "documents")
+    with pytest.raises(
+        RagsweepError, match="expected a ragsweep testset artifact, found documents"
+    ):
+        load_testset(str(tmp_path / "docs.arrow"))
+    rows = giskard_set.to_pylist()
+    rows[1]["question_id"] = "q001"
+    twice = pa.Table.from_pylist(rows, schema=giskard_set.schema)
+    write_table(twice, tmp_path / "twice.arrow", "testset")
+    with pytest.raises(RagsweepError, match="twice.arrow: row 2: duplicate id 'q001'"):
+        load_testset(str(tmp_path / "twice.arrow"))
+
+
+def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_second(
+    postgres_server,
+):
+    import threading
+
+    engine = sa.create_engine(postgres_server)
+    store.metadata.drop_all(engine)
+    engine.dispose()
+    db = DatabaseStore(store.connect(postgres_server))
+    first = make_testset(["q1", "q2"])
+    db.save("tw", first)
+    mine = edit_question(first, "q1", question="Mine?")
+    theirs = edit_question(first, "q1", question="Theirs?")
+    refused = []
+
+    def save_theirs():
+        try:
+            db.save("tw", theirs)
+        except RagsweepError as exc:
+            refused.append(str(exc))
+
+    with db.engine.begin() as conn:
+        store.save_testset(conn, "tw", mine)  # q1's version 2, not committed yet
+        with db.engine.connect() as watch:
+            second = threading.Thread(target=save_theirs)
+            second.start()
+            waiting = sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            )
+            # until theirs waits for q1's version 2 (or has ended, and the test fails below)
+            while second.is_alive() and not watch.execute(waiting).scalar():
+                watch.rollback()
+    second.join()
+    assert refused and "was changed by someone else" in refused[0]
+    assert db.load("tw")["question"].to_pylist() == ["Mine?", "What about q2?"]
+
+
+def test_generate_needs_a_file_or_a_name_to_keep_what_it_makes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result = ragsweep("generate", "--docs", str(EXAMPLES / "docs"), "--llm", "writer", url=url)
+    assert user_error(result, "generate: give --out FILE and/or --name NAME")

@@ -1,6 +1,7 @@
 """manifests/: every resource is well formed, fits the code that uses it, and holds no
 secret; `kubectl kustomize` renders it into the project's namespace."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,15 +13,20 @@ import yaml
 from ragsweep.openshift import DSPA_GROUP, default_image
 from ragsweep.platform import (
     DEFAULT_CONNECTION,
+    DEFAULT_STORE_CONNECTION,
     DEFAULT_VECTOR_STORE_CONNECTION,
     S3_CONNECTION_KEYS,
+    STORE_CONNECTION_KEYS,
     VECTOR_STORE_CONNECTION_KEYS,
 )
+from ragsweep.store import ENV as STORE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
 # every key whose value is a credential, in the example secrets
 CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "RAGSWEEP_LLM_API_KEY"}
+CREDENTIALS |= {"RAGSWEEP_UI_TOKEN"}
+UI_TOKEN_SECRET = "ragsweep-ui"
 PLACEHOLDER = "CHANGE-ME"
 
 
@@ -57,6 +63,9 @@ def test_every_resource_has_api_version_kind_and_name_and_no_secret():
         "ServiceAccount",
         "Role",
         "RoleBinding",
+        "Deployment",
+        "Service",
+        "Route",
     }
     assert "Secret" not in kinds  # applying the base must never overwrite a real secret
 
@@ -116,6 +125,64 @@ def test_the_ci_account_may_find_and_use_the_pipeline_server_and_nothing_else():
     assert not [g for g in granted if g[1] in ("secrets", "*") or g[2] == "*"]
 
 
+def ui_container(docs: list[dict]) -> dict:
+    [deployment] = by_kind(docs)["Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_the_ui_reads_the_results_store_and_its_token_from_secrets_only():
+    container = ui_container(resources())
+    assert container["command"][:6] == ["ragsweep", "ui", "--host", "0.0.0.0", "--port", "8080"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env[STORE_ENV]["valueFrom"]["secretKeyRef"] == {
+        "name": DEFAULT_STORE_CONNECTION,  # the secret the nightly runs publish with
+        "key": STORE_CONNECTION_KEYS[0],
+    }
+    assert env["RAGSWEEP_UI_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": UI_TOKEN_SECRET,
+        "key": "RAGSWEEP_UI_TOKEN",
+    }
+    assert "value" not in env[STORE_ENV] and "value" not in env["RAGSWEEP_UI_TOKEN"]
+    assert not container["securityContext"]["allowPrivilegeEscalation"]
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_the_ui_options_are_those_of_the_ui_command():
+    import typer.main
+
+    from ragsweep.cli import app
+
+    commands = typer.main.get_command(app).commands
+    if "ui" not in commands:
+        pytest.skip("no `ragsweep ui` command in this checkout")
+    # parsing checks every option and value the manifest passes
+    commands["ui"].make_context("ui", list(ui_container(resources())["command"][2:]))
+
+
+def test_the_ui_runs_the_built_image_and_is_served_over_https_only():
+    kinds = by_kind(resources())
+    [deployment], [service], [route] = kinds["Deployment"], kinds["Service"], kinds["Route"]
+    [build] = kinds["BuildConfig"]
+    container = ui_container(resources())
+    assert container["image"] == build["spec"]["output"]["to"]["name"]
+    trigger = json.loads(deployment["metadata"]["annotations"]["image.openshift.io/triggers"])
+    assert trigger[0]["from"] == {"kind": "ImageStreamTag", "name": container["image"]}
+    assert container["name"] in trigger[0]["fieldPath"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    [port] = container["ports"]
+    [service_port] = service["spec"]["ports"]
+    assert (service_port["targetPort"], port["containerPort"]) == (port["name"], 8080)
+    assert route["spec"]["to"] == {"kind": "Service", "name": service["metadata"]["name"]}
+    assert route["spec"]["port"]["targetPort"] == service_port["name"]
+    assert route["spec"]["tls"] == {
+        "termination": "edge",
+        "insecureEdgeTerminationPolicy": "Redirect",
+    }
+
+
 def example_secrets() -> list[dict]:
     return [yaml.safe_load(p.read_text()) for p in sorted((MANIFESTS / "examples").glob("*.yaml"))]
 
@@ -127,6 +194,7 @@ def test_example_secrets_hold_placeholders_only():
         "ragsweep-llm",
         "ragsweep-results-store",
         DEFAULT_VECTOR_STORE_CONNECTION,
+        UI_TOKEN_SECRET,
     }
     for secret in secrets:
         assert secret["kind"] == "Secret"

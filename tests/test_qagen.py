@@ -25,6 +25,7 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     out = tmp_path / "generated.jsonl"
     result = subprocess.run(
         [RAGSWEEP, "generate", "--docs", str(DOCS), "--out", str(out), "--llm", "writer"]
+        + ["--name", "gen", "--store", f"sqlite:///{tmp_path / 'results.db'}"]
         + ["--num-questions", "6", "--question-types", "simple,complex,double"]
         + ["--agent-description", "Tidewater's support assistant"],
         capture_output=True,
@@ -33,6 +34,7 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "wrote 6 questions" in result.stdout and "topics: " in result.stdout
+    assert "stored 6 questions as 'gen'" in result.stdout
     assert TEST_API_KEY not in result.stdout + result.stderr
     writer_calls = [r for r in llm_server.requests if r["model"] == "writer"]
     assert len(writer_calls) == llm_server.chat_calls >= 10  # topics, questions, rewrites
@@ -42,6 +44,12 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
     generated = load_testset(str(out))
     assert generated.num_rows == 6
+    from ragsweep.curation import DatabaseStore
+    from ragsweep.store import connect
+
+    stored = DatabaseStore(connect(f"sqlite:///{tmp_path / 'results.db'}")).load("gen")
+    for field in ("question_id", "question", "reference_context", "topic", "question_type"):
+        assert stored[field].to_pylist() == generated[field].to_pylist(), field
     assert set(generated["question_type"].to_pylist()) == {"simple", "complex", "double"}
     assert all(generated["topic"].to_pylist())
     for row in generated.to_pylist():

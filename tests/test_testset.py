@@ -580,6 +580,7 @@ def test_stored_names_come_from_the_file_or_the_generated_content(tmp_path: Path
 
     assert stored_name(str(tmp_path / "faq.json"), testset, day) == "faq.json"
     assert stored_name("s3://bucket/sets/faq.jsonl", testset, day) == "faq.jsonl"
+    assert stored_name("/runs/testsets/0a1b/faq.arrow", testset, day) == "faq"  # --testset-name
     generated = stored_name("", testset, day)
     assert generated.startswith("generated-20261130-") and len(generated) == len("generated-") + 17
     assert stored_name("", testset.slice(0, 1), day) != generated
