@@ -114,7 +114,7 @@ async def start_form(request: Request) -> Response:
 
 
 async def start(request: Request) -> Response:
-    from ragsweep.testset import export_testset
+    from ragsweep.schemas import write_table
     from ragsweep.ui.testsets import stored
 
     form = await checked_form(request)
@@ -124,9 +124,10 @@ async def start(request: Request) -> Response:
     if name not in _testset_names(request):
         raise HTTPException(400, f"testset: no stored test set {name!r}")
     jobs = request.app.state.jobs
-    target = jobs.folder / ".ui-testsets" / (name if name.endswith(".json") else f"{name}.json")
+    # ragsweep's own artifact: lossless, and stored back under the same name
+    target = jobs.folder / ".ui-testsets" / f"{name}.arrow"
     target.parent.mkdir(parents=True, exist_ok=True)
-    export_testset(stored(request).load(name), target)
+    write_table(stored(request).load(name), target, "testset")
     options = {k: str(form.get(k, "")).strip() for k in OPTIONS}
     job = jobs.start(docs, target, options)
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
