@@ -57,9 +57,9 @@ def base_url(engine, tmp_path_factory):
 def browser():
     if CHROMIUM is None:
         pytest.skip("no chromium on PATH (Debian package chromium; .ci/run installs it)")
-    from playwright.sync_api import sync_playwright
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 
-    with sync_playwright() as p:
+    with sync_api.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM)
         yield launched
         launched.close()
