@@ -494,6 +494,37 @@ def compare(
         raise typer.Exit(1)
 
 
+@app.command()
+def ui(
+    store: str = typer.Option(
+        None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    port: int = typer.Option(8765, help="Port to listen on."),
+    token: str = typer.Option(
+        None,
+        envvar="RAGSWEEP_UI_TOKEN",
+        help="Access token every request must carry (required with a non-loopback --host).",
+    ),
+    output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+) -> None:
+    """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
+    comparisons, test sets, local runs."""
+    from ragsweep import store as results_store
+    from ragsweep.ui.security import check_exposure, is_loopback
+
+    check_exposure(host, token)
+    import uvicorn
+
+    from ragsweep.ui import create_app
+
+    url = results_store.resolve_url(store)
+    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
+    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
+    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {results_store.safe_url(url)}")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 def load_leaderboard(run: str, store: str | None):
     from ragsweep.schemas import read_table
     from ragsweep.store import connect, load_leaderboard

@@ -29,12 +29,28 @@ COST_COLUMNS += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")
 
 
 def flat(table: pa.Table) -> pa.Table:
-    """Lists joined with '; ' so that the table fits CSV."""
+    """Lists joined with '; ' so that the table fits CSV; a span as ``doc_id:start-end``."""
     for i, field in enumerate(table.schema):
-        if pa.types.is_list(field.type):
+        if not pa.types.is_list(field.type):
+            continue
+        if pa.types.is_string(field.type.value_type):
             joined = pc.binary_join(table.column(i), "; ")
-            table = table.set_column(i, field.name, joined)
+        else:
+            joined = pa.array(
+                [
+                    None if row is None else "; ".join(_cell(v) for v in row)
+                    for row in table.column(i).to_pylist()
+                ],
+                pa.string(),
+            )
+        table = table.set_column(i, field.name, joined)
     return table
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict) and {"doc_id", "start", "end"} <= value.keys():
+        return f"{value['doc_id']}:{value['start']}-{value['end']}"
+    return json.dumps(value, default=str)
 
 
 def csv_text(table: pa.Table) -> str:

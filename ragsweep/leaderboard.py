@@ -143,6 +143,7 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
             columns[name] = pc.utf8_length(answered["context"])
         else:
             columns[name] = pa.nulls(scores.num_rows, kind)
+    columns["retrieved_spans"] = answered["retrieved_spans"]
     return pa.table(columns).cast(RESULTS)
 
 

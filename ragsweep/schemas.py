@@ -212,6 +212,8 @@ RESULTS = pa.schema(
         pa.field("answer_error", pa.string()),  # why the model gave no answer; null when it did
     ]
     + [pa.field(name, kind) for name, kind in COSTS]
+    # where each retrieved chunk lies in its document, best first; null in older results
+    + [pa.field("retrieved_spans", pa.list_(SPAN))]
 )
 
 BREAKDOWN = pa.schema(

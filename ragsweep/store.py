@@ -603,3 +603,126 @@ def publish_from_step(
         pipeline_run_id=pipeline_run_id,
         started_at=datetime.fromisoformat(started) if started else None,
     )
+
+
+def find_runs(
+    engine: Engine,
+    sweep_key: str | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
+    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    query = sa.select(
+        runs.c.run_id,
+        runs.c.status,
+        runs.c.started_at,
+        runs.c.finished_at,
+        runs.c.optimization_metric,
+        runs.c.best_config_id,
+        runs.c.best_label,
+        runs.c.pipeline_run_id,
+        runs.c.sweep_key,
+    )
+    if sweep_key:
+        query = query.where(runs.c.sweep_key == sweep_key)
+    if status:
+        query = query.where(runs.c.status == status)
+    when = sa.func.coalesce(runs.c.started_at, runs.c.finished_at)
+    if since:
+        query = query.where(when >= since)
+    if until:
+        query = query.where(when < until)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    with engine.connect() as conn:
+        return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
+    """One run's row: id, status, times, metric, best configuration, test set name, settings."""
+    query = (
+        sa.select(runs, testsets.c.name.label("testset_name"))
+        .select_from(runs.outerjoin(testsets, runs.c.testset_id == testsets.c.id))
+        .where(runs.c.run_id == run_id)
+    )
+    with engine.connect() as conn:
+        row = conn.execute(query).mappings().first()
+    if row is None:
+        raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")
+    return dict(row)
+
+
+def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
+    """The succeeded runs of a sweep, oldest first, each with its best configuration's
+    score on the run's metric and that score's interval (``score``, ``low``, ``high``)."""
+    query = (
+        sa.select(
+            runs.c.run_id,
+            runs.c.finished_at,
+            runs.c.optimization_metric,
+            leaderboards.c.label,
+            leaderboards.c.figures,
+        )
+        .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
+        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(leaderboards.c.rank == 1)
+        .order_by(runs.c.finished_at, runs.c.id)
+    )
+    out = []
+    with engine.connect() as conn:
+        for r in conn.execute(query).mappings():
+            metric, figures = r["optimization_metric"] or "", r["figures"] or {}
+            out.append(
+                {
+                    "run_id": r["run_id"],
+                    "finished_at": r["finished_at"],
+                    "metric": metric,
+                    "label": r["label"],
+                    "score": figures.get(metric),
+                    "low": figures.get(f"{metric}_low"),
+                    "high": figures.get(f"{metric}_high"),
+                }
+            )
+    return out
+
+
+def load_run_testset(engine: Engine, run_id: str) -> pa.Table:
+    """The questions a stored run was scored on, as the test set held them then (the item
+    version each result names)."""
+    from ragsweep.schemas import TESTSET
+
+    with engine.connect() as conn:
+        pk, _ = _run_pk(conn, run_id)
+        testset_id = conn.execute(sa.select(runs.c.testset_id).where(runs.c.id == pk)).scalar()
+        used = conn.execute(
+            sa.select(results.c.question_id, results.c.item_version)
+            .where(results.c.run_pk == pk)
+            .distinct()
+        ).all()
+        items = conn.execute(
+            sa.select(testset_items).where(testset_items.c.testset_id == testset_id)
+        ).mappings()
+        by_version = {(r["question_id"], r["version"]): r for r in items}
+    rows, seen = [], set()
+    for question_id, version in sorted(used, key=lambda u: u[0]):
+        item = by_version.get((question_id, version))
+        if item is None or question_id in seen:
+            continue
+        seen.add(question_id)
+        rows.append(
+            {
+                "question_id": question_id,
+                "question": item["question"] or "",
+                "reference_answers": item["reference_answers"] or [],
+                "reference_doc_ids": item["reference_doc_ids"] or [],
+                "reference_context": item["reference_context"],
+                "gold_spans": item["gold_spans"] or [],
+                "question_type": item["question_type"],
+                "topic": item["topic"],
+                "conversation_history": item["conversation_history"] or "[]",
+                "question_version": item["question_version"],
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=TESTSET)

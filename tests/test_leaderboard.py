@@ -227,3 +227,27 @@ def test_pa_nulls_in_a_metric_are_left_out_of_its_mean():
     row = next(r for r in board if r["config_id"] == SPACE.all_configs()[0]["config_id"])
     assert row["answer_correctness"] == pytest.approx(np.nanmean(values[0]))
     assert isinstance(pa.scalar(row["answer_correctness"]).as_py(), float)
+
+
+def test_results_keep_each_retrieved_chunks_span_and_export_it_to_csv(tmp_path):
+    from ragsweep.exports import export
+
+    config_ids = [c["config_id"] for c in SPACE.all_configs()[:2]]
+    question_ids = [f"q{i:03d}" for i in range(4)]
+    answers = make_answers(config_ids, question_ids)
+    spans = [
+        {"doc_id": "doc0.md", "start": 3, "end": 9},
+        {"doc_id": "doc1.md", "start": 0, "end": 4},
+    ]
+    column = answers.schema.get_field_index("retrieved_spans")
+    kind = answers.schema.field(column).type
+    answers = answers.set_column(
+        column, "retrieved_spans", pa.array([spans] * answers.num_rows, kind)
+    )
+    scores = make_scores(config_ids, question_ids, np.ones((2, 4)))
+    results = per_question(scores, answers, make_testset(question_ids))
+    assert results["retrieved_spans"].to_pylist() == [spans] * 8
+    write_table(results, tmp_path / "results.arrow", "results")
+    (tmp_path / "out").mkdir()
+    export(tmp_path / "results.arrow", tmp_path / "out" / "results", "results")
+    assert "doc0.md:3-9; doc1.md:0-4" in (tmp_path / "out" / "results.csv").read_text()

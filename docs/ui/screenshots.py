@@ -1,0 +1,79 @@
+"""Take the README's screenshots of `ragsweep ui` with Playwright and the system Chromium.
+
+    python docs/ui/screenshots.py STORE_URL
+
+STORE_URL: a results database holding at least one succeeded run and a test set (the
+README's: runs on examples/, one with `ragsweep run`, the others started from the page).
+The runs list, the comparison and a question's history are taken over the tests' nightly
+store instead (tests/ui_demo.py: three nights, the last one regressed; one question edited
+there). The PNGs are written beside this script.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+
+from conftest import free_port  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+from ui_demo import NIGHTS, fill, serving  # noqa: E402
+
+from ragsweep import store  # noqa: E402
+from ragsweep.ui import create_app  # noqa: E402
+
+
+def main(url: str) -> None:
+    engine = store.connect(url)
+    runs = [r["run_id"] for r in store.find_runs(engine, status="succeeded")]
+    if not runs:
+        raise SystemExit(f"{store.safe_url(url)}: no succeeded run to show")
+    with tempfile.TemporaryDirectory() as folder:
+        nightly = store.connect(f"sqlite:///{folder}/nightly.db")
+        fill(nightly, Path(folder) / "docs")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"))
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            with serving(create_app(nightly), free_port()) as base:
+                shoot(page, base, "/", "runs")
+                shoot(page, base, f"/compare?baseline={NIGHTS[1]}&candidate={NIGHTS[2]}", "compare")
+                page.goto(f"{base}/testsets/curated.json/questions/q002")  # one edit: a history
+                page.fill("#edit textarea[name=question]", "What about q002, after the upgrade?")
+                with page.expect_navigation():
+                    page.click("#edit button")
+                shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question")
+            with serving(create_app(engine), free_port()) as base:
+                shoot(page, base, f"/runs/{runs[0]}", "run")
+                best = page.locator("#best-config a").get_attribute("href")
+                page.goto(base + best)  # the best configuration's questions, failed first
+                links = [
+                    a.get_attribute("href")
+                    for css in ("tr.question-row.failed a", "tr.question-row:not(.failed) a")
+                    for a in page.locator(f"#questions {css}").all()
+                ]
+                for link in links:  # the first with a retrieved gold span, else the first
+                    page.goto(base + link)
+                    if page.locator("#retrieved mark").count():
+                        break
+                else:
+                    page.goto(base + links[0])
+                page.set_viewport_size({"width": 1280, "height": 1400})
+                shoot(page, base, page.url.removeprefix(base), "drill-down")
+                page.set_viewport_size({"width": 1280, "height": 860})
+                shoot(page, base, "/testsets", "testsets")
+                shoot(page, base, "/start", "start")
+            browser.close()
+
+
+def shoot(page, base: str, path: str, name: str) -> None:
+    page.goto(base + path)
+    page.screenshot(path=HERE / f"{name}.png")
+    print(f"{name}.png: {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,100 @@
+"""The app factory: routes, templates (Jinja2, autoescaped), static files, the guard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ragsweep.report import CSS
+from ragsweep.store import safe_url
+from ragsweep.ui import jobs, runs, security, testsets
+from ragsweep.ui.data import Data
+
+HERE = Path(__file__).parent
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every user text escaped; report SVG passes through |safe only
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals["report_css"] = CSS
+    return env
+
+
+def create_app(
+    engine: Engine,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+    runs_dir: Path | None = None,
+) -> Starlette:
+    """The web app over the results database behind ``engine``.
+
+    ``token``: when set, every request but the login form must carry it (``Authorization:
+    Bearer`` or the cookie the login form sets). ``allowed_hosts``: the Host headers
+    accepted (None: any). ``runs_dir``: where runs started from the page write their folders.
+    """
+    env = _environment()
+
+    def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+        html = env.get_template(template).render(
+            request=request,
+            csrf=request.scope["state"]["csrf"],
+            store_url=safe_url(engine.url),
+            token_required=bool(token),
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code)
+
+    async def error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        if "state" not in request.scope or "csrf" not in request.scope["state"]:
+            return Response(str(detail), status_code=status, media_type="text/plain")
+        return render(request, "error.html", status_code=status, status=status, detail=detail)
+
+    async def login_form(request: Request) -> Response:
+        return render(request, "login.html", target=request.query_params.get("next", "/"))
+
+    async def login(request: Request) -> Response:
+        form = await security.checked_form(request)
+        return security.login_response(
+            token, str(form.get("token", "")), str(form.get("next", "/"))
+        )
+
+    routes = [
+        Route("/", runs.runs_page),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/runs/{run_id}/configs/{config_id}/questions/{question_id}", runs.question_page),
+        Route("/runs/{run_id}/configs/{config_id}", runs.config_page),
+        Route("/runs/{run_id}", runs.run_page),
+        Route("/compare", runs.compare_page),
+        *testsets.routes(),
+        *jobs.routes(),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    middleware = [Middleware(security.Guard, token=token)]
+    if allowed_hosts:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: error, 500: error},
+    )
+    app.state.data = Data(engine)
+    app.state.render = render
+    app.state.jobs = jobs.Jobs(runs_dir or Path("runs"), engine)
+    return app

@@ -1,0 +1,85 @@
+"""What the pages read, through ragsweep.store's API, with the derived tables (breakdown,
+failures, comparisons) computed once per run and kept while the app runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy.engine import Engine
+
+from ragsweep import leaderboard, store
+from ragsweep.errors import RagsweepError
+from ragsweep.regression import Comparison, compare_runs
+
+TREND_RUNS = 30  # nights drawn per sweep
+
+
+@dataclass(frozen=True)
+class RunData:
+    info: dict[str, Any]
+    board: pa.Table  # the leaderboard (LEADERBOARD)
+    results: pa.Table
+    testset: pa.Table  # the questions as the run saw them
+
+    def questions(self) -> dict[str, dict]:
+        return {q["question_id"]: q for q in self.testset.to_pylist()}
+
+
+class Data:
+    """The results database as the pages need it. What is derived from a run is kept by
+    its id and finish time, so a run stored again under the same id is read again."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._run = lru_cache(maxsize=16)(self._load)
+        self._derived = lru_cache(maxsize=16)(self._derive)
+        self._compare = lru_cache(maxsize=64)(self._compared)
+
+    def _version(self, run_id: str) -> tuple[str, Any]:
+        return run_id, store.run_info(self.engine, run_id)["finished_at"]
+
+    def run(self, run_id: str) -> RunData:
+        return self._run(self._version(run_id))
+
+    def derived(self, run_id: str) -> tuple[pa.Table, pa.Table]:
+        """(breakdown, failures of the best) as the report shows them."""
+        return self._derived(self._version(run_id))
+
+    def compare(self, baseline: str, candidate: str) -> Comparison:
+        return self._compare(self._version(baseline), self._version(candidate))
+
+    def _load(self, version: tuple[str, Any]) -> RunData:
+        run_id = version[0]
+        return RunData(
+            store.run_info(self.engine, run_id),
+            store.load_leaderboard(self.engine, run_id),
+            store.load_results(self.engine, run_id),
+            store.load_run_testset(self.engine, run_id),
+        )
+
+    def _derive(self, version: tuple[str, Any]) -> tuple[pa.Table, pa.Table]:
+        r = self._run(version)
+        return (
+            leaderboard.breakdown(r.results, r.board, r.testset),
+            leaderboard.failures(r.results, r.board, r.testset),
+        )
+
+    def _compared(self, baseline: tuple[str, Any], candidate: tuple[str, Any]) -> Comparison:
+        a, b = self._run(baseline), self._run(candidate)
+        return compare_runs((a.board, a.results), (b.board, b.results))
+
+    def trend(self, sweep_key: str) -> list[dict[str, Any]]:
+        """The sweep's last nights, each marked ``regressed`` when the alarm of the
+        comparison with the night before fired."""
+        points = store.sweep_trend(self.engine, sweep_key)[-TREND_RUNS:]
+        for point in points:
+            point["regressed"] = None  # the first night has nothing to compare with
+        for before, after in zip(points, points[1:], strict=False):
+            try:
+                after["regressed"] = self.compare(before["run_id"], after["run_id"]).best_regressed
+            except RagsweepError:  # nothing shared: no verdict
+                after["regressed"] = None
+        return points

@@ -1,0 +1,230 @@
+"""The run pages: the runs list with each sweep's trend, a run, a configuration, a
+configuration x question drill-down, and the comparison of two runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import pyarrow.compute as pc
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ragsweep import report
+from ragsweep.errors import RagsweepError
+from ragsweep.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
+from ragsweep.leaderboard import Board, failure_reason
+from ragsweep.schemas import METRICS, settings_of
+from ragsweep.store import find_runs
+from ragsweep.ui.documents import retrieved_chunks
+from ragsweep.ui.plots import trend
+
+FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
+COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
+STATUSES = ("succeeded", "failed")
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A figure for a cell: integers as they are, floats to ``digits``, '-' when missing."""
+    return (
+        str(value)
+        if isinstance(value, int) and not isinstance(value, bool)
+        else number(value, digits)
+    )
+
+
+def _day(text: str | None, name: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise HTTPException(400, f"{name}: {text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def runs_page(request: Request) -> Response:
+    """Every run newest first, filtered by sweep, status and date; each sweep's trend."""
+    data, q = request.app.state.data, request.query_params
+    sweep, status = q.get("sweep") or None, q.get("status") or None
+    if status and status not in STATUSES:
+        raise HTTPException(400, f"status: {status!r}; choose from {', '.join(STATUSES)}")
+    since, until = _day(q.get("since"), "since"), _day(q.get("until"), "until")
+    rows = find_runs(
+        data.engine, sweep, status, since, until + timedelta(days=1) if until else None
+    )
+    sweeps = sorted({r["sweep_key"] for r in find_runs(data.engine, limit=1000)})
+    trends = []
+    for key in [sweep] if sweep else sorted({r["sweep_key"] for r in rows}):
+        points = data.trend(key)
+        if points:
+            trends.append({"sweep": key, "points": points, "svg": trend(points)})
+    return request.app.state.render(
+        request,
+        "runs.html",
+        runs=rows,
+        sweeps=sweeps,
+        statuses=STATUSES,
+        trends=trends,
+        filters={k: q.get(k, "") for k in ("sweep", "status", "since", "until")},
+    )
+
+
+def _run(request: Request):
+    try:
+        return request.app.state.data.run(request.path_params["run_id"])
+    except RagsweepError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _present_metrics(board) -> list[str]:
+    return [m for m in METRICS if board.num_rows and board[m].null_count < board.num_rows]
+
+
+def run_page(request: Request) -> Response:
+    """A run: leaderboard (sortable, filterable), score against cost, breakdown, failures,
+    settings."""
+    run, q = _run(request), request.query_params
+    board = run.board
+    metric = ranking_metric(board)
+    sort = q.get("sort", "rank")
+    try:
+        shown = sorted_board(board, sort)
+    except RagsweepError as exc:
+        raise HTTPException(400, str(exc)) from None
+    options = {f: sorted({v for v in board[f].to_pylist() if v}) for f in FILTERS}
+    chosen = {f: q.get(f, "") for f in FILTERS}
+    for name, value in chosen.items():
+        if value:
+            shown = shown.filter(pc.equal(shown[name], value))
+    breakdown, failures = request.app.state.data.derived(run.info["run_id"])
+    metrics = [metric] + [m for m in _present_metrics(board) if m != metric]
+    costs = [c for c in COSTS_SHOWN if board[c].null_count < board.num_rows]
+    costs += ["errors"] if has_errors(board) else []
+    rows = []
+    for r in shown.to_pylist():
+        r["bar"] = report.interval_bar(r[metric], r[metric + "_low"], r[metric + "_high"])
+        rows.append(r)
+
+    def sort_link(column: str) -> str:
+        return "?" + urlencode({k: v for k, v in {**chosen, "sort": column}.items() if v})
+
+    return request.app.state.render(
+        request,
+        "run.html",
+        sort_link=sort_link,
+        run=run.info,
+        metric=metric,
+        best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
+        configs=board.num_rows,
+        tied=sum(board["tied_with_best"].to_pylist()),
+        rows=rows,
+        metrics=metrics,
+        costs=costs,
+        sort=sort,
+        sortable=["rank", *METRICS, *COST_COLUMNS],
+        options=options,
+        chosen=chosen,
+        scatter=report.scatter(board, metric),
+        breakdown=report.breakdown_tables(breakdown, board, metric),
+        failures=failures.to_pylist(),
+        settings=report.settings_list(settings_of(board)),
+        evaluation=report.evaluation_summary(settings_of(board)),
+        errors=report.errors_section(Board(board, run.results, breakdown, failures)),
+        fmt=fmt,
+    )
+
+
+def _config(run, config_id: str) -> dict[str, Any]:
+    found = run.board.filter(pc.equal(run.board["config_id"], config_id)).to_pylist()
+    if not found:
+        raise HTTPException(404, f"run {run.info['run_id']!r} has no configuration {config_id!r}")
+    return found[0]
+
+
+def _results_of(run, config_id: str) -> list[dict]:
+    mine = run.results.filter(pc.equal(run.results["config_id"], config_id)).to_pylist()
+    for r in mine:
+        r["reason"] = failure_reason(r)
+    return sorted(mine, key=lambda r: r["question_id"])
+
+
+def config_page(request: Request) -> Response:
+    """One configuration of a run: its settings, figures and every question's result."""
+    run = _run(request)
+    config = _config(run, request.path_params["config_id"])
+    metric = ranking_metric(run.board)
+    questions = run.questions()
+    return request.app.state.render(
+        request,
+        "config.html",
+        run=run.info,
+        config=config,
+        metric=metric,
+        metrics=_present_metrics(run.board),
+        results=_results_of(run, config["config_id"]),
+        questions=questions,
+        fmt=fmt,
+    )
+
+
+def question_page(request: Request) -> Response:
+    """A configuration x question: question, references, answer, verdict, retrieved
+    documents in order; the previous and next failure of the configuration."""
+    run = _run(request)
+    config = _config(run, request.path_params["config_id"])
+    question_id = request.path_params["question_id"]
+    results = _results_of(run, config["config_id"])
+    found = [r for r in results if r["question_id"] == question_id]
+    if not found:
+        raise HTTPException(
+            404, f"configuration {config['label']!r} has no result for {question_id!r}"
+        )
+    result = found[0]
+    failed = [r["question_id"] for r in results if r["reason"]]
+    before = [f for f in failed if f < question_id]
+    after = [f for f in failed if f > question_id]
+    question = run.questions().get(question_id, {})
+    docs = (run.info.get("settings") or {}).get("docs", "")
+    chunks = retrieved_chunks(result, question, docs)
+    return request.app.state.render(
+        request,
+        "question.html",
+        run=run.info,
+        config=config,
+        result=result,
+        question=question,
+        chunks=chunks,
+        docs=docs,
+        metrics=_present_metrics(run.board),
+        previous_failure=before[-1] if before else None,
+        next_failure=after[0] if after else None,
+        fmt=fmt,
+    )
+
+
+def compare_page(request: Request) -> Response:
+    """Two runs side by side: the alarm, per-configuration verdicts with intervals, the
+    questions that flipped, what only one run holds."""
+    data, q = request.app.state.data, request.query_params
+    succeeded = find_runs(data.engine, status="succeeded", limit=1000)
+    baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
+    comparison, error = None, None
+    if baseline and candidate:
+        try:
+            comparison = data.compare(baseline, candidate)
+        except RagsweepError as exc:
+            error = str(exc)
+    return request.app.state.render(
+        request,
+        "compare.html",
+        runs=succeeded,
+        baseline=baseline,
+        candidate=candidate,
+        comparison=comparison,
+        rows=comparison.table.to_pylist() if comparison else [],
+        flips=comparison.flips.to_pylist() if comparison else [],
+        error=error,
+        fmt=fmt,
+    )

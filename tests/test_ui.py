@@ -1,0 +1,434 @@
+"""`ragsweep ui` in a real browser: Playwright drives the system Chromium against the app
+served by uvicorn on loopback, over a SQLite store and a real PostgreSQL server holding
+nightly runs and a test set (tests/ui_demo.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import ui_demo
+from conftest import free_port
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from ragsweep import store
+from ragsweep.curation import DatabaseStore
+from ragsweep.ui import create_app
+
+CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium on PATH (Debian package chromium; .ci/run installs it)"
+)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def engine(request, tmp_path_factory):
+    """A store holding the demo runs, on each backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}"
+    else:
+        url = request.getfixturevalue("postgres_server")
+        dropped = sa.create_engine(url)
+        store.metadata.drop_all(dropped)
+        dropped.dispose()
+    found = store.connect(url)
+    ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
+    yield found
+    found.dispose()
+
+
+@pytest.fixture(scope="module")
+def base_url(engine, tmp_path_factory):
+    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"))
+    with ui_demo.serving(app, free_port()) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (Debian package chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+def follow(page, selector: str) -> None:
+    """Click what loads a new page, and wait until it has."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
+def column(page, css: str) -> list[str]:
+    return [t.strip() for t in page.locator(css).all_inner_texts()]
+
+
+@needs_chromium
+def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(
+    page, base_url, engine
+):
+    page.goto(base_url)
+    if engine.url.password:  # the store URL is shown, its password hidden
+        assert engine.url.password not in page.content()
+        assert "***" in page.locator("nav .store").inner_text()
+    ids = column(page, "#runs tr.run-row td:first-child")
+    assert ids == ["broken-night", "night-3", "night-2", "night-1"]
+    assert column(page, "#runs tr.run-row td:nth-child(2)")[0] == "failed"
+    trend = page.locator(".trend-chart")
+    assert trend.count() == 1  # the failed run's sweep has no score to draw
+    assert trend.locator("circle.regressed").count() == 1
+    assert trend.locator("circle.night").count() == 2
+    assert "night-3 (regressed)" in trend.inner_text()
+
+
+@needs_chromium
+def test_runs_filter_by_status_and_date(page, base_url):
+    page.goto(base_url)
+    page.select_option("select[name=status]", "succeeded")
+    page.fill("input[name=since]", "2026-11-28")
+    follow(page, "form.filters button")
+    assert column(page, "#runs tr.run-row td:first-child") == ["night-3", "night-2"]
+
+
+@needs_chromium
+def test_a_run_page_shows_its_best_configuration_and_sorts_by_any_metric(page, base_url, engine):
+    best = store.load_leaderboard(engine, "night-2").to_pylist()[0]
+    page.goto(base_url)
+    follow(page, "text=night-2")
+    assert page.locator("#best-config").inner_text().startswith(best["label"])
+    assert column(page, "#leaderboard td.rank")[0] == "1"
+    follow(page, "#leaderboard th a:text-is('context correctness')")
+    assert page.locator("#sorted-by").inner_text() == "context_correctness"
+    values = [float(v) for v in column(page, "#leaderboard td.metric-context_correctness")]
+    assert values == sorted(values, reverse=True) and len(values) == 4
+    follow(page, "#leaderboard th a:text-is('context chars')")
+    costs = [float(v) for v in column(page, "#leaderboard td.cost-context_chars")]
+    assert costs == sorted(costs)
+    assert page.locator("svg#pareto circle.front").count() >= 1
+    assert page.locator("#by-topic tr.topic-row").count() == 3
+
+
+@needs_chromium
+def test_the_leaderboard_filters_by_search_setting(page, base_url, engine):
+    board = store.load_leaderboard(engine, "night-1")
+    page.goto(f"{base_url}/runs/night-1")
+    page.select_option("select[name=chunker]", board["chunker"][0].as_py())
+    follow(page, "form.filters button")
+    assert page.locator("#leaderboard tr.config-row").count() == board.num_rows
+    page.goto(f"{base_url}/runs/night-1?search_type=mmr")
+    assert page.locator("#leaderboard tr.config-row").count() == 0
+
+
+@needs_chromium
+def test_drill_down_shows_question_answer_verdict_and_retrieved_documents(page, base_url):
+    page.goto(f"{base_url}/runs/night-3")
+    first = page.locator("#failures tr.failure-row a").first
+    question_id = first.inner_text()
+    with page.expect_navigation():
+        first.click()
+    assert page.locator("h1").inner_text() == question_id
+    asked = {q["question_id"]: q["question"] for q in ui_demo.testset_rows().to_pylist()}
+    assert page.locator("#question").inner_text() == asked[question_id]
+    assert "Failed" in page.locator("#verdict").inner_text()
+    assert column(page, "#retrieved code.doc") == ["doc0.md", "doc1.md"]
+    assert column(page, "#retrieved .chunk-text")[0] == "Document 0. Install with the packa"
+    assert page.locator("#references li").first.inner_text() == f"the answer to {question_id}"
+    follow(page, "#next-failure")
+    assert page.locator("h1").inner_text() > question_id
+    follow(page, "#previous-failure")
+    assert page.locator("h1").inner_text() == question_id
+
+
+@needs_chromium
+def test_user_text_is_escaped(page, base_url):
+    config = page.context.request.get(f"{base_url}/runs/night-1").text()
+    config_id = re.search(r'data-config-id="([0-9a-f]+)"', config).group(1)
+    page.goto(f"{base_url}/runs/night-1/configs/{config_id}/questions/q001")
+    assert page.locator("#question").inner_text() == "Does <script>alert('x')</script> <b>run</b>?"
+    assert page.locator("#question b").count() == 0
+
+
+@needs_chromium
+def test_drill_down_marks_the_retrieved_documents_holding_a_gold_span(page, base_url):
+    page.goto(f"{base_url}/runs/night-1")
+    page.locator("#leaderboard tr.config-row a").first.click()
+    follow(page, "#questions a[href$='/questions/q001']")
+    assert page.locator("#gold-spans").inner_text() == "Gold spans: doc1.md characters 50–70"
+    chunks = page.locator("#retrieved div.chunk")
+    assert "holds a gold span" in chunks.nth(1).inner_text()
+    assert "holds a gold span" not in chunks.nth(0).inner_text()
+    assert chunks.nth(1).locator("mark").inner_text() == "default port is 8443"
+    assert chunks.nth(0).locator("mark").count() == 0
+
+
+def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
+    from ragsweep.ui.documents import document_text
+
+    document_text.cache_clear()
+    docs = store.run_info(engine, "night-1")["settings"]["docs"]
+    moved = tmp_path / "moved"
+    Path(docs).rename(moved)
+    try:
+        client = TestClient(create_app(engine))
+        config_id = store.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
+        page = client.get(f"/runs/night-1/configs/{config_id}/questions/q001").text
+        assert "The text of doc1.md cannot be read here" in page
+        assert "holds a gold span" in page
+    finally:
+        moved.rename(docs)
+        document_text.cache_clear()
+
+
+def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
+    page.goto(f"{base_url}/compare")
+    page.select_option("#baseline", "night-2")
+    page.select_option("#candidate", "night-3")
+    follow(page, "#compare-button")
+    assert page.locator("#alarm").inner_text().startswith("REGRESSED")
+    assert set(column(page, "#comparison td.verdict")) == {"regressed"}
+    assert page.locator("#flips tr.flip-row").count() > 0
+    assert "40 questions shared" in page.locator("#overlap").inner_text()
+
+
+@needs_chromium
+def test_a_question_edit_in_the_page_creates_a_new_version(page, base_url, engine):
+    testsets = DatabaseStore(engine)
+    question_id = testsets.load("curated.json")["question_id"][2].as_py()
+    before = len(testsets.history("curated.json", question_id))
+    page.goto(f"{base_url}/testsets")
+    follow(page, "text=curated.json")
+    follow(page, f"text={question_id}")
+    page.fill("#edit textarea[name=question]", "What about it, precisely?")
+    page.fill("#edit textarea[name=answers]", "the new answer\nanother answer")
+    follow(page, "#edit button")
+    history = testsets.history("curated.json", question_id)
+    assert len(history) == before + 1
+    assert history[0]["question"] == "What about it, precisely?"
+    assert history[0]["reference_answers"] == ["the new answer", "another answer"]
+    assert page.locator("#history tr.version-row").count() == before + 1
+
+
+@needs_chromium
+def test_add_import_delete_and_export_a_test_set(page, base_url, engine, tmp_path):
+    source = tmp_path / "upload.jsonl"
+    source.write_text(
+        '{"id": "g1", "question": "Where?", "reference_answer": "Here", '
+        '"reference_context": "Document 1: here it is", "conversation_history": [], '
+        '"metadata": {"question_type": "simple", "seed_document_id": "a.md", "topic": "T"}}\n'
+    )
+    page.goto(f"{base_url}/testsets")
+    page.set_input_files("#import input[type=file]", str(source))
+    page.fill("#import input[name=name]", "uploaded")
+    follow(page, "#import button")
+    assert column(page, "#items td.label") == ["g1"]
+    page.fill("#add textarea[name=question]", "Why?")
+    page.fill("#add textarea[name=answers]", "Because")
+    page.fill("#add textarea[name=doc_ids]", "a.md")
+    follow(page, "#add button")
+    follow(page, "text=← test set uploaded")
+    assert len(column(page, "#items td.label")) == 2
+    follow(page, "text=g1")
+    follow(page, "#delete button")
+    stored = DatabaseStore(engine).load("uploaded")
+    assert stored["question"].to_pylist() == ["Why?"]
+    exported = page.context.request.get(f"{base_url}/testsets/uploaded/export.json")
+    assert exported.json()[0]["question"] == "Why?"
+
+
+@needs_chromium
+def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
+    page, base_url, tmp_path
+):
+    from playwright.sync_api import expect
+
+    page.goto(f"{base_url}/start")
+    page.fill("input[name=docs]", str(tmp_path / "no-such-folder"))
+    page.select_option("select[name=testset]", "curated.json")
+    follow(page, "form.box button")
+    assert re.search(r"/jobs/[0-9a-f]{12}$", page.url)
+    # the page reloads itself while the job runs
+    expect(page.locator("#job-status")).to_have_text("failed (2)", timeout=120_000)
+    log = page.locator("#log").inner_text()
+    assert "error:" in log and "no-such-folder" in log
+    page.goto(f"{base_url}/start")
+    assert "failed (2)" in page.locator("main ul").last.inner_text()
+
+
+@needs_chromium
+def test_a_run_submitted_from_the_page_reaches_openshift_and_links_its_page(
+    page, base_url, monkeypatch
+):
+    from playwright.sync_api import expect
+    from scripted_servers import Pipelines
+
+    page.goto(f"{base_url}/start")
+    assert page.locator("#submit").count() == 0  # not configured: no form
+    secret = "sha256~ui-token-not-shown"
+    with Pipelines(token=secret) as server:
+        monkeypatch.setenv("RAGSWEEP_KFP_HOST", server.url)
+        monkeypatch.setenv("RAGSWEEP_KFP_TOKEN", secret)
+        monkeypatch.setenv("RAGSWEEP_IMAGE", "quay.io/example/ragsweep:test")
+        page.goto(f"{base_url}/start")
+        page.fill("#submit input[name=docs]", "s3://team-docs/kb/")
+        page.fill("#submit input[name=testset]", "s3://team-eval/testset.json")
+        page.fill("#submit input[name=experiment]", "from-the-ui")
+        follow(page, "#submit button")
+        expect(page.locator("#job-status")).to_have_text("succeeded", timeout=300_000)
+        [run] = server.runs.values()
+        assert run["runtime_config"]["parameters"]["test_data_key"] == "testset.json"
+        [experiment] = server.experiments.values()
+        assert experiment["display_name"] == "from-the-ui"
+        link = page.locator("a.run-link").inner_text()
+        assert link == f"{server.url}/apis/v2beta1/runs/{run['run_id']}"
+        assert secret not in page.content()
+
+
+def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engine):
+    app = create_app(engine)
+    client = TestClient(app)
+    client.get("/")  # the session's CSRF cookie
+    posts = [r for r in app.routes if isinstance(r, Route) and "POST" in (r.methods or ())]
+    assert len(posts) >= 6
+    for route in posts:
+        path = route.path.format(name="curated.json", question_id="q000")
+        response = client.post(path, data={"csrf": "not-the-token", "question": "x"})
+        assert response.status_code == 403, route.path
+        assert response.status_code == client.post(path, data={}).status_code
+
+
+@needs_chromium
+def test_with_a_token_every_request_needs_it(page, engine):
+    token = "s3cret-token"
+    with ui_demo.serving(create_app(engine, token=token), free_port()) as url:
+        assert httpx.get(f"{url}/runs/night-1").status_code == 401
+        assert httpx.get(f"{url}/testsets/curated.json/export.json").status_code == 401
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"{url}/runs/night-1", headers=headers).status_code == 200
+        page.goto(f"{url}/runs/night-1")
+        assert page.url.startswith(f"{url}/login")
+        page.fill("input[name=token]", "wrong")
+        follow(page, "form button")
+        assert "wrong token" in page.content()
+        page.goto(f"{url}/runs/night-1")
+        page.fill("input[name=token]", token)
+        follow(page, "form button")
+        assert page.url == f"{url}/runs/night-1"
+        assert page.locator("#leaderboard").count() == 1
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from ragsweep.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
+    env = {"RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
+    env = {**env, "RAGSWEEP_UI_TOKEN": ""}
+    done = run_cli("ui", "--host", "0.0.0.0", "--port", str(free_port()), env=env)
+    assert done.returncode == 2
+    assert "--host 0.0.0.0 exposes the results to the network" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def serve_cli(*args: str, env: dict) -> tuple[subprocess.Popen, str]:
+    """`ragsweep ui` started as a process on a free port, once it answers; its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui", "--port", str(port)]
+        + list(args),
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        if process.poll() is not None:
+            raise AssertionError(f"ragsweep ui ended: {process.stdout.read()}")
+        try:
+            httpx.get(f"{url}/login", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("ragsweep ui did not answer")
+
+
+def test_the_cli_serves_loopback_only_to_loopback_host_names(engine):
+    env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
+    process, url = serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
+    try:
+        assert "night-3" in httpx.get(url).text
+        rebound = httpx.get(url, headers={"Host": "attacker.example"})
+        assert rebound.status_code == 400  # a DNS-rebound page cannot read the results
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
+    env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
+    process, url = serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": "t0ken"})
+    try:
+        assert httpx.get(f"{url}/runs/night-1").status_code == 401
+        answer = httpx.get(f"{url}/runs/night-1", headers={"Authorization": "Bearer t0ken"})
+        assert answer.status_code == 200 and "leaderboard" in answer.text
+        assert "t0ken" not in answer.text
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def test_a_run_stored_again_under_its_id_is_read_again(tmp_path):
+    from builders import make_board
+
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    testset = ui_demo.testset_rows()
+    client = TestClient(create_app(engine))
+    for best in (0, 3):  # a retried publish step replaces the run
+        scores = ui_demo.night_scores(0)
+        scores[best] = 1.0
+        board = make_board(scores)
+        store.publish(engine, "retried", board.leaderboard, board.results, testset)
+        label = board.leaderboard["label"][0].as_py()
+        page = client.get("/runs/retried").text
+        assert re.search(r'id="best-config"><b><a [^>]+>([^<]+)</a>', page).group(1) == label
+
+
+def test_a_run_page_lists_the_failed_answers_like_the_report(tmp_path):
+    from builders import make_board
+
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    scores = ui_demo.night_scores(0)
+    failed = ["<b>HTTP 500</b> from the model" if i % 7 == 0 else None for i in range(scores.size)]
+    board = make_board(scores, answer_error=failed)
+    store.publish(engine, "with-errors", board.leaderboard, board.results, ui_demo.testset_rows())
+    page = TestClient(create_app(engine)).get("/runs/with-errors").text
+    assert page.count('<tr class="error-row">') == failed.count(failed[0])
+    assert "&lt;b&gt;HTTP 500&lt;/b&gt; from the model" in page
+    assert "<b>HTTP 500</b>" not in page
+    assert 'class="num cost-errors"' in page

@@ -1,0 +1,109 @@
+"""A results database with nightly runs and a test set, and the UI served on loopback:
+shared by tests/test_ui.py and docs/ui/screenshots.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import uvicorn
+from builders import make_board, make_testset
+from sqlalchemy.engine import Engine
+
+from ragsweep import store
+from ragsweep.curation import DatabaseStore
+from ragsweep.schemas import SETTINGS_KEY, SPAN, settings_of
+
+NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
+FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
+TESTSET = "nightly.json"
+QUESTIONS = 40
+DOCUMENT_TEXT = "Install with the package manager. The default port is 8443. Backups run nightly."
+CHUNK_SPANS = {  # the chunks every demo configuration retrieves
+    "doc0.md": {"doc_id": "doc0.md", "start": 0, "end": 34},
+    "doc1.md": {"doc_id": "doc1.md", "start": 12, "end": 80},
+}
+
+
+def night_scores(night: int) -> np.ndarray:
+    """Configs x questions: on night 3 every configuration answers far fewer questions."""
+    rng = np.random.default_rng(night)
+    share = [0.85, 0.65, 0.45, 0.6] if night < 2 else [0.25, 0.2, 0.15, 0.2]
+    return np.stack([(rng.random(QUESTIONS) < p).astype(float) for p in share])
+
+
+def testset_rows() -> pa.Table:
+    """The nightly questions; one carries markup, to show it is escaped."""
+    table = make_testset([f"q{i:03d}" for i in range(QUESTIONS)])
+    questions = table["question"].to_pylist()
+    questions[1] = "Does <script>alert('x')</script> <b>run</b>?"
+    table = table.set_column(1, "question", pa.array(questions))
+    spans = table["gold_spans"].to_pylist()
+    spans[1] = [{"doc_id": "doc1.md", "start": 50, "end": 70}]  # "default port is 8443"
+    index = table.schema.get_field_index("gold_spans")
+    return table.set_column(index, "gold_spans", pa.array(spans, pa.list_(SPAN)))
+
+
+def write_documents(folder: Path) -> Path:
+    """The documents the demo runs retrieved from: doc0.md ... doc9.md."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(10):
+        (folder / f"doc{i}.md").write_text(f"Document {i}. {DOCUMENT_TEXT}", encoding="utf-8")
+    return folder
+
+
+def with_chunks(board, docs: Path) -> tuple[pa.Table, pa.Table]:
+    """The board's (leaderboard, results), read from ``docs``, each result's two retrieved
+    chunks located in doc0.md and doc1.md."""
+    settings = {**settings_of(board.leaderboard), "docs": str(docs)}
+    leaderboard = board.leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
+    spans = [
+        [CHUNK_SPANS[d] for d in ids] for ids in board.results["retrieved_doc_ids"].to_pylist()
+    ]
+    index = board.results.schema.get_field_index("retrieved_spans")
+    results = board.results.set_column(index, "retrieved_spans", pa.array(spans, pa.list_(SPAN)))
+    return leaderboard, results
+
+
+def fill(engine: Engine, docs: Path) -> None:
+    """Three nightly runs of one sweep over the documents in ``docs`` (the last run
+    regressed), one failed run, and the test set in the store."""
+    testset = testset_rows()
+    write_documents(docs)
+    for i, run_id in enumerate(NIGHTS):
+        leaderboard, results = with_chunks(make_board(night_scores(i)), docs)
+        store.publish(
+            engine,
+            run_id,
+            leaderboard,
+            results,
+            testset,
+            f"kfp-{i}",
+            FIRST_NIGHT + timedelta(days=i),
+        )
+    settings = {"sweep_key": "other-sweep", "optimization_metric": "answer_correctness"}
+    store.record_failed(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
+    DatabaseStore(engine).save("curated.json", testset.slice(0, 5))
+
+
+@contextmanager
+def serving(app, port: int) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread; its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        thread.join(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
