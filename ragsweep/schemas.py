@@ -16,7 +16,7 @@ from ragsweep.errors import RagsweepError
 from ragsweep.stores import DEFAULT_DISTANCE, DEFAULT_STORE, IndexSpec
 
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "5"  # 5: vector stores (store, index, distance, recall, search latency)
+SCHEMA_VERSION = "6"  # 6: rerankers (reranker, rerank_fetch_k, rerank latency), retrieved spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
