@@ -200,7 +200,8 @@ def test_a_local_run_reads_s3_with_the_callers_environment(tmp_path, s3, bucket)
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 configurations" in result.stdout
-    assert "read 1 documents" in result.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert "read 1 documents" in (run_dir / "pipeline.log").read_text()  # the ingest step's line
 
 
 def loop_task(pipeline: dict) -> dict:
