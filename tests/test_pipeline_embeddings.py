@@ -31,9 +31,9 @@ def test_an_endpoint_e5_model_sweeps_chunks_above_the_bundled_models_limit_with_
         "--top-k", "1", "--search-types", "similarity", "--output", str(runs), "--no-store",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    shown = result.stdout + result.stderr  # the steps' logs come through kfp.local's output
-    assert "embedding model openai:e5-small-v2: query prefix 'query: '" in shown
     [run_dir] = runs.iterdir()
+    shown = (run_dir / "pipeline.log").read_text()  # the steps' own lines
+    assert "embedding model openai:e5-small-v2: query prefix 'query: '" in shown
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     assert sorted(board["chunk_size"].to_pylist()) == [256, 512]
     assert set(board["embedding_model"].to_pylist()) == {"openai:e5-small-v2"}
