@@ -8,7 +8,7 @@ the concept is the same; ``ragsweep.platform`` says how each step runs on OpenSh
 from typing import NamedTuple
 
 from kfp import dsl
-from kfp.dsl import HTML, Dataset
+from kfp.dsl import HTML, Artifact, Dataset
 
 from ragsweep import platform
 from ragsweep.components.build_space import build_space
@@ -24,6 +24,7 @@ from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
+from ragsweep.patterns import DEFAULT_PATTERNS
 from ragsweep.qagen import QASettings
 from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
@@ -39,6 +40,7 @@ class Results(NamedTuple):
     failures: Dataset
     report: HTML
     testset: Dataset
+    rag_patterns: Artifact
     run_id: str
 
 
@@ -72,6 +74,7 @@ def sweep_pipeline(
     keep_collections: bool = False,
     baseline: str = "",
     deployed_config: str = "",
+    patterns: int = DEFAULT_PATTERNS,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -129,6 +132,9 @@ def sweep_pipeline(
         deployed_config: The configuration in production, whose regression against the
             baseline is the alarm: its config id, or the YAML `ragsweep best` prints; empty:
             the alarm is whether the sweep's best got worse.
+        patterns: Write the best N configurations as runnable patterns (the rank step's
+            rag_patterns artifact: pattern.json, evaluation_results.json, indexing.py and
+            inference.py per pattern); 0: none.
     """
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
@@ -241,6 +247,7 @@ def sweep_pipeline(
             seed=seed,
             llm=llm,
             qa_generation=qa_generation,
+            patterns=patterns,
         )
     )
     stored = platform.step(
@@ -273,6 +280,7 @@ def sweep_pipeline(
         failures=ranked.outputs["failures"],
         report=ranked.outputs["report"],
         testset=questions.outputs["questions"],
+        rag_patterns=ranked.outputs["rag_patterns"],
         run_id=stored.output,
     )
 

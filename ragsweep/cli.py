@@ -12,6 +12,7 @@ from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
+from ragsweep.patterns import DEFAULT_PATTERNS, check_count
 from ragsweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS, SearchSpace
 
 if TYPE_CHECKING:
@@ -154,6 +155,11 @@ def run(
         1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
+    patterns: int = typer.Option(
+        DEFAULT_PATTERNS,
+        help="Write the best N configurations as runnable patterns (pattern.json, "
+        "evaluation_results.json, indexing.py, inference.py) under patterns/. 0: none.",
+    ),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
         "", help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively."
@@ -189,6 +195,7 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
+    check_count(patterns)
     models = [m.strip() for m in llm.split(",") if m.strip()]
     options = {  # search-space field -> the option's text; an option given overrides --space
         "chunkers": chunkers,
@@ -256,6 +263,7 @@ def run(
             source="options",
         ),
         parallelism=parallelism,
+        patterns=patterns,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
