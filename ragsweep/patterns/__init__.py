@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import pprint
 from pathlib import Path
 from typing import Any
 
@@ -211,8 +210,8 @@ def fill(script: str, settings: dict[str, Any]) -> str:
     template = (Path(__file__).parent / script).read_text(encoding="utf-8")
     if SETTINGS_LINE not in template:
         raise RuntimeError(f"{script}: the template has no SETTINGS line")
-    literal = pprint.pformat(settings, sort_dicts=False, width=96)
-    return template.replace(SETTINGS_LINE, f"SETTINGS: dict = {literal}\n")
+    lines = "".join(f"    {key!r}: {value!r},\n" for key, value in settings.items())
+    return template.replace(SETTINGS_LINE, f"SETTINGS: dict = {{\n{lines}}}\n")
 
 
 def dump(data: Any, path: Path) -> None:

@@ -1,0 +1,183 @@
+"""Patterns you can run: a run folder holds its best configurations as pattern folders, and
+their scripts, run without ragsweep, retrieve what the sweep retrieved."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragsweep.errors import RagsweepError
+from ragsweep.patterns import check_count
+from ragsweep.schemas import read_table
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+SEARCH_TYPES = {"similarity", "mmr", "hybrid"}
+# runs a pattern's script with ragsweep made unimportable: the scripts must not need it
+WITHOUT_RAGSWEEP = (
+    "import runpy, sys; sys.modules['ragsweep'] = None; script = sys.argv[1]; "
+    "sys.path.insert(0, script.rsplit('/', 1)[0]); sys.argv = sys.argv[1:]; "
+    "runpy.run_path(script, run_name='__main__')"
+)
+
+
+def offline_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSWEEP_LLM")}
+    return {**env, "HF_HUB_OFFLINE": "1"}
+
+
+def script(path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAGSWEEP, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=offline_env(),
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """One sweep of the examples: one chunk set, Top K 3, the three search types."""
+    out = tmp_path_factory.mktemp("patterns") / "runs"
+    result = subprocess.run(
+        [
+            RAGSWEEP,
+            "run",
+            "--docs",
+            str(EXAMPLES / "docs"),
+            "--testset",
+            str(EXAMPLES / "testset.json"),
+            "--chunk-sizes",
+            "128",
+            "--top-k",
+            "3",
+            "--search-types",
+            ",".join(sorted(SEARCH_TYPES)),
+            "--output",
+            str(out),
+            "--no-store",
+            "--cache",
+            "none",
+            "--patterns",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=offline_env(),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run] = out.iterdir()
+    return run
+
+
+def patterns_of(run: Path) -> list[Path]:
+    return sorted((run / "patterns").iterdir(), key=lambda p: int(p.name.split("-")[0]))
+
+
+def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard").to_pylist()
+    patterns = patterns_of(run_dir)
+    assert [p.name for p in patterns] == [f"{r['rank']}-{r['config_id']}" for r in board[:3]]
+    results = read_table(run_dir / "results.arrow", "results").to_pylist()
+    metric = "answer_correctness"  # no judge: auto ranks by it
+    for folder, row in zip(patterns, board, strict=False):
+        assert {p.name for p in folder.iterdir()} == {
+            "pattern.json",
+            "evaluation_results.json",
+            "indexing.py",
+            "inference.py",
+        }
+        pattern = json.loads((folder / "pattern.json").read_text())
+        assert pattern["name"] == folder.name
+        assert pattern["settings"]["chunking"] == {
+            "method": "sentence",
+            "chunk_size": 128,
+            "chunk_overlap": row["chunk_overlap"],
+        }
+        assert pattern["settings"]["retrieval"]["number_of_chunks"] == 3
+        assert pattern["settings"]["embedding"]["model_id"] == "all-MiniLM-L6-v2"
+        assert pattern["final_score"] == row[metric]
+        score = pattern["scores"][metric]
+        assert score["ci_low"] <= score["mean"] <= score["ci_high"]
+        assert pattern["ragsweep"]["search_type"] == row["search_type"]
+        assert pattern["ragsweep"]["reranker"] == "none"
+        assert pattern["ragsweep"]["vector_store"] == "memory"
+
+        evaluated = json.loads((folder / "evaluation_results.json").read_text())
+        mine = {r["question_id"]: r for r in results if r["config_id"] == row["config_id"]}
+        assert len(evaluated) == len(mine) == 64
+        for item in evaluated:
+            swept = mine[item["question_id"]]
+            assert item["answer"] == swept["answer"]
+            assert item["scores"][metric] == swept[metric]
+            assert item["correct_answers"] and item["question"]
+            documents = [c["document_id"] for c in item["answer_contexts"]]
+            assert documents == swept["retrieved_doc_ids"]
+            assert all(context["text"].strip() for context in item["answer_contexts"])
+    searched = {
+        json.loads((p / "pattern.json").read_text())["ragsweep"]["search_type"] for p in patterns
+    }
+    assert searched == SEARCH_TYPES
+
+
+def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, tmp_path):
+    """Every pattern (similarity, MMR, hybrid), every question of the test set: the chunks
+    inference.py prints are the ones the sweep retrieved, in its order."""
+    for folder in patterns_of(run_dir):
+        evaluated = json.loads((folder / "evaluation_results.json").read_text())
+        index = tmp_path / folder.name
+        built = script(
+            folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index)
+        )
+        assert built.returncode == 0, built.stderr[-3000:]
+        assert "indexed 221 chunks of 21 documents" in built.stdout
+        asked = script(
+            folder / "inference.py", "--index", str(index), *[e["question"] for e in evaluated]
+        )
+        assert asked.returncode == 0, asked.stderr[-3000:]
+        found: list[list[dict]] = []
+        for line in asked.stdout.splitlines():
+            hit = json.loads(line)
+            assert set(hit) == {"question", "rank", "document_id", "text", "score"}
+            if hit["rank"] == 1:
+                found.append([])
+            found[-1].append({"text": hit["text"], "document_id": hit["document_id"]})
+        assert len(found) == len(evaluated)
+        for item, retrieved in zip(evaluated, found, strict=True):
+            assert retrieved == item["answer_contexts"], (folder.name, item["question"])
+
+
+def test_indexing_without_its_docs_folder_is_a_clear_error(run_dir, tmp_path):
+    folder = patterns_of(run_dir)[0]
+    result = script(folder / "indexing.py", "--docs", str(tmp_path / "nowhere"), "--index", "x")
+    assert result.returncode == 2
+    assert "error: --docs" in result.stderr and "no such folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = script(folder / "inference.py", "--index", str(tmp_path / "none"), "question?")
+    assert result.returncode == 2
+    assert "no index there" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("bad", [-1, True, "3"])
+def test_a_count_of_patterns_is_zero_or_more(bad):
+    with pytest.raises(RagsweepError, match="--patterns"):
+        check_count(bad)
+    assert check_count(0) == 0
+
+
+def test_run_refuses_a_negative_count_of_patterns(tmp_path):
+    result = subprocess.run(
+        [RAGSWEEP, "run", "--docs", str(tmp_path), "--testset", "t.json", "--patterns", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: --patterns: expected 0 or a positive number" in result.stderr
+    assert "Traceback" not in result.stderr
