@@ -40,40 +40,27 @@ def script(path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """One sweep of the examples: one chunk set, Top K 3, the three search types."""
-    out = tmp_path_factory.mktemp("patterns") / "runs"
+def sweep(out: Path, *options: str, env: dict[str, str] | None = None) -> Path:
+    """Sweep the examples with one chunk set and Top K 3; the run folder."""
     result = subprocess.run(
-        [
-            RAGSWEEP,
-            "run",
-            "--docs",
-            str(EXAMPLES / "docs"),
-            "--testset",
-            str(EXAMPLES / "testset.json"),
-            "--chunk-sizes",
-            "128",
-            "--top-k",
-            "3",
-            "--search-types",
-            ",".join(sorted(SEARCH_TYPES)),
-            "--output",
-            str(out),
-            "--no-store",
-            "--cache",
-            "none",
-            "--patterns",
-            "3",
-        ],
+        [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
+        + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
+        + ["--output", str(out), "--no-store", "--cache", "none", *options],
         capture_output=True,
         text=True,
         timeout=1800,
-        env=offline_env(),
+        env={**offline_env(), **(env or {})},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     [run] = out.iterdir()
     return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """The three search types in memory: three configurations, three patterns."""
+    out = tmp_path_factory.mktemp("patterns") / "runs"
+    return sweep(out, "--search-types", ",".join(sorted(SEARCH_TYPES)), "--patterns", "3")
 
 
 def patterns_of(run: Path) -> list[Path]:
@@ -129,9 +116,29 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
 def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, tmp_path):
     """Every pattern (similarity, MMR, hybrid), every question of the test set: the chunks
     inference.py prints are the ones the sweep retrieved, in its order."""
-    for folder in patterns_of(run_dir):
+    assert_scripts_reproduce(run_dir, lambda folder: tmp_path / folder.name)
+
+
+def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_path):
+    """Milvus Lite, a flat index: the scripts load a collection with pymilvus and search it
+    (similarity, and MMR over its candidates) as the sweep did."""
+    space = tmp_path / "space.yaml"
+    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
+    lite = {"RAGSWEEP_MILVUS_LITE_DIR": str(tmp_path)}
+    run = sweep(
+        tmp_path / "runs", "--space", str(space), "--search-types", "similarity,mmr", env=lite
+    )
+    for folder in patterns_of(run):
+        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+        assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
+        assert settings["milvus_index"]["index_type"] == "FLAT"
+    assert_scripts_reproduce(run, lambda folder: tmp_path / f"{folder.name}.db")
+
+
+def assert_scripts_reproduce(run: Path, index_of) -> None:
+    for folder in patterns_of(run):
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
-        index = tmp_path / folder.name
+        index = index_of(folder)
         built = script(
             folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index)
         )

@@ -89,7 +89,13 @@ class Index:
         if not client.has_collection(COLLECTION):
             return None
         client.load_collection(COLLECTION)
-        rows = client.query(COLLECTION, filter="id >= 0", output_fields=["*"], limit=16384)
+        rows = []
+        pages = client.query_iterator(
+            COLLECTION, batch_size=1000, filter="id >= 0", output_fields=["*"]
+        )
+        while page := pages.next():
+            rows += page
+        pages.close()
         rows.sort(key=lambda r: r["id"])
         chunks = [{"document_id": r["document_id"], "text": r["text"]} for r in rows]
         return cls(chunks, np.asarray([r["vector"] for r in rows], np.float32), client)
