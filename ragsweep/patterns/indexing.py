@@ -5,7 +5,7 @@
 Reproduces what ragsweep did for this pattern (the settings below): the same text
 extraction, the same llama-index splitter counting the embedding model's own tokens, the
 same passage prefix and the same model. PATH is a folder (the memory store: the chunks and
-their vectors) or, for Milvus, a Milvus Lite ``.db`` file or a server URI (``http://...``;
+their vectors) or, for Milvus, a Milvus Lite database (a ``.db`` path) or a server URI (``http://...``;
 token in ``MILVUS_TOKEN``). Needs llama-index, sentence-transformers and, for Milvus,
 pymilvus; not ragsweep.
 """

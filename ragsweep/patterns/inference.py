@@ -83,7 +83,7 @@ class Index:
     def load_milvus(cls, uri: str) -> Index | None:
         from pymilvus import MilvusClient
 
-        if uri.endswith(".db") and not Path(uri).is_file():
+        if uri.endswith(".db") and not Path(uri).exists():
             return None
         client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
         if not client.has_collection(COLLECTION):
