@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep.errors import RagsweepError
-from ragsweep.patterns import check_count
+from ragsweep.patterns import SCRIPTS, check_count, fill
 from ragsweep.schemas import read_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,13 +30,15 @@ def offline_env() -> dict[str, str]:
     return {**env, "HF_HUB_OFFLINE": "1"}
 
 
-def script(path: Path, *args: str) -> subprocess.CompletedProcess:
+def script(
+    path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", WITHOUT_RAGSWEEP, str(path), *args],
         capture_output=True,
         text=True,
         timeout=600,
-        env=offline_env(),
+        env={**offline_env(), **(env or {})},
     )
 
 
@@ -113,10 +115,55 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
     assert searched == SEARCH_TYPES
 
 
-def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, tmp_path):
+@pytest.fixture(scope="module")
+def indexes(run_dir, tmp_path_factory) -> dict[str, Path]:
+    """Each pattern's index, built by its indexing.py: pattern name -> index folder."""
+    root = tmp_path_factory.mktemp("indexes")
+    return {folder.name: build(folder, root / folder.name) for folder in patterns_of(run_dir)}
+
+
+def build(folder: Path, index: Path) -> Path:
+    built = script(folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index))
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "indexed 221 chunks of 21 documents" in built.stdout
+    return index
+
+
+def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, indexes):
     """Every pattern (similarity, MMR, hybrid), every question of the test set: the chunks
     inference.py prints are the ones the sweep retrieved, in its order."""
-    assert_scripts_reproduce(run_dir, lambda folder: tmp_path / folder.name)
+    assert_scripts_reproduce(run_dir, indexes)
+
+
+def test_inference_answers_with_the_patterns_model_and_prompt(
+    run_dir, indexes, llm_server, tmp_path
+):
+    """A pattern that answers with ``llm:<model>``: one more line, the model's answer, asked
+    with the pattern's system prompt and its template filled with the retrieved chunks."""
+    folder = patterns_of(run_dir)[0]
+    settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+    settings.update(answerer="llm:answerer", system_prompt="Answer from the context only.")
+    asking = tmp_path / "asking"
+    asking.mkdir()
+    for name in SCRIPTS:
+        (asking / name).write_text(fill(name, settings))
+    question = "How long are deleted files kept?"
+    endpoint = {"RAGSWEEP_LLM_BASE_URL": llm_server.url, "RAGSWEEP_LLM_API_KEY": "sk-pattern"}
+    asked = script(
+        asking / "inference.py", "--index", str(indexes[folder.name]), question, env=endpoint
+    )
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    *hits, last = [json.loads(line) for line in asked.stdout.splitlines()]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert set(last) == {"question", "answer"} and last["question"] == question
+    [request] = llm_server.requests
+    assert request["model"] == "answerer"
+    system, user = request["messages"]
+    assert system == {"role": "system", "content": "Answer from the context only."}
+    context = "\n\n".join(h["text"] for h in hits)
+    assert user["content"] == f"Context:\n{context}\n\nQuestion: {question}\n\nAnswer:"
+    assert last["answer"] and last["answer"] in context
+    assert llm_server.authorizations == ["Bearer sk-pattern"]
 
 
 def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_path):
@@ -132,18 +179,16 @@ def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_
         settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
         assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
         assert settings["milvus_index"]["index_type"] == "FLAT"
-    assert_scripts_reproduce(run, lambda folder: tmp_path / f"{folder.name}.db")
+    built = {p.name: build(p, tmp_path / f"{p.name}.db") for p in patterns_of(run)}
+    assert_scripts_reproduce(run, built)
 
 
-def assert_scripts_reproduce(run: Path, index_of) -> None:
+def assert_scripts_reproduce(run: Path, indexes: dict[str, Path]) -> None:
+    """inference.py of each pattern of ``run``, on its index, asked every question of the
+    test set, prints the chunks the sweep retrieved for it, best first."""
     for folder in patterns_of(run):
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
-        index = index_of(folder)
-        built = script(
-            folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index)
-        )
-        assert built.returncode == 0, built.stderr[-3000:]
-        assert "indexed 221 chunks of 21 documents" in built.stdout
+        index = indexes[folder.name]
         asked = script(
             folder / "inference.py", "--index", str(index), *[e["question"] for e in evaluated]
         )
