@@ -274,6 +274,8 @@ def run(
     run_dir = run_local(settings, output, store_url=url)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
+    if patterns:
+        typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if baseline:
         from ragsweep.regression import resolve_baseline
         from ragsweep.schemas import read_table

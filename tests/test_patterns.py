@@ -55,6 +55,7 @@ def sweep(out: Path, *options: str, env: dict[str, str] | None = None) -> Path:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     [run] = out.iterdir()
+    assert f"patterns: {run / 'patterns'}" in result.stdout
     return run
 
 

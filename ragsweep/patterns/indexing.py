@@ -73,8 +73,8 @@ def read_documents(root: Path) -> list[tuple[str, str]]:
             continue
         try:
             text = extract(path.read_bytes())
-        except ValueError as exc:
-            print(f"skipped {doc_id}: {exc}", file=sys.stderr)
+        except Exception as exc:  # unreadable: skipped, as ragsweep skips it
+            print(f"skipped {doc_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         if text.strip():
             documents.append((doc_id, text))
