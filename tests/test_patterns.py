@@ -1,6 +1,8 @@
 """Patterns you can run: a run folder holds its best configurations as pattern folders, and
 their scripts, run without ragsweep, retrieve what the sweep retrieved."""
 
+import ast
+import inspect
 import json
 import os
 import subprocess
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep import embedding, patterns, retrieval, sources, text
 from ragsweep.errors import RagsweepError
 from ragsweep.patterns import SCRIPTS, check_count, fill
 from ragsweep.schemas import read_table
@@ -234,3 +237,42 @@ def test_run_refuses_a_negative_count_of_patterns(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "error: --patterns: expected 0 or a positive number" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+class Names(dict):
+    """A namespace in which every unknown name is its own text (``extract_plain``)."""
+
+    def __missing__(self, name: str) -> str:
+        return name
+
+
+def template_constants(name: str) -> dict[str, object]:
+    """The upper-case constants of the script template ``name`` made of literals, set() and
+    frozenset() (a function named in one stands for itself, as its name)."""
+    tree = ast.parse((Path(patterns.__file__).parent / name).read_text())
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id.isupper() and node.value is not None:
+                known = Names(set=set, frozenset=frozenset)
+                try:
+                    found[target.id] = eval(ast.unparse(node.value), {}, known)
+                except (AttributeError, TypeError):
+                    continue  # e.g. re.compile(...): not a copied constant
+    return found
+
+
+def test_the_scripts_copy_ragsweeps_constants():
+    """What the scripts copy from ragsweep (stop words, HTML blocks, depths, batch size,
+    readable formats, the hybrid's rrf_k) is what ragsweep uses."""
+    indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
+    assert indexing["BATCH"] == embedding.BATCH
+    assert indexing["PARAGRAPH_TAGS"] == sources._PARAGRAPH_TAGS
+    assert indexing["LINE_TAGS"] == sources._LINE_TAGS
+    assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
+    assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
+    assert inference["FUSION_DEPTH"] == retrieval.FUSION_DEPTH
+    assert inference["STOPWORDS"] == text.STOPWORDS
+    rrf_k = inspect.signature(retrieval.hybrid).parameters["rrf_k"].default
+    assert rrf_k == patterns.RRF_K
