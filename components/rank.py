@@ -1,5 +1,5 @@
 from kfp import dsl
-from kfp.dsl import HTML, Dataset, Input, Markdown, Metrics, Output
+from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Output
 
 from ragsweep.components import BASE_IMAGE
 
@@ -29,6 +29,8 @@ def rank(
     report: Output[HTML],
     summary: Output[Markdown],
     best: Output[Metrics],
+    rag_patterns: Output[Artifact],
+    patterns: int = 3,
 ):
     """Rank every configuration by ``optimization_metric`` with intervals and paired tests;
     the run's settings record the sweep key, a hash of the ``questions``' and ``documents``'
@@ -37,11 +39,15 @@ def rank(
     Outputs: Arrow artifacts ``leaderboard`` (run settings in its metadata), ``results``
     (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
     (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
-    best configuration's figures as ``best`` metrics.
+    best configuration's figures as ``best`` metrics; ``rag_patterns``, a folder holding
+    the ``patterns`` best configurations as runnable patterns (``ragsweep.patterns``).
     """
+    from pathlib import Path
+
     from ragsweep.errors import pipeline_step
     from ragsweep.leaderboard import build_board
     from ragsweep.llm import LLMSettings
+    from ragsweep.patterns import write_patterns
     from ragsweep.qagen import QASettings
     from ragsweep.report import best_metrics, render_html, render_markdown
     from ragsweep.schemas import read_table, write_table
@@ -64,13 +70,15 @@ def rank(
             qa_generation=QASettings.from_dict(qa_generation),
         )
         testset = read_table(questions.path, "testset")
+        answered = read_table(answers.path, "answers")
+        texts = read_table(documents.path, "documents")
         board = build_board(
             read_table(scores.path, "scores"),
-            read_table(answers.path, "answers"),
+            answered,
             testset,
             settings.space.all_configs(),
             optimization_metric,
-            settings=settings.record(testset, read_table(documents.path, "documents")),
+            settings=settings.record(testset, texts),
         )
         tables = {"leaderboard": leaderboard, "results": results, "breakdown": breakdown}
         for kind, artifact in {**tables, "failures": failures}.items():
@@ -81,3 +89,15 @@ def rank(
             f.write(render_markdown(board))
         for name, value in best_metrics(board).items():
             best.log_metric(name, value)
+        written = write_patterns(
+            Path(rag_patterns.path),
+            board.leaderboard,
+            board.results,
+            answered,
+            testset,
+            texts,
+            settings.space,
+            settings.llm,
+            patterns,
+        )
+        rag_patterns.metadata["patterns"] = [p.name for p in written]

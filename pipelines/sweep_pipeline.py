@@ -8,7 +8,7 @@ the concept is the same; ``ragsweep.platform`` says how each step runs on OpenSh
 from typing import NamedTuple
 
 from kfp import dsl
-from kfp.dsl import HTML, Dataset
+from kfp.dsl import HTML, Artifact, Dataset
 
 from ragsweep import platform
 from ragsweep.components.build_space import build_space
@@ -25,6 +25,7 @@ from ragsweep.components.retrieve import retrieve
 from ragsweep.components.track import track
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
+from ragsweep.patterns import DEFAULT_PATTERNS
 from ragsweep.qagen import QASettings
 from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
@@ -40,6 +41,7 @@ class Results(NamedTuple):
     failures: Dataset
     report: HTML
     testset: Dataset
+    rag_patterns: Artifact
     run_id: str
 
 
@@ -76,6 +78,7 @@ def sweep_pipeline(
     deployed_config: str = "",
     mlflow_tracking_uri: str = "",
     mlflow_secret_name: str = platform.DEFAULT_MLFLOW_CONNECTION,
+    patterns: int = DEFAULT_PATTERNS,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -145,6 +148,9 @@ def sweep_pipeline(
         mlflow_secret_name: The Secret with MLflow's variables (MLFLOW_TRACKING_URI,
             MLFLOW_TRACKING_TOKEN or _USERNAME and _PASSWORD, MLFLOW_EXPERIMENT_NAME), read
             by the track step (optional).
+        patterns: Write the best N configurations as runnable patterns (the rank step's
+            rag_patterns artifact: pattern.json, evaluation_results.json, indexing.py and
+            inference.py per pattern); 0: none.
     """
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
@@ -258,6 +264,7 @@ def sweep_pipeline(
             seed=seed,
             llm=llm,
             qa_generation=qa_generation,
+            patterns=patterns,
         )
     )
     stored = platform.step(
@@ -300,6 +307,7 @@ def sweep_pipeline(
         failures=ranked.outputs["failures"],
         report=ranked.outputs["report"],
         testset=questions.outputs["questions"],
+        rag_patterns=ranked.outputs["rag_patterns"],
         run_id=stored.output,
     )
 

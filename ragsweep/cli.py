@@ -12,6 +12,7 @@ from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
+from ragsweep.patterns import DEFAULT_PATTERNS, check_count
 from ragsweep.space import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CONFIGS,
@@ -195,6 +196,11 @@ def run(
         1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
+    patterns: int = typer.Option(
+        DEFAULT_PATTERNS,
+        help="Write the best N configurations as runnable patterns (pattern.json, "
+        "evaluation_results.json, indexing.py, inference.py) under patterns/. 0: none.",
+    ),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
     llm: str = typer.Option(
         "",
@@ -246,6 +252,7 @@ def run(
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
+    check_count(patterns)
     from ragsweep.answering import uses_model
 
     answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
@@ -321,6 +328,7 @@ def run(
             source="options",
         ),
         parallelism=parallelism,
+        patterns=patterns,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
@@ -338,6 +346,8 @@ def run(
         run_dir = run_local(settings, output, store_url=url, verbose=verbose)
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
+    if patterns:
+        typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if baseline:
         from ragsweep.regression import resolve_baseline
         from ragsweep.schemas import read_table

@@ -4,8 +4,8 @@ Each step runs as a subprocess of this Python environment
 (``kfp.local.SubprocessRunner(use_venv=False)``), ``RunSettings.parallelism`` chunk
 configurations at once, each step with the cores shared between them (``OMP_NUM_THREADS``);
 the artifacts land under the run folder,
-and the leaderboard, per-question results, breakdown, failures and report are exported
-beside them.
+and the leaderboard, per-question results, breakdown, failures, report and the runnable
+patterns (``patterns/``) are exported beside them.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def run_local(
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }
-    if set(results) != {*OUTPUTS, "report", "testset"} or not all(
+    if set(results) != {*OUTPUTS, "report", "testset", "rag_patterns"} or not all(
         p.exists() for p in results.values()
     ):
         if store_url:
@@ -129,6 +129,7 @@ def run_local(
         export(results[name], run_dir / name, kind=name)
     shutil.copyfile(results["report"], run_dir / "report.html")
     export_questions(results["testset"], run_dir / "testset")
+    shutil.copytree(results["rag_patterns"], run_dir / "patterns")
     if task.outputs["run_id"]:
         log.info("stored as run %s in %s", task.outputs["run_id"], store.safe_url(store_url))
     return run_dir

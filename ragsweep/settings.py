@@ -13,6 +13,7 @@ from ragsweep import __version__, statistics
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.llm import LLMSettings
+from ragsweep.patterns import DEFAULT_PATTERNS, check_count
 from ragsweep.qagen import QASettings
 from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, config_id
 
@@ -36,6 +37,7 @@ class RunSettings:
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
     parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
+    patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -51,6 +53,7 @@ class RunSettings:
                 f"not {self.cache_max_gb:g}"
             )
         self.space.check_budget(self.max_configs)
+        check_count(self.patterns)
 
     def pipeline_arguments(self) -> dict[str, Any]:
         """The pipeline's parameters for this run (locations as keys without a bucket)."""
@@ -71,6 +74,7 @@ class RunSettings:
             "keep_collections": self.keep_collections,
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
+            "patterns": self.patterns,
         }
 
     def record(

@@ -143,6 +143,11 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     assert '<table id="leaderboard">' in Path(outputs["report"].path).read_text()
     assert "context_correctness" in Path(outputs["summary"].path).read_text()
     assert outputs["best"].metadata["context_correctness"] == 1.0
+    # the three best as runnable patterns, named by rank and configuration
+    ids = board.column("config_id").to_pylist()
+    named = [f"{rank}-{config_id}" for rank, config_id in enumerate(ids[:3], start=1)]
+    assert outputs["rag_patterns"].metadata["patterns"] == named
+    assert sorted(p.name for p in Path(outputs["rag_patterns"].path).iterdir()) == named
 
 
 def rank_outputs(tmp_path):
@@ -154,6 +159,7 @@ def rank_outputs(tmp_path):
         "report": dsl.HTML(uri=str(tmp_path / "report.html")),
         "summary": dsl.Markdown(uri=str(tmp_path / "summary.md")),
         "best": dsl.Metrics(uri=str(tmp_path / "metrics")),
+        "rag_patterns": dsl.Artifact(uri=str(tmp_path / "rag_patterns")),
     }
 
 

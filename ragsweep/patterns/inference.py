@@ -1,0 +1,260 @@
+"""Ask one ragsweep pattern: retrieve the chunks for a question and, with a model, answer it.
+
+    python inference.py --index PATH "question" ["another question" ...]
+
+Prints one JSON line per retrieved chunk (``question``, ``rank``, ``document_id``, ``text``,
+``score``), best first, as the sweep ranked them for this pattern (the settings below:
+search type and its parameters, Top K, query prefix, distance). When the pattern answers
+with a model (``llm:<model>``) and ``RAGSWEEP_LLM_BASE_URL`` is set (an OpenAI-compatible
+``/v1`` URL; key in ``RAGSWEEP_LLM_API_KEY``), one more line per question holds the
+``answer``. The index is what ``indexing.py`` built. Needs llama-index,
+sentence-transformers and, for Milvus, pymilvus; not ragsweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+from indexing import COLLECTION, embed  # the same embedding as the chunks (beside this file)
+
+SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
+
+FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i in is it its my of on or "
+    "that the their there this to was what when where which who why will with you your".split()
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", required=True, help="the index indexing.py built")
+    parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
+    parser.add_argument("questions", nargs="+", help="the question(s) to ask")
+    args = parser.parse_args()
+    if SETTINGS["reranker"] != "none":
+        print(f"warning: reranker {SETTINGS['reranker']} is not applied here", file=sys.stderr)
+    index = Index.load(args.index)
+    if index is None:
+        print(
+            f"error: --index {args.index}: no index there; build it with indexing.py",
+            file=sys.stderr,
+        )
+        return 2
+    prefix = SETTINGS["query_prefix"]
+    vectors = embed([prefix + q for q in args.questions], args.model)
+    for question, vector in zip(args.questions, vectors, strict=True):
+        found = index.rank(question, vector, SETTINGS["top_k"])
+        for rank, (row, score) in enumerate(found, start=1):
+            line = {"question": question, "rank": rank, **index.chunk(row), "score": score}
+            print(json.dumps(line, ensure_ascii=False))
+        answer = generate(question, [index.chunk(row)["text"] for row, _ in found])
+        if answer is not None:
+            print(json.dumps({"question": question, "answer": answer}, ensure_ascii=False))
+    return 0
+
+
+class Index:
+    """The chunks and their vectors; the vector search of the pattern's store."""
+
+    def __init__(self, chunks: list[dict], vectors: np.ndarray, client=None) -> None:
+        self.chunks, self.vectors, self.client = chunks, vectors, client
+
+    @classmethod
+    def load(cls, where: str) -> Index | None:
+        if SETTINGS["vector_store"] == "milvus":
+            return cls.load_milvus(where)
+        folder = Path(where)
+        if not (folder / "chunks.jsonl").is_file():
+            return None
+        with (folder / "chunks.jsonl").open(encoding="utf-8") as f:
+            chunks = [json.loads(line) for line in f]
+        return cls(chunks, np.load(folder / "vectors.npy"))
+
+    @classmethod
+    def load_milvus(cls, uri: str) -> Index | None:
+        from pymilvus import MilvusClient
+
+        if uri.endswith(".db") and not Path(uri).exists():
+            return None
+        client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+        if not client.has_collection(COLLECTION):
+            return None
+        client.load_collection(COLLECTION)
+        rows = []
+        pages = client.query_iterator(
+            COLLECTION, batch_size=1000, filter="id >= 0", output_fields=["*"]
+        )
+        while page := pages.next():
+            rows += page
+        pages.close()
+        rows.sort(key=lambda r: r["id"])
+        chunks = [{"document_id": r["document_id"], "text": r["text"]} for r in rows]
+        return cls(chunks, np.asarray([r["vector"] for r in rows], np.float32), client)
+
+    def chunk(self, row: int) -> dict:
+        return {"document_id": self.chunks[row]["document_id"], "text": self.chunks[row]["text"]}
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunks, best first (equal scores in chunk order)."""
+        k = min(k, len(self.chunks))
+        if self.client is not None:
+            return self.milvus_nearest(vector, k)
+        scores = self.vectors @ vector
+        if SETTINGS["distance"] == "euclidean":
+            scores = 2 * scores - (self.vectors**2).sum(axis=1) - float(vector @ vector)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(int(i), float(scores[i])) for i in order]
+
+    def milvus_nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        index = SETTINGS["milvus_index"]
+        params = dict(index["search"])
+        if "ef" in params:
+            params["ef"] = max(params["ef"], k)
+        [hits] = self.client.search(
+            COLLECTION,
+            data=[vector],
+            anns_field="vector",
+            limit=k,
+            search_params={"metric_type": index["metric_type"], "params": params},
+        )
+        found = [(int(h["id"]), float(h["distance"])) for h in hits]
+        if SETTINGS["distance"] == "euclidean":  # Milvus's L2: lower is nearer
+            found = [(i, -d) for i, d in found]
+        return sorted(found, key=lambda f: (-f[1], f[0]))  # equal scores in chunk order
+
+    def rank(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        search = SETTINGS["search_type"]
+        if search == "mmr":
+            return self.mmr(vector, k, SETTINGS["mmr_lambda"], SETTINGS["mmr_fetch_k"])
+        if search == "hybrid":
+            return self.hybrid(question, vector, k, SETTINGS["rrf_k"])
+        return self.nearest(vector, k)
+
+    def mmr(self, vector: np.ndarray, k: int, lam: float, fetch_k: int) -> list[tuple[int, float]]:
+        """Maximal marginal relevance over the ``fetch_k`` nearest chunks: each pick is the most
+        similar to the question and the least similar to the chunks picked before it."""
+        candidates = np.array([i for i, _ in self.nearest(vector, max(fetch_k, k))], np.int64)
+        vectors = self.vectors[candidates]
+        relevance = vectors @ vector
+        redundancy = vectors @ vectors.T
+        closest = np.zeros(len(candidates))
+        picked = np.zeros(len(candidates), dtype=bool)
+        out = []
+        for rank in range(min(k, len(candidates))):
+            score = lam * relevance - (1 - lam) * closest
+            score[picked] = -np.inf
+            best = int(np.argmax(score))
+            picked[best] = True
+            out.append((int(candidates[best]), float(score[best])))
+            closest = np.maximum(closest, redundancy[best]) if rank else redundancy[best].copy()
+        return out
+
+    def hybrid(
+        self, question: str, vector: np.ndarray, k: int, rrf_k: int
+    ) -> list[tuple[int, float]]:
+        """The nearest chunks and BM25's best, ``FUSION_DEPTH`` of each, fused by reciprocal
+        rank: a chunk scores the sum of 1 / (rrf_k + its rank) over the rankings holding it."""
+        pool = max(FUSION_DEPTH, k)
+        fused: dict[int, float] = {}
+        for ranking in (self.nearest(vector, pool), self.bm25(question, pool)):
+            for rank, (chunk, _) in enumerate(ranking, start=1):
+                fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (rrf_k + rank)
+        best = sorted(fused, key=lambda c: (-fused[c], c))[:k]
+        return [(c, fused[c]) for c in best]
+
+    def bm25(
+        self, question: str, k: int, k1: float = 1.5, b: float = 0.75
+    ) -> list[tuple[int, float]]:
+        """Okapi BM25 over the chunks' content words: the ``k`` best chunks sharing a word
+        with the question."""
+        if not hasattr(self, "postings"):
+            self.postings: dict[str, dict[int, int]] = {}
+            lengths = np.zeros(len(self.chunks))
+            for row, chunk in enumerate(self.chunks):
+                for word in words(chunk["text"]):
+                    counts = self.postings.setdefault(word, {})
+                    counts[row] = counts.get(row, 0) + 1
+                    lengths[row] += 1
+            self.norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+        n = len(self.chunks)
+        scores = np.zeros(n)
+        for word in set(words(question)):
+            counts = self.postings.get(word, {})
+            idf = math.log(1 + (n - len(counts) + 0.5) / (len(counts) + 0.5))
+            for row, tf in counts.items():
+                scores[row] += tf * (k1 + 1) / (tf + self.norm[row]) * idf
+        scores = scores.astype(np.float32)
+        order = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0]
+        return [(i, float(scores[i])) for i in order]
+
+
+# ---- words: the keyword search's tokenizer, as ragsweep's ----------------------------------
+
+CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"
+ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*")
+
+
+def words(text: str) -> list[str]:
+    """Case-folded content words; CJK runs as character pairs; English stop words dropped."""
+    if text.isascii():
+        return [w for w in ASCII_WORD.findall(text.lower()) if w not in STOPWORDS]
+    import regex
+
+    letter = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{CJK}]]"
+    word = regex.compile(rf"(?P<cjk>[{CJK}]+)|{letter}+(?:[._\-]{letter}+)*", regex.VERSION1)
+    accented = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
+    folded = unicodedata.normalize(
+        "NFC", accented.sub(r"\1", unicodedata.normalize("NFKD", text.casefold()))
+    )
+    tokens: list[str] = []
+    for match in word.finditer(folded):
+        run = match.group()
+        if match.group("cjk") is None:
+            if run not in STOPWORDS:
+                tokens.append(run)
+        elif len(run) == 1:
+            tokens.append(run)
+        else:
+            tokens += [run[i : i + 2] for i in range(len(run) - 1)]
+    return tokens
+
+
+# ---- the answer -----------------------------------------------------------------------------
+
+
+def generate(question: str, passages: list[str]) -> str | None:
+    """The pattern's model's answer over ``passages``, with the swept prompt; None when the
+    pattern answers without a model or no endpoint is set."""
+    answerer, base_url = SETTINGS["answerer"], os.environ.get("RAGSWEEP_LLM_BASE_URL")
+    if not answerer.startswith("llm:") or not base_url:
+        return None
+    from llama_index.core.llms import ChatMessage
+    from llama_index.llms.openai_like import OpenAILike
+
+    llm = OpenAILike(
+        model=answerer.removeprefix("llm:"),
+        api_base=base_url.rstrip("/"),
+        api_key=os.environ.get("RAGSWEEP_LLM_API_KEY") or "none",
+        is_chat_model=True,
+        temperature=SETTINGS["temperature"],
+        max_tokens=SETTINGS["max_tokens"],
+    )
+    user = SETTINGS["prompt_template"].replace("{context}", "\n\n".join(passages))
+    messages = [
+        ChatMessage(role="system", content=SETTINGS["system_prompt"]),
+        ChatMessage(role="user", content=user.replace("{question}", question)),
+    ]
+    return llm.chat(messages).message.content
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Patterns you can run: a run folder holds its best configurations as pattern folders, and
+their scripts, run without ragsweep, retrieve what the sweep retrieved."""
+
+import ast
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragsweep import embedding, patterns, retrieval, sources, text
+from ragsweep.errors import RagsweepError
+from ragsweep.patterns import SCRIPTS, check_count, fill
+from ragsweep.schemas import read_table
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+SEARCH_TYPES = {"similarity", "mmr", "hybrid"}
+# runs a pattern's script with ragsweep made unimportable: the scripts must not need it
+WITHOUT_RAGSWEEP = (
+    "import runpy, sys; sys.modules['ragsweep'] = None; script = sys.argv[1]; "
+    "sys.path.insert(0, script.rsplit('/', 1)[0]); sys.argv = sys.argv[1:]; "
+    "runpy.run_path(script, run_name='__main__')"
+)
+
+
+def offline_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSWEEP_LLM")}
+    return {**env, "HF_HUB_OFFLINE": "1"}
+
+
+def script(
+    path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAGSWEEP, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**offline_env(), **(env or {})},
+    )
+
+
+def sweep(out: Path, *options: str, env: dict[str, str] | None = None) -> Path:
+    """Sweep the examples with one chunk set and Top K 3; the run folder."""
+    result = subprocess.run(
+        [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
+        + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
+        + ["--output", str(out), "--no-store", "--cache", "none", *options],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**offline_env(), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run] = out.iterdir()
+    assert f"patterns: {run / 'patterns'}" in result.stdout
+    return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """The three search types in memory: three configurations, three patterns."""
+    out = tmp_path_factory.mktemp("patterns") / "runs"
+    return sweep(out, "--search-types", ",".join(sorted(SEARCH_TYPES)), "--patterns", "3")
+
+
+def patterns_of(run: Path) -> list[Path]:
+    return sorted((run / "patterns").iterdir(), key=lambda p: int(p.name.split("-")[0]))
+
+
+def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard").to_pylist()
+    patterns = patterns_of(run_dir)
+    assert [p.name for p in patterns] == [f"{r['rank']}-{r['config_id']}" for r in board[:3]]
+    results = read_table(run_dir / "results.arrow", "results").to_pylist()
+    metric = "answer_correctness"  # no judge: auto ranks by it
+    for folder, row in zip(patterns, board, strict=False):
+        assert {p.name for p in folder.iterdir()} == {
+            "pattern.json",
+            "evaluation_results.json",
+            "indexing.py",
+            "inference.py",
+        }
+        pattern = json.loads((folder / "pattern.json").read_text())
+        assert pattern["name"] == folder.name
+        assert pattern["settings"]["chunking"] == {
+            "method": "sentence",
+            "chunk_size": 128,
+            "chunk_overlap": row["chunk_overlap"],
+        }
+        assert pattern["settings"]["retrieval"]["number_of_chunks"] == 3
+        assert pattern["settings"]["embedding"]["model_id"] == "all-MiniLM-L6-v2"
+        assert pattern["final_score"] == row[metric]
+        score = pattern["scores"][metric]
+        assert score["ci_low"] <= score["mean"] <= score["ci_high"]
+        assert pattern["ragsweep"]["search_type"] == row["search_type"]
+        assert pattern["ragsweep"]["reranker"] == "none"
+        assert pattern["ragsweep"]["vector_store"] == "memory"
+
+        evaluated = json.loads((folder / "evaluation_results.json").read_text())
+        mine = {r["question_id"]: r for r in results if r["config_id"] == row["config_id"]}
+        assert len(evaluated) == len(mine) == 64
+        for item in evaluated:
+            swept = mine[item["question_id"]]
+            assert item["answer"] == swept["answer"]
+            assert item["scores"][metric] == swept[metric]
+            assert item["correct_answers"] and item["question"]
+            documents = [c["document_id"] for c in item["answer_contexts"]]
+            assert documents == swept["retrieved_doc_ids"]
+            assert all(context["text"].strip() for context in item["answer_contexts"])
+    searched = {
+        json.loads((p / "pattern.json").read_text())["ragsweep"]["search_type"] for p in patterns
+    }
+    assert searched == SEARCH_TYPES
+
+
+@pytest.fixture(scope="module")
+def indexes(run_dir, tmp_path_factory) -> dict[str, Path]:
+    """Each pattern's index, built by its indexing.py: pattern name -> index folder."""
+    root = tmp_path_factory.mktemp("indexes")
+    return {folder.name: build(folder, root / folder.name) for folder in patterns_of(run_dir)}
+
+
+def build(folder: Path, index: Path) -> Path:
+    built = script(folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index))
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "indexed 221 chunks of 21 documents" in built.stdout
+    return index
+
+
+def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, indexes):
+    """Every pattern (similarity, MMR, hybrid), every question of the test set: the chunks
+    inference.py prints are the ones the sweep retrieved, in its order."""
+    assert_scripts_reproduce(run_dir, indexes)
+
+
+def test_inference_answers_with_the_patterns_model_and_prompt(
+    run_dir, indexes, llm_server, tmp_path
+):
+    """A pattern that answers with ``llm:<model>``: one more line, the model's answer, asked
+    with the pattern's system prompt and its template filled with the retrieved chunks."""
+    folder = patterns_of(run_dir)[0]
+    settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+    settings.update(answerer="llm:answerer", system_prompt="Answer from the context only.")
+    asking = tmp_path / "asking"
+    asking.mkdir()
+    for name in SCRIPTS:
+        (asking / name).write_text(fill(name, settings))
+    question = "How long are deleted files kept?"
+    endpoint = {"RAGSWEEP_LLM_BASE_URL": llm_server.url, "RAGSWEEP_LLM_API_KEY": "sk-pattern"}
+    asked = script(
+        asking / "inference.py", "--index", str(indexes[folder.name]), question, env=endpoint
+    )
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    *hits, last = [json.loads(line) for line in asked.stdout.splitlines()]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert set(last) == {"question", "answer"} and last["question"] == question
+    [request] = llm_server.requests
+    assert request["model"] == "answerer"
+    system, user = request["messages"]
+    assert system == {"role": "system", "content": "Answer from the context only."}
+    context = "\n\n".join(h["text"] for h in hits)
+    assert user["content"] == f"Context:\n{context}\n\nQuestion: {question}\n\nAnswer:"
+    assert last["answer"] and last["answer"] in context
+    assert llm_server.authorizations == ["Bearer sk-pattern"]
+
+
+def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_path):
+    """Milvus Lite, a flat index: the scripts load a collection with pymilvus and search it
+    (similarity, and MMR over its candidates) as the sweep did."""
+    space = tmp_path / "space.yaml"
+    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
+    lite = {"RAGSWEEP_MILVUS_LITE_DIR": str(tmp_path)}
+    run = sweep(
+        tmp_path / "runs", "--space", str(space), "--search-types", "similarity,mmr", env=lite
+    )
+    for folder in patterns_of(run):
+        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+        assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
+        assert settings["milvus_index"]["index_type"] == "FLAT"
+    built = {p.name: build(p, tmp_path / f"{p.name}.db") for p in patterns_of(run)}
+    assert_scripts_reproduce(run, built)
+
+
+def assert_scripts_reproduce(run: Path, indexes: dict[str, Path]) -> None:
+    """inference.py of each pattern of ``run``, on its index, asked every question of the
+    test set, prints the chunks the sweep retrieved for it, best first."""
+    for folder in patterns_of(run):
+        evaluated = json.loads((folder / "evaluation_results.json").read_text())
+        index = indexes[folder.name]
+        asked = script(
+            folder / "inference.py", "--index", str(index), *[e["question"] for e in evaluated]
+        )
+        assert asked.returncode == 0, asked.stderr[-3000:]
+        found: list[list[dict]] = []
+        for line in asked.stdout.splitlines():
+            hit = json.loads(line)
+            assert set(hit) == {"question", "rank", "document_id", "text", "score"}
+            if hit["rank"] == 1:
+                found.append([])
+            found[-1].append({"text": hit["text"], "document_id": hit["document_id"]})
+        assert len(found) == len(evaluated)
+        for item, retrieved in zip(evaluated, found, strict=True):
+            assert retrieved == item["answer_contexts"], (folder.name, item["question"])
+
+
+def test_indexing_without_its_docs_folder_is_a_clear_error(run_dir, tmp_path):
+    folder = patterns_of(run_dir)[0]
+    result = script(folder / "indexing.py", "--docs", str(tmp_path / "nowhere"), "--index", "x")
+    assert result.returncode == 2
+    assert "error: --docs" in result.stderr and "no such folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = script(folder / "inference.py", "--index", str(tmp_path / "none"), "question?")
+    assert result.returncode == 2
+    assert "no index there" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("bad", [-1, True, "3"])
+def test_a_count_of_patterns_is_zero_or_more(bad):
+    with pytest.raises(RagsweepError, match="--patterns"):
+        check_count(bad)
+    assert check_count(0) == 0
+
+
+def test_run_refuses_a_negative_count_of_patterns(tmp_path):
+    result = subprocess.run(
+        [RAGSWEEP, "run", "--docs", str(tmp_path), "--testset", "t.json", "--patterns", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: --patterns: expected 0 or a positive number" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+class Names(dict):
+    """A namespace in which every unknown name is its own text (``extract_plain``)."""
+
+    def __missing__(self, name: str) -> str:
+        return name
+
+
+def template_constants(name: str) -> dict[str, object]:
+    """The upper-case constants of the script template ``name`` made of literals, set() and
+    frozenset() (a function named in one stands for itself, as its name)."""
+    tree = ast.parse((Path(patterns.__file__).parent / name).read_text())
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id.isupper() and node.value is not None:
+                known = Names(set=set, frozenset=frozenset)
+                try:
+                    found[target.id] = eval(ast.unparse(node.value), {}, known)
+                except (AttributeError, TypeError):
+                    continue  # e.g. re.compile(...): not a copied constant
+    return found
+
+
+def test_the_scripts_copy_ragsweeps_constants():
+    """What the scripts copy from ragsweep (stop words, HTML blocks, depths, batch size,
+    readable formats, the hybrid's rrf_k) is what ragsweep uses."""
+    indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
+    assert indexing["BATCH"] == embedding.BATCH
+    assert indexing["PARAGRAPH_TAGS"] == sources._PARAGRAPH_TAGS
+    assert indexing["LINE_TAGS"] == sources._LINE_TAGS
+    assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
+    assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
+    assert inference["FUSION_DEPTH"] == retrieval.FUSION_DEPTH
+    assert inference["STOPWORDS"] == text.STOPWORDS
+    rrf_k = inspect.signature(retrieval.hybrid).parameters["rrf_k"].default
+    assert rrf_k == patterns.RRF_K
