@@ -13,8 +13,8 @@ import yaml
 from ragsweep.openshift import DSPA_GROUP, default_image
 from ragsweep.platform import (
     DEFAULT_CONNECTION,
-    DEFAULT_STORE_CONNECTION,
     DEFAULT_MLFLOW_CONNECTION,
+    DEFAULT_STORE_CONNECTION,
     DEFAULT_VECTOR_STORE_CONNECTION,
     MLFLOW_CONNECTION_KEYS,
     S3_CONNECTION_KEYS,
