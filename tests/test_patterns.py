@@ -187,14 +187,40 @@ def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_
     assert_scripts_reproduce(run, built)
 
 
-def assert_scripts_reproduce(run: Path, indexes: dict[str, Path]) -> None:
+def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did(
+    llm_server, tmp_path
+):
+    """Winners with a reranker (rerank:<model> at the scripted /rerank endpoint): the scripts
+    hand the search's first rerank_fetch_k chunks to the endpoint and keep its order."""
+    endpoint = {"RAGSWEEP_RERANK_BASE_URL": llm_server.url}
+    options = ["--search-types", "similarity,mmr", "--rerankers", "rerank:overlap"]
+    run = sweep(tmp_path / "runs", *options, env=endpoint)
+    folders = patterns_of(run)
+    for folder in folders:
+        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+        assert (settings["reranker"], settings["rerank_fetch_k"]) == ("rerank:overlap", 20)
+    index = build(folders[0], tmp_path / "index")  # one chunk set: one index serves both
+    asked_by_sweep = len(llm_server.reranked)
+    assert_scripts_reproduce(run, dict.fromkeys([f.name for f in folders], index), endpoint)
+    by_scripts = llm_server.reranked[asked_by_sweep:]
+    assert len(by_scripts) == 2 * 64  # each pattern, each question
+    assert {len(r["documents"]) for r in by_scripts} == {20}
+
+
+def assert_scripts_reproduce(
+    run: Path, indexes: dict[str, Path], env: dict[str, str] | None = None
+) -> None:
     """inference.py of each pattern of ``run``, on its index, asked every question of the
     test set, prints the chunks the sweep retrieved for it, best first."""
     for folder in patterns_of(run):
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
         index = indexes[folder.name]
         asked = script(
-            folder / "inference.py", "--index", str(index), *[e["question"] for e in evaluated]
+            folder / "inference.py",
+            "--index",
+            str(index),
+            *[e["question"] for e in evaluated],
+            env=env,
         )
         assert asked.returncode == 0, asked.stderr[-3000:]
         found: list[list[dict]] = []

@@ -55,6 +55,7 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         "top_k": row["top_k"],
         "search_type": row["search_type"],
         "reranker": row.get("reranker") or NO_RERANKER,
+        "rerank_fetch_k": row.get("rerank_fetch_k"),
         "answerer": row["answerer"],
         "temperature": llm.temperature,
         "max_tokens": llm.max_tokens,

@@ -4,22 +4,27 @@
 
 Prints one JSON line per retrieved chunk (``question``, ``rank``, ``document_id``, ``text``,
 ``score``), best first, as the sweep ranked them for this pattern (the settings below:
-search type and its parameters, Top K, query prefix, distance). When the pattern answers
-with a model (``llm:<model>``) and ``RAGSWEEP_LLM_BASE_URL`` is set (an OpenAI-compatible
-``/v1`` URL; key in ``RAGSWEEP_LLM_API_KEY``), one more line per question holds the
-``answer``. The index is what ``indexing.py`` built. Needs llama-index,
-sentence-transformers and, for Milvus, pymilvus; not ragsweep.
+search type and its parameters, reranker, Top K, query prefix, distance). A reranker
+``rerank:<model>`` is asked at ``RAGSWEEP_RERANK_BASE_URL`` (key
+``RAGSWEEP_RERANK_API_KEY``), else at the LLM's URL and key; ``cross-encoder:/folder`` is
+read from that folder. When the pattern answers with a model (``llm:<model>``) and
+``RAGSWEEP_LLM_BASE_URL`` is set (an OpenAI-compatible ``/v1`` URL; key in
+``RAGSWEEP_LLM_API_KEY``), one more line per question holds the ``answer``. The index is
+what ``indexing.py`` built. Needs llama-index, sentence-transformers and, for Milvus,
+pymilvus; not ragsweep.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import re
 import sys
 import unicodedata
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +45,6 @@ def main() -> int:
     parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
     parser.add_argument("questions", nargs="+", help="the question(s) to ask")
     args = parser.parse_args()
-    if SETTINGS["reranker"] != "none":
-        print(f"warning: reranker {SETTINGS['reranker']} is not applied here", file=sys.stderr)
     index = Index.load(args.index)
     if index is None:
         print(
@@ -132,6 +135,16 @@ class Index:
         return sorted(found, key=lambda f: (-f[1], f[0]))  # equal scores in chunk order
 
     def rank(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunks: the search's, or its first ``rerank_fetch_k`` reordered by
+        the reranker's scores (equal scores in the search's order)."""
+        if SETTINGS["reranker"] == "none":
+            return self.search(question, vector, k)
+        found = self.search(question, vector, SETTINGS["rerank_fetch_k"])
+        scores = rerank(question, [self.chunks[row]["text"] for row, _ in found])
+        order = sorted(range(len(found)), key=lambda j: -scores[j])
+        return [(found[j][0], scores[j]) for j in order][:k]
+
+    def search(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         search = SETTINGS["search_type"]
         if search == "mmr":
             return self.mmr(vector, k, SETTINGS["mmr_lambda"], SETTINGS["mmr_fetch_k"])
@@ -226,6 +239,47 @@ def words(text: str) -> list[str]:
         else:
             tokens += [run[i : i + 2] for i in range(len(run) - 1)]
     return tokens
+
+
+# ---- the reranker ----------------------------------------------------------------------------
+
+
+def rerank(question: str, texts: list[str]) -> list[float]:
+    """The pattern's reranker's score of each of ``texts`` for ``question``."""
+    kind, _, argument = SETTINGS["reranker"].partition(":")
+    if kind == "cross-encoder":
+        pairs = [(question, text) for text in texts]
+        scores = cross_encoder(argument).predict(pairs, batch_size=32, show_progress_bar=False)
+        return np.asarray(scores, np.float64).reshape(len(texts), -1)[:, -1].tolist()
+    base_url = os.environ.get("RAGSWEEP_RERANK_BASE_URL")
+    key = os.environ.get("RAGSWEEP_RERANK_API_KEY")
+    if not base_url:  # the LLM endpoint's URL, and its key only with it
+        base_url, key = (
+            os.environ.get("RAGSWEEP_LLM_BASE_URL"),
+            os.environ.get("RAGSWEEP_LLM_API_KEY"),
+        )
+    if not base_url:
+        sys.exit(f"error: reranker {SETTINGS['reranker']}: set RAGSWEEP_RERANK_BASE_URL")
+    body = {"model": argument, "query": question, "documents": texts, "top_n": len(texts)}
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/rerank",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"}
+        | ({"Authorization": f"Bearer {key}"} if key else {}),
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results = json.load(response)["results"]
+    scores = [0.0] * len(texts)
+    for result in results:
+        scores[int(result["index"])] = float(result["relevance_score"])
+    return scores
+
+
+@functools.cache
+def cross_encoder(folder: str):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(folder, local_files_only=True)
 
 
 # ---- the answer -----------------------------------------------------------------------------
