@@ -371,7 +371,8 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     from kfp import dsl
 
     from ragsweep.components.chunk_embed import chunk_embed
-    from ragsweep.schemas import DOCUMENTS, read_table, write_table
+    from ragsweep.fanout import read_chunk_set
+    from ragsweep.schemas import DOCUMENTS, write_table
     from ragsweep.space import SearchSpace
 
     documents = dsl.Dataset(uri=str(tmp_path / "documents"))
@@ -385,12 +386,13 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
         chunks = dsl.Dataset(uri=str(tmp_path / f"chunks-{cap}"))
         chunk_embed.python_func(
             documents=documents,
-            chunk_config=chunk_config,
+            chunk_group={"group": 0, "chunk_configs": [chunk_config]},
             embedding_cache=str(cache),
+            sharded=dsl.Dataset(uri=str(tmp_path / "no-shards")),
             chunks=chunks,
             cache_max_gb=cap,
         )
-        assert read_table(chunks.path, "chunks").num_rows >= 2
+        assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 2
         return [p.name for p in cache.glob("*/*.arrow")]
 
     assert len(shards_after(0.0)) == 1  # no cap: the step's shard is kept

@@ -1,0 +1,57 @@
+"""Sharded embedding, run by kfp.local: documents above the threshold are embedded by the
+shard loop's steps, and the chunk sets' own step embeds nothing they embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+from test_pipeline import example_subset, ragsweep
+
+from ragsweep.schemas import read_table
+
+
+def step_logs(log: str, task: str) -> list[str]:
+    """What each run of ``task`` wrote, from kfp.local's log of a run one task at a time."""
+    pattern = rf"Executing task '{task}'(.*?)Task '{task}' finished"
+    return re.findall(pattern, log, flags=re.S)
+
+
+def sweep(tmp_path: Path, docs: Path, testset: Path, shard_bytes: int) -> Path:
+    output = tmp_path / f"runs-{shard_bytes}"
+    result = ragsweep(
+        "run",
+        *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"),
+        *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
+        *("--embedding-shard-bytes", str(shard_bytes), "--output", str(output)),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = output.iterdir()
+    return run_dir
+
+
+def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(tmp_path):
+    docs, testset = example_subset(tmp_path)
+    total = sum(len(p.read_text().encode()) for p in docs.rglob("*") if p.is_file())
+    whole = sweep(tmp_path, docs, testset, 0)
+    sharded = sweep(tmp_path, docs, testset, total // 2)
+
+    log = (whole / "pipeline.log").read_text()
+    [placeholder] = step_logs(log, "embed-shard")  # the loop runs once, embedding nothing
+    assert "embeddings:" not in placeholder
+    [chunk_embed] = step_logs(log, "chunk-embed")  # one group: both chunk sets, one process
+    assert len(re.findall(r"embeddings: \d+ from the cache, [1-9]\d* new", chunk_embed)) == 2
+
+    log = (sharded / "pipeline.log").read_text()
+    shards = step_logs(log, "embed-shard")
+    assert len(shards) >= 2 * 2  # 2 chunk sets x at least 2 document shards
+    assert all(re.search(r"embeddings: \d+ from the cache, [1-9]\d* new", s) for s in shards)
+    [chunk_embed] = step_logs(log, "chunk-embed")
+    assert re.findall(r"embeddings: (\d+) from the cache, (\d+) new", chunk_embed) == [
+        (n, "0") for n, _ in re.findall(r"embeddings: (\d+) from the cache", chunk_embed)
+    ]
+    assert len(re.findall(r"embeddings: [1-9]\d* from the cache, 0 new", chunk_embed)) == 2
+
+    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, sharded)]
+    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
+    for metric in ("context_correctness", "answer_correctness", "document_recall"):
+        assert boards[1][metric].to_pylist() == pytest.approx(boards[0][metric].to_pylist())
