@@ -103,7 +103,8 @@ def test_shard_vectors_serve_every_chunk_and_the_model_embeds_nothing_more(tmp_p
         grouped = fanout.read_chunk_set(tmp_path / "chunks", config["chunk_config_id"])
         same = ["chunk_id", "doc_id", "start", "end", "text"]
         assert grouped.select(same).equals(alone.select(same))
-        for a, b in zip(grouped["embedding"].to_pylist(), alone["embedding"].to_pylist()):
+        pairs = zip(grouped["embedding"].to_pylist(), alone["embedding"].to_pylist(), strict=True)
+        for a, b in pairs:
             assert a == pytest.approx(b, abs=1e-5)
 
 
