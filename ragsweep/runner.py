@@ -1,8 +1,9 @@
 """Run the ragsweep pipeline on this machine with Kubeflow's local runner, no cluster.
 
 Each step runs as a subprocess of this Python environment
-(``kfp.local.SubprocessRunner(use_venv=False)``), ``RunSettings.parallelism`` chunk
-configurations at once, each step with the cores shared between them (``OMP_NUM_THREADS``);
+(``kfp.local.SubprocessRunner(use_venv=False)``); the chunk configurations are dealt into
+``RunSettings.parallelism`` groups (at most ``LOCAL_MAX_BRANCHES``) that run at once, each
+step with the cores shared between them (``OMP_NUM_THREADS``);
 the artifacts land under the run folder,
 and the leaderboard, per-question results, breakdown, failures and report are exported
 beside them.
@@ -95,7 +96,8 @@ def run_local(settings: RunSettings, output: Path, store_url: str | None = None)
         # the steps deliberately run in this environment, not in the image they name
         warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
         with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-            task = for_local_run(sweep_pipeline, settings.parallelism)(**arguments)
+            branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
+            task = for_local_run(sweep_pipeline, branches)(**arguments)
     results = {
         name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
     }
