@@ -142,7 +142,8 @@ def retrieve_group(
         chunk_config = chunk_config_from(chunk_config)
         chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
         tables.append(retrieve(chunks, testset, space, chunk_config, cache, keep_collections))
-    return pa.concat_tables(tables)
+    # one chunk of each column: an IPC file holds one dictionary of passages per column
+    return pa.concat_tables(tables).combine_chunks()
 
 
 def retrieve(
