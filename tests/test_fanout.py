@@ -5,7 +5,7 @@ import pytest
 
 from ragsweep import fanout
 from ragsweep.embedcache import EmbeddingCache
-from ragsweep.schemas import write_table
+from ragsweep.schemas import read_table, write_table
 from ragsweep.space import SearchSpace
 from ragsweep.sweep import build_chunk_sets, build_chunks, embed_shard, retrieve, retrieve_group
 
@@ -138,6 +138,9 @@ def test_a_group_retrieves_as_its_chunk_sets_do_one_by_one(tmp_path, space):
     keep = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
     assert grouped.select(keep).equals(pa.concat_tables(alone).select(keep))
     assert grouped.num_rows == len(space.all_configs()) * 2
+    # one artifact for the group, though each chunk set has its own passages
+    written = read_table(write_table(grouped, tmp_path / "retrievals", "retrievals"), "retrievals")
+    assert written["passages"].to_pylist() == grouped["passages"].to_pylist()
 
 
 def test_a_chunks_folder_missing_a_set_names_it(tmp_path):
