@@ -10,6 +10,7 @@ def chunk_embed(
     chunk_group: dict,
     embedding_cache: str,
     sharded: Input[Dataset],
+    questions: Input[Dataset],
     chunks: Output[Dataset],
     cache_max_gb: float = 0.0,
 ):
@@ -17,10 +18,11 @@ def chunk_embed(
     item), one at a time, and embed every chunk: first from the vectors the shard steps
     computed (``sharded``, read only), then from ``embedding_cache`` (a folder or s3://
     prefix; empty: a folder of this step's own), kept under ``cache_max_gb`` GB by evicting
-    the least recently used (0: no cap); the model embeds the rest, loaded once.
+    the least recently used (0: no cap); the model embeds the rest, loaded once, and the
+    test set's ``questions``.
 
     Output: ``chunks``, a folder of one Arrow artifact of kind chunks (text, character span,
-    embedding) per chunk configuration, named by its id.
+    embedding) per chunk configuration, named by its id, and the questions' vectors.
     """
     import tempfile
 
@@ -35,4 +37,5 @@ def chunk_embed(
             chunk_group["chunk_configs"],
             EmbeddingCache(embedding_cache or scratch, cache_max_gb, tiers=[sharded.path]),
             chunks.path,
+            read_table(questions.path, "testset"),
         )

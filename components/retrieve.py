@@ -18,8 +18,9 @@ def retrieve(
     of ``chunk_group`` (one chunk set of ``chunks`` at a time), in the space ``build_space``
     validated (its ``configs`` artifact): each chunk set is loaded into each vector store
     and index of the space (connections from the RAGSWEEP_<STORE>_* environment), and its
-    collections dropped unless ``keep_collections``; questions are embedded through
-    ``embedding_cache`` (a folder or s3:// prefix; empty: none).
+    collections dropped unless ``keep_collections``; the questions' vectors come with the
+    chunks (else through ``embedding_cache``, a folder or s3:// prefix; empty: none), so
+    the model is not loaded.
 
     Output: ``retrievals``, an Arrow artifact of kind retrievals (one row per config x
     question: the retrieved chunks, their documents and texts, the store's recall against
@@ -27,6 +28,7 @@ def retrieve(
     """
     from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
+    from ragsweep.fanout import question_vectors
     from ragsweep.schemas import read_table, write_table
     from ragsweep.space import space_of
     from ragsweep.sweep import retrieve_group
@@ -37,7 +39,7 @@ def retrieve(
             read_table(questions.path, "testset"),
             space_of(read_table(configs.path, "configs")),
             chunk_group["chunk_configs"],
-            EmbeddingCache(embedding_cache),
+            EmbeddingCache(embedding_cache, tiers=[question_vectors(chunks.path)]),
             keep_collections,
         )
         write_table(table, retrievals.path, "retrievals")

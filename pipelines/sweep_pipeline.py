@@ -224,6 +224,7 @@ def sweep_pipeline(
                 chunk_group=chunk_group,
                 embedding_cache=embedding_cache,
                 sharded=sharded.outputs["embeddings"],
+                questions=questions.outputs["questions"],  # embedded here, read by retrieve
                 cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache

@@ -108,6 +108,11 @@ def chunk_set_path(folder: str | Path, chunk_config_id: str) -> Path:
     return Path(folder) / f"{chunk_config_id}.arrow"
 
 
+def question_vectors(folder: str | Path) -> Path:
+    """Where a group's chunks folder keeps its questions' vectors (embedding-cache layout)."""
+    return Path(folder) / "questions"
+
+
 def write_chunk_set(table: pa.Table, folder: str | Path, chunk_config_id: str) -> Path:
     """Write one chunk set into a group's chunks folder."""
     return write_table(table, chunk_set_path(folder, chunk_config_id), "chunks")

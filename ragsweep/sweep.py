@@ -91,17 +91,26 @@ def build_chunk_sets(
     chunk_configs: list[dict[str, Any]],
     cache: EmbeddingCache,
     folder: str | Path,
+    testset: pa.Table | None = None,
 ) -> list[str]:
     """Build the chunk set of each of ``chunk_configs`` in turn (``build_chunks``) into
     ``folder``, one file each (``ragsweep.fanout``); the ids written. Only the vectors of the
     set being built are held: those of earlier sets are read back from ``cache`` (a store)
-    when a later set shares their texts."""
+    when a later set shares their texts. With a ``testset``, its questions are embedded too
+    (with each config's query prefix, while the model is loaded) and saved in the folder
+    (``fanout.question_vectors``), so that retrieval needs no model."""
     written = []
+    questions = [with_history(q, h) for q, h in asked(testset)] if testset is not None else []
+    saved, done = EmbeddingCache(fanout.question_vectors(folder)), set()
     for chunk_config in chunk_configs:
         chunk_config = chunk_config_from(chunk_config)
         table = build_chunks(documents, chunk_config, cache)
         fanout.write_chunk_set(table, folder, chunk_config["chunk_config_id"])
         written.append(chunk_config["chunk_config_id"])
+        model, prefix = chunk_config["embedding_model"], chunk_config.get("query_prefix", "")
+        if questions and (model, prefix) not in done:
+            saved.save(model, questions, cache.embed(model, questions, prefix), prefix)
+            done.add((model, prefix))
         if cache.files:
             cache.known.clear()
     return written

@@ -95,6 +95,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         chunk_group=group,
         embedding_cache=cache,
         sharded=sharded,
+        questions=questions,
         chunks=chunks,
     )
     assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 3

@@ -122,9 +122,12 @@ def test_a_group_retrieves_as_its_chunk_sets_do_one_by_one(tmp_path, space):
     )
     chunk_configs = space.chunk_configs()
     cache = EmbeddingCache(tmp_path / "cache")
-    written = build_chunk_sets(DOCS, chunk_configs, cache, tmp_path / "chunks")
+    written = build_chunk_sets(DOCS, chunk_configs, cache, tmp_path / "chunks", testset)
     assert written == [c["chunk_config_id"] for c in chunk_configs]
-    grouped = retrieve_group(tmp_path / "chunks", testset, space, chunk_configs, cache)
+    # the questions' vectors travel with the chunks: retrieval embeds nothing, from no cache
+    reader = EmbeddingCache(tiers=[fanout.question_vectors(tmp_path / "chunks")])
+    grouped = retrieve_group(tmp_path / "chunks", testset, space, chunk_configs, reader)
+    assert reader.encoded == 0 and reader.from_tiers == 2
     alone = [
         retrieve(
             fanout.read_chunk_set(tmp_path / "chunks", c["chunk_config_id"]),
