@@ -57,6 +57,11 @@ def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(tmp_
     embedded = chunk_embeddings(chunk_embed)
     assert len(embedded) == 2 and all(cached > 0 and new == 0 for cached, new in embedded)
 
+    # the questions' vectors came with the chunks: retrieve embedded nothing, loaded no model
+    [retrieve] = step_logs(log, "retrieve")
+    assert re.search(r"embeddings: [1-9]\d* from the cache, 0 new", retrieve)
+    assert not re.search(r"embeddings: \d+ from the cache, [1-9]\d* new", retrieve)
+
     boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, sharded)]
     assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
     for metric in ("context_correctness", "answer_correctness", "document_recall"):
