@@ -164,3 +164,19 @@ def test_a_chunks_folder_missing_a_set_names_it(tmp_path):
     assert fanout.read_chunk_set(tmp_path, "c0").num_rows == 1
     with pytest.raises(Exception, match="c9.arrow"):
         fanout.read_chunk_set(tmp_path, "c9")
+
+
+def test_a_negative_shard_size_is_a_clear_error():
+    from ragsweep.errors import RagsweepError
+    from ragsweep.settings import RunSettings
+
+    with pytest.raises(RagsweepError, match=r"--embedding-shard-bytes\): must be 0"):
+        RunSettings("docs", "testset.json", embedding_shard_bytes=-1)
+    assert (
+        RunSettings("docs", "t.json", embedding_shard_bytes=0).pipeline_arguments()[
+            "embedding_shard_bytes"
+        ]
+        == 0
+    )
+    with pytest.raises(ValueError, match="shard bytes must be 0"):
+        fanout.shard_items(CONFIGS, documents(["a"]), -1)
