@@ -7,25 +7,35 @@ from ragsweep.components import BASE_IMAGE
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def chunk_embed(
     documents: Input[Dataset],
-    chunk_config: dict,
+    chunk_group: dict,
     embedding_cache: str,
+    sharded: Input[Dataset],
+    questions: Input[Dataset],
     chunks: Output[Dataset],
     cache_max_gb: float = 0.0,
 ):
-    """Chunk the documents with one chunk configuration and embed every chunk, reusing the
-    embeddings stored in ``embedding_cache`` (a folder or s3:// prefix; empty: none), kept
-    under ``cache_max_gb`` GB by evicting the least recently used (0: no cap).
+    """Chunk the documents with each chunk configuration of ``chunk_group`` (a ``plan``
+    item), one at a time, and embed every chunk: first from the vectors the shard steps
+    computed (``sharded``, read only), then from ``embedding_cache`` (a folder or s3://
+    prefix; empty: a folder of this step's own), kept under ``cache_max_gb`` GB by evicting
+    the least recently used (0: no cap); the model embeds the rest, loaded once, and the
+    test set's ``questions``.
 
-    Output: ``chunks``, an Arrow artifact of kind chunks (text, character span, embedding).
+    Output: ``chunks``, a folder of one Arrow artifact of kind chunks (text, character span,
+    embedding) per chunk configuration, named by its id, and the questions' vectors.
     """
+    import tempfile
+
     from ragsweep.embedcache import EmbeddingCache
     from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import read_table, write_table
-    from ragsweep.sweep import build_chunks
+    from ragsweep.schemas import read_table
+    from ragsweep.sweep import build_chunk_sets
 
-    with pipeline_step():
-        documents_table = read_table(documents.path, "documents")
-        table = build_chunks(
-            documents_table, chunk_config, EmbeddingCache(embedding_cache, cache_max_gb)
+    with pipeline_step(), tempfile.TemporaryDirectory() as scratch:
+        build_chunk_sets(
+            read_table(documents.path, "documents"),
+            chunk_group["chunk_configs"],
+            EmbeddingCache(embedding_cache or scratch, cache_max_gb, tiers=[sharded.path]),
+            chunks.path,
+            read_table(questions.path, "testset"),
         )
-        write_table(table, chunks.path, "chunks")

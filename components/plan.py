@@ -5,11 +5,14 @@ from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def plan(search_space: dict, questions: Input[Dataset], max_llm_calls: int, llm: dict) -> list:
+def plan(
+    search_space: dict, questions: Input[Dataset], max_llm_calls: int, llm: dict, groups: int = 0
+) -> list:
     """Validate the search space, and the LLM-call budget against the test set (a budget
-    too small stops the run here, before any embedding); list the chunk configurations,
-    one per fan-out branch."""
+    too small stops the run here, before any embedding); deal the chunk configurations
+    into ``groups`` groups, one per fan-out branch (0: one configuration per group)."""
     from ragsweep.errors import pipeline_step
+    from ragsweep.fanout import group_chunk_configs
     from ragsweep.llm import LLMSettings
     from ragsweep.schemas import read_table
     from ragsweep.space import SearchSpace
@@ -21,4 +24,4 @@ def plan(search_space: dict, questions: Input[Dataset], max_llm_calls: int, llm:
         plan_evaluation(
             space.all_configs(), testset.num_rows, LLMSettings.from_dict(llm), max_llm_calls
         )
-        return space.chunk_configs()
+        return group_chunk_configs(space.chunk_configs(), groups)

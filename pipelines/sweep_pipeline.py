@@ -14,15 +14,19 @@ from ragsweep import platform
 from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
+from ragsweep.components.embed_shard import embed_shard
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.generate_qa import generate_qa
 from ragsweep.components.ingest import ingest
 from ragsweep.components.load_testset import load_testset
+from ragsweep.components.merge_shards import merge_shards
 from ragsweep.components.plan import plan
+from ragsweep.components.plan_shards import plan_shards
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.components.track import track
+from ragsweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
 from ragsweep.patterns import DEFAULT_PATTERNS
@@ -68,6 +72,7 @@ def sweep_pipeline(
     skip_unresolved: bool = False,
     embedding_cache: str = "",
     cache_max_gb: float = 0.0,
+    embedding_shard_bytes: int = DEFAULT_SHARD_BYTES,
     llm: dict = DEFAULT_LLM,
     llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
     qa_generation: dict = DEFAULT_QA,
@@ -123,6 +128,9 @@ def sweep_pipeline(
             the input data connection) or a folder; empty: not kept.
         cache_max_gb: The embedding cache's size cap in GB (10^9 bytes): after a write, the
             least recently used shards are deleted until it fits (0: no cap).
+        embedding_shard_bytes: When the documents hold more bytes of text than this, each
+            chunk set is embedded in shards of about this size by parallel steps before
+            its own step, which then embeds nothing they embedded (0: never shard).
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
             system_prompt, prompt_template, concurrency. The answer models are
             generation_models.
@@ -192,26 +200,54 @@ def sweep_pipeline(
             max_configs=optimization_max_rag_patterns,
         )
     )
-    chunk_configs = platform.step(
+    chunk_groups = platform.step(
         plan(
             search_space=space.outputs["search_space"],
             questions=questions.outputs["questions"],
             max_llm_calls=max_llm_calls,
             llm=llm,
+            groups=platform.loop_parallelism(),  # one group per branch that runs at once
         )
     )
 
+    # Beyond one pod: documents larger than embedding_shard_bytes are embedded in shards,
+    # one step each, and gathered by one merge that every chunk_embed reads before it embeds.
+    # The loop is flat and never empty (kfp.local 2.17 collects from neither a nested nor
+    # an empty loop, and no Collected can feed a task inside the next loop: hence the merge).
+    shards = platform.step(
+        plan_shards(
+            search_space=space.outputs["search_space"],
+            documents=inputs.outputs["documents"],
+            embedding_shard_bytes=embedding_shard_bytes,
+        )
+    )
+    with dsl.ParallelFor(shards.output, parallelism=platform.loop_parallelism()) as shard:
+        embedded = platform.step(
+            embed_shard(
+                documents=inputs.outputs["documents"],
+                shard=shard,
+                embedding_cache=embedding_cache,
+                cache_max_gb=cache_max_gb,
+            ),
+            s3_connection=input_data_secret_name,
+            llm_connection=llm_secret_name,
+        )
+    sharded = platform.step(merge_shards(shards=dsl.Collected(embedded.outputs["embeddings"])))
+
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
     # artifacts: retrieve reads the validated space from build_space's configs artifact.
-    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.platform).
+    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.platform); a
+    # branch takes a group of chunk configurations, so each process loads its model once.
     with dsl.ParallelFor(
-        chunk_configs.output, parallelism=platform.loop_parallelism()
-    ) as chunk_config:
+        chunk_groups.output, parallelism=platform.loop_parallelism()
+    ) as chunk_group:
         chunks = platform.step(
             chunk_embed(
                 documents=inputs.outputs["documents"],
-                chunk_config=chunk_config,
+                chunk_group=chunk_group,
                 embedding_cache=embedding_cache,
+                sharded=sharded.outputs["embeddings"],
+                questions=questions.outputs["questions"],  # embedded here, read by retrieve
                 cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
@@ -222,7 +258,7 @@ def sweep_pipeline(
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
                 configs=space.outputs["configs"],
-                chunk_config=chunk_config,
+                chunk_group=chunk_group,
                 embedding_cache=embedding_cache,
                 keep_collections=keep_collections,
             ),

@@ -10,6 +10,7 @@ import typer
 
 from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
+from ragsweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
 from ragsweep.patterns import DEFAULT_PATTERNS, check_count
@@ -195,6 +196,12 @@ def run(
     parallelism: int = typer.Option(
         1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
+    embedding_shard_bytes: int = typer.Option(
+        DEFAULT_SHARD_BYTES,
+        min=0,
+        help="When the documents hold more bytes of text than this, embed each chunk set "
+        "in shards of about this size, one step each. 0: never.",
+    ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     patterns: int = typer.Option(
         DEFAULT_PATTERNS,
@@ -329,6 +336,7 @@ def run(
         ),
         parallelism=parallelism,
         patterns=patterns,
+        embedding_shard_bytes=embedding_shard_bytes,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")

@@ -61,13 +61,22 @@ class EmbeddingCache:
     after a write, least recently used shards are deleted until it fits. ``encoded`` counts
     the texts the model actually embedded; ``vectors_read`` and ``bytes_read`` what lookups
     read from the store (``index_bytes_read`` of it from shard indexes), ``shards_read`` the
-    shards they read rows from.
+    shards they read rows from. ``tiers`` are folders of the same layout read first and
+    never written (the vectors of the pipeline's shard steps); ``from_tiers`` counts the
+    vectors found there.
     """
 
-    def __init__(self, location: str | Path | None = None, max_gb: float = 0.0) -> None:
+    def __init__(
+        self,
+        location: str | Path | None = None,
+        max_gb: float = 0.0,
+        tiers: list[str | Path] | None = None,
+    ) -> None:
         if max_gb < 0:
             raise ValueError(f"max_gb must be 0 (no cap) or more, not {max_gb}")
         self.files = open_files(str(location)) if location else None
+        self.tiers = [EmbeddingCache(tier) for tier in tiers or []]
+        self.from_tiers = 0
         self.max_bytes = int(max_gb * 1e9)
         self.known: dict[str, dict[bytes, np.ndarray]] = {}  # model -> key -> vector
         self.indexes: dict[str, _Index] = {}
@@ -85,6 +94,15 @@ class EmbeddingCache:
         keys = [text_key(text) for text in texts]
         known = self.known.setdefault(model, {})
         wanted = {key: text for key, text in zip(keys, texts, strict=True) if key not in known}
+        for tier in self.tiers:
+            if not wanted:
+                break
+            tier.known.setdefault(model, {})
+            tier._fetch(model, list(wanted))
+            found = {key: tier.known[model].pop(key) for key in wanted if key in tier.known[model]}
+            known.update(found)
+            self.from_tiers += len(found)
+            wanted = {key: text for key, text in wanted.items() if key not in found}
         old_format = False
         if wanted and self.files:
             old_format = self._fetch(model, list(wanted))
@@ -108,6 +126,14 @@ class EmbeddingCache:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([known[key] for key in keys])
+
+    def save(self, model: str, texts: list[str], vectors: np.ndarray, prefix: str = "") -> None:
+        """Store ``vectors`` (one row per text, read by the model after ``prefix``) as one
+        shard, each distinct text once."""
+        keys = [text_key(prefix + text) for text in texts]
+        first = list({key: row for row, key in enumerate(keys)}.values())
+        if first and self.files:
+            self._write(model, [keys[row] for row in first], np.asarray(vectors)[first])
 
     def maintain(self, model: str) -> None:
         """Compact the model's small shards when there are many, then apply the size cap."""

@@ -16,15 +16,16 @@ wait for it.
 
 Two more compile-time settings, read from the environment (``ragsweep submit`` and
 ``ragsweep schedule`` set them from ``--parallelism`` and ``--gpu``): ``RAGSWEEP_PARALLELISM``,
-the most chunk configurations the fan-out runs at once (Kubeflow's ``ParallelFor``
-parallelism is a number in the compiled pipeline, not a run parameter; 0 or unset: no
-bound), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each ``chunk_embed`` step asks for (with a
-node selector and a toleration for GPU nodes; 0 or unset: none).
+the most branches each loop (chunk groups, document shards) runs at once, and so the
+number of chunk groups ``plan`` deals (Kubeflow's ``ParallelFor`` parallelism is a number in
+the compiled pipeline, not a run parameter; 0 or unset: no bound, one chunk configuration
+per branch), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each embedding step (``GPU_STEPS``) asks
+for (with a node selector and a toleration for GPU nodes; 0 or unset: none).
 
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
 the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
 the same pipeline without resources and retries, since on a laptop a failing step is a
-mistake to fix, not a flaky service, and runs ``parallelism`` chunk configurations at once.
+mistake to fix, not a flaky service, and runs ``parallelism`` branches (chunk groups) at once.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ RESOURCES_ENV = "RAGSWEEP_RESOURCES"
 PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
 GPU_ENV = "RAGSWEEP_GPU"
 THREADS_ENV = "OMP_NUM_THREADS"  # torch's intra-op threads, and numpy's BLAS
-# The steps that run an embedding model on a chunk set; retrieve embeds only the questions.
-GPU_STEPS = ("chunk_embed",)
+# The steps that run an embedding model on chunks; retrieve embeds only the questions.
+GPU_STEPS = ("chunk_embed", "embed_shard")
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA GPU operator's device plugin
 GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")  # set by its GPU feature discovery
 DEFAULT_CONNECTION = "ragsweep-s3"
@@ -160,6 +161,9 @@ RESOURCES: dict[str, Resources] = {
     "build_space": Resources("100m", "500m", "256Mi", "512Mi"),
     "plan": Resources("100m", "500m", "256Mi", "512Mi"),
     "chunk_embed": Resources("1", "2", "2Gi", "6Gi"),
+    "plan_shards": Resources("100m", "500m", "256Mi", "1Gi"),
+    "embed_shard": Resources("1", "2", "2Gi", "6Gi"),
+    "merge_shards": Resources("100m", "500m", "256Mi", "512Mi"),
     "retrieve": Resources("1", "2", "2Gi", "4Gi"),
     "evaluate": Resources("500m", "2", "1Gi", "4Gi"),
     "generate_qa": Resources("1", "2", "2Gi", "6Gi"),
@@ -238,7 +242,8 @@ def _settings() -> Settings:
 
 
 def loop_parallelism() -> int:
-    """The most chunk configurations the fan-out runs at once (0: no bound)."""
+    """The most branches a loop runs at once, and the chunk groups ``plan`` deals (0: no
+    bound, one chunk configuration per branch)."""
     return _settings().parallelism
 
 

@@ -1,8 +1,9 @@
 """Run the ragsweep pipeline on this machine with Kubeflow's local runner, no cluster.
 
 Each step runs as a subprocess of this Python environment
-(``kfp.local.SubprocessRunner(use_venv=False)``), ``RunSettings.parallelism`` chunk
-configurations at once, each step with the cores shared between them (``OMP_NUM_THREADS``);
+(``kfp.local.SubprocessRunner(use_venv=False)``); the chunk configurations are dealt into
+``RunSettings.parallelism`` groups (at most ``LOCAL_MAX_BRANCHES``) that run at once, each
+step with the cores shared between them (``OMP_NUM_THREADS``);
 the artifacts land under the run folder,
 and the leaderboard, per-question results, breakdown, failures, report and the runnable
 patterns (``patterns/``) are exported beside them.
@@ -111,7 +112,8 @@ def run_local(
         monitor.start()
         try:
             with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-                task = for_local_run(sweep_pipeline, settings.parallelism)(**arguments)
+                branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
+                task = for_local_run(sweep_pipeline, branches)(**arguments)
         finally:
             monitor.stop()
     results = {

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ragsweep import __version__, statistics
 from ragsweep.errors import RagsweepError
+from ragsweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.llm import LLMSettings
 from ragsweep.patterns import DEFAULT_PATTERNS, check_count
@@ -38,6 +39,7 @@ class RunSettings:
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
     parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
     patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
+    embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -51,6 +53,11 @@ class RunSettings:
             raise RagsweepError(
                 "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
                 f"not {self.cache_max_gb:g}"
+            )
+        if self.embedding_shard_bytes < 0:
+            raise RagsweepError(
+                "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
+                f"more, not {self.embedding_shard_bytes}"
             )
         self.space.check_budget(self.max_configs)
         check_count(self.patterns)
@@ -70,6 +77,7 @@ class RunSettings:
             "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,
             "cache_max_gb": self.cache_max_gb,
+            "embedding_shard_bytes": self.embedding_shard_bytes,
             "baseline": self.baseline,
             "keep_collections": self.keep_collections,
             "llm": self.llm.to_dict(),

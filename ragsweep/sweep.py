@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragsweep import embedding, halving, progress
+from ragsweep import embedding, fanout, halving, progress
 from ragsweep.answering import (
     Answer,
     History,
@@ -66,18 +67,93 @@ def build_chunks(
     """Chunk every document and embed every chunk with the config's model (after the
     config's passage prefix)."""
     chunk_config = chunk_config_from(chunk_config)
-    model = chunk_config["embedding_model"]
+    chunks = _chunked(documents, chunk_config)
+    texts = chunks.column("text").to_pylist()
+    vectors = cache.embed(
+        chunk_config["embedding_model"], texts, chunk_config.get("passage_prefix", "")
+    )
+    return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
+
+
+def _chunked(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
     chunks = chunk_documents(
         documents,
         chunk_config["chunker"],
         chunk_config["chunk_size"],
         chunk_config["chunk_overlap"],
-        embedding.load_tokenizer(model),
+        embedding.load_tokenizer(chunk_config["embedding_model"]),
     )
     log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
-    texts = chunks.column("text").to_pylist()
-    vectors = cache.embed(model, texts, chunk_config.get("passage_prefix", ""))
-    return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
+    return chunks
+
+
+def build_chunk_sets(
+    documents: pa.Table,
+    chunk_configs: list[dict[str, Any]],
+    cache: EmbeddingCache,
+    folder: str | Path,
+    testset: pa.Table | None = None,
+) -> list[str]:
+    """Build the chunk set of each of ``chunk_configs`` in turn (``build_chunks``) into
+    ``folder``, one file each (``ragsweep.fanout``); the ids written. Only the vectors of the
+    set being built are held: those of earlier sets are read back from ``cache`` (a store)
+    when a later set shares their texts. With a ``testset``, its questions are embedded too
+    (with each config's query prefix, while the model is loaded) and saved in the folder
+    (``fanout.question_vectors``), so that retrieval needs no model."""
+    written = []
+    questions = [with_history(q, h) for q, h in asked(testset)] if testset is not None else []
+    saved, done = EmbeddingCache(fanout.question_vectors(folder)), set()
+    for chunk_config in chunk_configs:
+        chunk_config = chunk_config_from(chunk_config)
+        table = build_chunks(documents, chunk_config, cache)
+        fanout.write_chunk_set(table, folder, chunk_config["chunk_config_id"])
+        written.append(chunk_config["chunk_config_id"])
+        model, prefix = chunk_config["embedding_model"], chunk_config.get("query_prefix", "")
+        if questions and (model, prefix) not in done:
+            saved.save(model, questions, cache.embed(model, questions, prefix), prefix)
+            done.add((model, prefix))
+        if cache.files:
+            cache.known.clear()
+    return written
+
+
+def embed_shard(
+    documents: pa.Table, item: dict[str, Any], cache: EmbeddingCache, out: EmbeddingCache
+) -> int:
+    """Chunk one shard of the documents (a ``fanout.shard_items`` item) as its chunk
+    configuration does, embed the chunks through ``cache`` and save their vectors in
+    ``out``; the number of chunks."""
+    config = chunk_config_from(item["chunk_config"])
+    model, prefix = config["embedding_model"], config.get("passage_prefix", "")
+    log.info(
+        "shard %d/%d of chunk set %s: documents %d:%d",
+        int(item["shard"]) + 1,
+        int(item["shards"]),
+        config["chunk_config_id"],
+        int(item["first"]),
+        int(item["stop"]),
+    )
+    texts = _chunked(fanout.shard_documents(documents, item), config).column("text").to_pylist()
+    out.save(model, texts, cache.embed(model, texts, prefix), prefix)
+    return len(texts)
+
+
+def retrieve_group(
+    folder: str | Path,
+    testset: pa.Table,
+    space: SearchSpace,
+    chunk_configs: list[dict[str, Any]],
+    cache: EmbeddingCache,
+    keep_collections: bool = False,
+) -> pa.Table:
+    """``retrieve`` for each chunk set of a group's chunks ``folder``, one at a time."""
+    tables = []
+    for chunk_config in chunk_configs:
+        chunk_config = chunk_config_from(chunk_config)
+        chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
+        tables.append(retrieve(chunks, testset, space, chunk_config, cache, keep_collections))
+    # one chunk of each column: an IPC file holds one dictionary of passages per column
+    return pa.concat_tables(tables).combine_chunks()
 
 
 def retrieve(

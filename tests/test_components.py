@@ -15,10 +15,13 @@ from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.ingest import ingest
 from ragsweep.components.load_testset import load_testset
+from ragsweep.components.merge_shards import merge_shards
 from ragsweep.components.plan import plan
+from ragsweep.components.plan_shards import plan_shards
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
+from ragsweep.fanout import NO_SHARD, read_chunk_set
 from ragsweep.regression import compare_runs
 from ragsweep.schemas import read_table, settings_of, write_table
 from ragsweep.space import SearchSpace
@@ -76,22 +79,33 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     configs = artifact(tmp_path, "configs")
     assert build_space.python_func(**parameters, max_configs=4, configs=configs) == (space,)
     assert read_table(configs.path, "configs").num_rows == 4
-    [chunk_config] = plan.python_func(
-        search_space=space, questions=questions, max_llm_calls=0, llm={}
+    [group] = plan.python_func(
+        search_space=space, questions=questions, max_llm_calls=0, llm={}, groups=1
     )
+    [chunk_config] = group["chunk_configs"]
+    assert plan_shards.python_func(
+        search_space=space, documents=documents, embedding_shard_bytes=0
+    ) == [NO_SHARD]
+    sharded = artifact(tmp_path, "sharded")
+    merge_shards.python_func(shards=[], embeddings=sharded)
     chunks = artifact(tmp_path, "chunks")
     cache = str(tmp_path / "cache")
     chunk_embed.python_func(
-        documents=documents, chunk_config=chunk_config, embedding_cache=cache, chunks=chunks
+        documents=documents,
+        chunk_group=group,
+        embedding_cache=cache,
+        sharded=sharded,
+        questions=questions,
+        chunks=chunks,
     )
-    assert read_table(chunks.path, "chunks").num_rows >= 3
+    assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 3
 
     retrievals = artifact(tmp_path, "retrievals")
     retrieve.python_func(
         chunks=chunks,
         questions=questions,
         configs=configs,
-        chunk_config=chunk_config,
+        chunk_group=group,
         embedding_cache=cache,
         keep_collections=False,
         retrievals=retrievals,

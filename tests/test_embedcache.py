@@ -368,10 +368,12 @@ def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
 
 def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     import pyarrow as pa
+    from builders import make_testset
     from kfp import dsl
 
     from ragsweep.components.chunk_embed import chunk_embed
-    from ragsweep.schemas import DOCUMENTS, read_table, write_table
+    from ragsweep.fanout import read_chunk_set
+    from ragsweep.schemas import DOCUMENTS, write_table
     from ragsweep.space import SearchSpace
 
     documents = dsl.Dataset(uri=str(tmp_path / "documents"))
@@ -379,21 +381,25 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     rows = {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": [text]}
     write_table(pa.table(rows, schema=DOCUMENTS), documents.path, "documents")
     [chunk_config] = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(0,)).chunk_configs()
+    questions = dsl.Dataset(uri=str(tmp_path / "questions"))
+    write_table(make_testset(["q1"]), questions.path, "testset")
 
     def shards_after(cap: float) -> list[str]:
         cache = tmp_path / f"cache-{cap}"
         chunks = dsl.Dataset(uri=str(tmp_path / f"chunks-{cap}"))
         chunk_embed.python_func(
             documents=documents,
-            chunk_config=chunk_config,
+            chunk_group={"group": 0, "chunk_configs": [chunk_config]},
             embedding_cache=str(cache),
+            sharded=dsl.Dataset(uri=str(tmp_path / "no-shards")),
+            questions=questions,
             chunks=chunks,
             cache_max_gb=cap,
         )
-        assert read_table(chunks.path, "chunks").num_rows >= 2
+        assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 2
         return [p.name for p in cache.glob("*/*.arrow")]
 
-    assert len(shards_after(0.0)) == 1  # no cap: the step's shard is kept
+    assert len(shards_after(0.0)) == 2  # no cap: the step's shards (chunks, questions) kept
     assert shards_after(1e-9) == []  # a cap of one byte: the least recently used go, all of them
 
 

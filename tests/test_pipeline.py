@@ -32,13 +32,19 @@ def test_committed_pipeline_yaml_is_current(tmp_path, monkeypatch):
 def test_pipeline_fans_out_over_chunk_configs_and_collects_retrievals():
     spec = next(yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text()))
     tasks = spec["root"]["dag"]["tasks"]
-    loop = next(t for name, t in tasks.items() if name.startswith("for-loop"))
+    collected = tasks["evaluate"]["inputs"]["artifacts"]["retrievals"]
+    loop = tasks[collected["taskOutputArtifact"]["producerTask"]]
+    assert loop["componentRef"]["name"].startswith("comp-for-loop")
     assert (
         "parameterExpressionSelector" in json.dumps(loop["parameterIterator"])
         or loop["parameterIterator"]["items"]["inputParameter"]
     )
-    collected = tasks["evaluate"]["inputs"]["artifacts"]["retrievals"]
-    assert collected["taskOutputArtifact"]["producerTask"] == loop["taskInfo"]["name"]
+    assert "plan" in loop["dependentTasks"]  # over plan's groups of chunk configurations
+    # the shard loop's vectors, collected by one merge, reach the fan-out's chunk_embed
+    shards = tasks["merge-shards"]["inputs"]["artifacts"]["shards"]["taskOutputArtifact"]
+    assert tasks[shards["producerTask"]]["componentRef"]["name"].startswith("comp-for-loop")
+    assert "plan-shards" in tasks[shards["producerTask"]]["dependentTasks"]
+    assert "merge-shards" in loop["dependentTasks"]
     scores = tasks["rank"]["inputs"]["artifacts"]["scores"]
     assert scores["taskOutputArtifact"]["producerTask"] == "evaluate"
     images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
@@ -109,7 +115,9 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     # every step's process said what it cost, in the log and on the terminal
     log = (run_dir / "pipeline.log").read_text()
     costs = re.findall(r"ragsweep: step (\w+): peak memory \d+ MB, [\d.]+ s", log)
-    assert costs.count("chunk_embed") == costs.count("retrieve") == 2
+    # one group holds both chunk configurations: one process embeds them, one retrieves
+    assert costs.count("chunk_embed") == costs.count("retrieve") == 1
+    assert costs.count("embed_shard") == 1  # the placeholder: nothing to shard
     assert {"ingest", "plan", "evaluate", "rank", "publish"} <= set(costs)
     assert re.search(r"^\[\d+/\d+\] rank: peak memory \d+ MB", result.stdout, re.M)
     # the branches ran one at a time: no task started while another ran

@@ -60,6 +60,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-generate-qa": [("llm_secret_name", llm)],
         # an s3:// embedding cache; embedding models openai:<model>
         "exec-chunk-embed": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
+        "exec-embed-shard": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
         "exec-retrieve": [
             ("input_data_secret_name", s3),
             ("llm_secret_name", llm),
@@ -204,13 +205,32 @@ def test_a_local_run_reads_s3_with_the_callers_environment(tmp_path, s3, bucket)
     assert "read 1 documents" in (run_dir / "pipeline.log").read_text()  # the ingest step's line
 
 
+def loop_tasks(pipeline: dict) -> dict[str, dict]:
+    """The pipeline's loops by the task they run: ``embed-shard`` and ``chunk-embed``."""
+    tasks, components = pipeline["root"]["dag"]["tasks"], pipeline["components"]
+    loops = {}
+    for name, task in tasks.items():
+        if name.startswith("for-loop"):
+            inner = components[task["componentRef"]["name"]]["dag"]["tasks"]
+            loops[next(n for n in ("embed-shard", "chunk-embed") if n in inner)] = task
+    return loops
+
+
 def loop_task(pipeline: dict) -> dict:
-    return next(t for n, t in pipeline["root"]["dag"]["tasks"].items() if n.startswith("for-loop"))
+    return loop_tasks(pipeline)["chunk-embed"]
+
+
+def planned_groups(pipeline: dict) -> int:
+    """The number of chunk groups compiled into the plan step (0: one per configuration)."""
+    plan = pipeline["root"]["dag"]["tasks"]["plan"]["inputs"]["parameters"]["groups"]
+    return int(plan["runtimeValue"]["constant"])
 
 
 def test_each_step_runs_as_many_threads_as_its_cpu_limit_and_no_gpu_unless_asked():
     pipeline, executors = documents(COMMITTED)
-    assert "iteratorPolicy" not in loop_task(pipeline)  # no bound on the fan-out by default
+    for loop in loop_tasks(pipeline).values():  # no bound on either loop by default
+        assert "iteratorPolicy" not in loop
+    assert planned_groups(pipeline) == 0  # one chunk configuration per branch
     for name, executor in pipeline["deploymentSpec"]["executors"].items():
         container = executor["container"]
         limit = float(container["resources"]["resourceCpuLimit"].removesuffix("m")) / (
@@ -225,22 +245,31 @@ def test_parallelism_and_gpus_are_compiled_in_when_asked(tmp_path):
     pipeline, executors = documents(
         compile_with(tmp_path, RAGSWEEP_PARALLELISM="3", RAGSWEEP_GPU="2")
     )
-    assert loop_task(pipeline)["iteratorPolicy"] == {"parallelismLimit": 3}
+    loops = loop_tasks(pipeline)
+    assert sorted(loops) == ["chunk-embed", "embed-shard"]
+    for loop in loops.values():
+        assert loop["iteratorPolicy"] == {"parallelismLimit": 3}
+    assert planned_groups(pipeline) == 3  # three groups of chunk configurations, one per branch
     containers = {n: e["container"] for n, e in pipeline["deploymentSpec"]["executors"].items()}
     gpu = {
         n: c["resources"]["accelerator"]
         for n, c in containers.items()
         if "accelerator" in c["resources"]
     }
-    assert list(gpu) == ["exec-chunk-embed"]
-    accelerator = gpu["exec-chunk-embed"]
-    assert (accelerator["resourceType"], accelerator["resourceCount"]) == ("nvidia.com/gpu", "2")
-    embed = executors["exec-chunk-embed"]
-    assert embed["nodeSelector"] == {"labels": {"nvidia.com/gpu.present": "true"}}
-    assert embed["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-    ]
-    others = [e for n, e in executors.items() if n != "exec-chunk-embed"]
+    embedding_steps = ["exec-chunk-embed", "exec-embed-shard"]
+    assert sorted(gpu) == embedding_steps
+    for name in embedding_steps:
+        accelerator = gpu[name]
+        assert (accelerator["resourceType"], accelerator["resourceCount"]) == (
+            "nvidia.com/gpu",
+            "2",
+        )
+        embed = executors[name]
+        assert embed["nodeSelector"] == {"labels": {"nvidia.com/gpu.present": "true"}}
+        assert embed["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+    others = [e for n, e in executors.items() if n not in embedding_steps]
     assert not [e for e in others if "nodeSelector" in e or "tolerations" in e]
 
 
@@ -251,7 +280,9 @@ def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_pat
         target = tmp_path / f"local-{parallelism}.yaml"
         compiler.Compiler().compile(for_local_run(sweep_pipeline, parallelism), str(target))
         pipeline, _ = documents(target)
-        assert loop_task(pipeline)["iteratorPolicy"] == {"parallelismLimit": parallelism}
+        for loop in loop_tasks(pipeline).values():
+            assert loop["iteratorPolicy"] == {"parallelismLimit": parallelism}
+        assert planned_groups(pipeline) == parallelism
     target = tmp_path / "local.yaml"
     compiler.Compiler().compile(for_local_run(sweep_pipeline), str(target))
     assert loop_task(documents(target)[0])["iteratorPolicy"] == {"parallelismLimit": 1}

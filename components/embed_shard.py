@@ -1,0 +1,40 @@
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Output
+
+from ragsweep.components import BASE_IMAGE
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def embed_shard(
+    documents: Input[Dataset],
+    shard: dict,
+    embedding_cache: str,
+    embeddings: Output[Dataset],
+    cache_max_gb: float = 0.0,
+):
+    """Chunk one shard of the documents (a ``plan_shards`` item) with its chunk
+    configuration and embed the chunks, through ``embedding_cache`` (a folder or s3://
+    prefix; empty: none) kept under ``cache_max_gb`` GB (0: no cap).
+
+    Output: ``embeddings``, a folder in the embedding cache's layout (text hash -> vector);
+    empty for the placeholder item of a run that shards nothing.
+    """
+    from pathlib import Path
+
+    from ragsweep.errors import pipeline_step
+    from ragsweep.fanout import is_shard
+
+    with pipeline_step():
+        Path(embeddings.path).mkdir(parents=True, exist_ok=True)
+        if not is_shard(shard):
+            return
+        from ragsweep.embedcache import EmbeddingCache
+        from ragsweep.schemas import read_table
+        from ragsweep.sweep import embed_shard as embed
+
+        embed(
+            read_table(documents.path, "documents"),
+            shard,
+            EmbeddingCache(embedding_cache, cache_max_gb),
+            EmbeddingCache(embeddings.path),
+        )

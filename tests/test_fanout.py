@@ -1,0 +1,182 @@
+"""How the pipeline's loops divide the work: chunk groups, document shards, shard vectors."""
+
+import pyarrow as pa
+import pytest
+
+from ragsweep import fanout
+from ragsweep.embedcache import EmbeddingCache
+from ragsweep.schemas import read_table, write_table
+from ragsweep.space import SearchSpace
+from ragsweep.sweep import build_chunk_sets, build_chunks, embed_shard, retrieve, retrieve_group
+
+CONFIGS = [
+    {"chunk_config_id": f"c{i}", "embedding_model": model}
+    for i, model in enumerate(["b", "a", "b", "a", "b"])
+]
+
+
+def ids(items: list[dict]) -> list[list[str]]:
+    return [[c["chunk_config_id"] for c in item["chunk_configs"]] for item in items]
+
+
+def test_unbounded_parallelism_gives_each_chunk_config_its_own_branch():
+    items = fanout.group_chunk_configs(CONFIGS, 0)
+    assert [item["group"] for item in items] == [0, 1, 2, 3, 4]
+    assert sorted(sum(ids(items), [])) == ["c0", "c1", "c2", "c3", "c4"]
+    assert all(len(group) == 1 for group in ids(items))
+
+
+def test_one_branch_holds_every_chunk_config_with_each_model_together():
+    [item] = fanout.group_chunk_configs(CONFIGS, 1)
+    assert [c["embedding_model"] for c in item["chunk_configs"]] == ["a", "a", "b", "b", "b"]
+    assert ids([item]) == [["c1", "c3", "c0", "c2", "c4"]]  # plan order within a model
+
+
+def test_bounded_parallelism_deals_nearly_equal_groups_and_never_an_empty_one():
+    assert ids(fanout.group_chunk_configs(CONFIGS, 2)) == [["c1", "c3", "c0"], ["c2", "c4"]]
+    assert len(fanout.group_chunk_configs(CONFIGS, 9)) == 5
+    with pytest.raises(ValueError, match="groups must be 0"):
+        fanout.group_chunk_configs(CONFIGS, -1)
+
+
+def test_document_ranges_cover_every_document_once_in_shards_of_about_the_size():
+    sizes = [10, 30, 5, 5, 40, 10, 20, 30]  # 150 bytes
+    ranges = fanout.document_ranges(sizes, 50)
+    assert len(ranges) == 3
+    assert [r for a, b in ranges for r in range(a, b)] == list(range(len(sizes)))
+    assert all(sum(sizes[a:b]) <= 70 for a, b in ranges)
+    assert fanout.document_ranges(sizes, 0) == [(0, 8)]  # 0: never shard
+    assert fanout.document_ranges(sizes, 150) == [(0, 8)]  # fits in one
+    assert fanout.document_ranges([1000, 1], 10) == [(0, 1), (1, 2)]  # no more than documents
+    assert fanout.document_ranges([5] * 4, 1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
+def documents(texts: list[str]) -> pa.Table:
+    return pa.table({"doc_id": [f"d{i}.md" for i in range(len(texts))], "text": texts})
+
+
+def test_shard_items_cross_chunk_configs_with_document_ranges_and_are_never_empty():
+    docs = documents(["é" * 50, "b" * 100, "c" * 100])  # é: two bytes
+    items = fanout.shard_items(CONFIGS[:2], docs, 120)
+    assert len(items) == 2 * 3
+    assert {(i["first"], i["stop"]) for i in items} == {(0, 1), (1, 2), (2, 3)}
+    assert {i["shards"] for i in items} == {3}
+    assert fanout.shard_items(CONFIGS[:2], docs, 0) == [fanout.NO_SHARD]
+    assert fanout.shard_items(CONFIGS[:2], docs, 10_000) == [fanout.NO_SHARD]
+    assert not fanout.is_shard(fanout.NO_SHARD) and all(map(fanout.is_shard, items))
+    assert fanout.shard_documents(docs, items[1])["doc_id"].to_pylist() == ["d1.md"]
+    with pytest.raises(ValueError, match="outside the 3 documents"):
+        fanout.shard_documents(docs, {**items[0], "stop": 4})
+
+
+DOCS = documents(
+    [
+        "Ports are opened by the admin. Each port is listed in the firewall table. "
+        "A closed port refuses connections.",
+        "Plans renew monthly. An annual plan is billed once. Refunds follow the policy.",
+        "The release adds an export button. Exports are written as CSV files.",
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def space() -> SearchSpace:
+    return SearchSpace(chunk_sizes=(16, 32), chunk_overlaps=(0,), top_ks=(1, 2))
+
+
+def test_shard_vectors_serve_every_chunk_and_the_model_embeds_nothing_more(tmp_path, space):
+    chunk_configs = space.chunk_configs()
+    items = fanout.shard_items(chunk_configs, DOCS, 100)
+    assert len(items) == 2 * 3
+    for n, item in enumerate(items):
+        shard_cache = EmbeddingCache()
+        embed_shard(DOCS, item, shard_cache, EmbeddingCache(tmp_path / f"shard{n}"))
+        assert shard_cache.encoded > 0
+    merged = tmp_path / "merged"
+    assert fanout.merge_folders([tmp_path / f"shard{n}" for n in range(6)], merged) == 6
+    cache = EmbeddingCache(tmp_path / "cache", tiers=[merged])
+    build_chunk_sets(DOCS, chunk_configs, cache, tmp_path / "chunks")
+    assert cache.encoded == 0 and cache.from_tiers > 0
+    unsharded = EmbeddingCache()
+    for config in chunk_configs:
+        alone = build_chunks(DOCS, config, unsharded)
+        grouped = fanout.read_chunk_set(tmp_path / "chunks", config["chunk_config_id"])
+        same = ["chunk_id", "doc_id", "start", "end", "text"]
+        assert grouped.select(same).equals(alone.select(same))
+        pairs = zip(grouped["embedding"].to_pylist(), alone["embedding"].to_pylist(), strict=True)
+        for a, b in pairs:
+            assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_an_empty_merge_is_an_empty_tier(tmp_path, space):
+    merged = tmp_path / "merged"
+    assert fanout.merge_folders([], merged) == 0
+    cache = EmbeddingCache(tmp_path / "cache", tiers=[merged])
+    build_chunk_sets(DOCS, space.chunk_configs()[:1], cache, tmp_path / "chunks")
+    assert cache.encoded > 0 and cache.from_tiers == 0
+
+
+def test_a_group_retrieves_as_its_chunk_sets_do_one_by_one(tmp_path, space):
+    testset = pa.table(
+        {"question_id": ["q1", "q2"], "question": ["Who opens ports?", "How are exports written?"]}
+    )
+    chunk_configs = space.chunk_configs()
+    cache = EmbeddingCache(tmp_path / "cache")
+    written = build_chunk_sets(DOCS, chunk_configs, cache, tmp_path / "chunks", testset)
+    assert written == [c["chunk_config_id"] for c in chunk_configs]
+    # the questions' vectors travel with the chunks: retrieval embeds nothing, from no cache
+    reader = EmbeddingCache(tiers=[fanout.question_vectors(tmp_path / "chunks")])
+    grouped = retrieve_group(tmp_path / "chunks", testset, space, chunk_configs, reader)
+    assert reader.encoded == 0 and reader.from_tiers == 2
+    alone = [
+        retrieve(
+            fanout.read_chunk_set(tmp_path / "chunks", c["chunk_config_id"]),
+            testset,
+            space,
+            c,
+            cache,
+        )
+        for c in chunk_configs
+    ]
+    keep = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
+    assert grouped.select(keep).equals(pa.concat_tables(alone).select(keep))
+    assert grouped.num_rows == len(space.all_configs()) * 2
+    # one artifact for the group, though each chunk set has its own passages
+    written = read_table(write_table(grouped, tmp_path / "retrievals", "retrievals"), "retrievals")
+    assert written["passages"].to_pylist() == grouped["passages"].to_pylist()
+
+
+def test_a_chunks_folder_missing_a_set_names_it(tmp_path):
+    write_table(
+        pa.table(
+            {
+                "chunk_id": [0],
+                "doc_id": ["d"],
+                "start": [0],
+                "end": [1],
+                "text": ["x"],
+                "embedding": [[1.0]],
+            }
+        ),
+        fanout.chunk_set_path(tmp_path, "c0"),
+        "chunks",
+    )
+    assert fanout.read_chunk_set(tmp_path, "c0").num_rows == 1
+    with pytest.raises(Exception, match="c9.arrow"):
+        fanout.read_chunk_set(tmp_path, "c9")
+
+
+def test_a_negative_shard_size_is_a_clear_error():
+    from ragsweep.errors import RagsweepError
+    from ragsweep.settings import RunSettings
+
+    with pytest.raises(RagsweepError, match=r"--embedding-shard-bytes\): must be 0"):
+        RunSettings("docs", "testset.json", embedding_shard_bytes=-1)
+    assert (
+        RunSettings("docs", "t.json", embedding_shard_bytes=0).pipeline_arguments()[
+            "embedding_shard_bytes"
+        ]
+        == 0
+    )
+    with pytest.raises(ValueError, match="shard bytes must be 0"):
+        fanout.shard_items(CONFIGS, documents(["a"]), -1)

@@ -1,0 +1,68 @@
+"""Sharded embedding, run by kfp.local: documents above the threshold are embedded by the
+shard loop's steps, and the chunk sets' own step embeds nothing they embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+from test_pipeline import example_subset, ragsweep
+
+from ragsweep.schemas import read_table
+
+
+def step_logs(log: str, task: str) -> list[str]:
+    """What each run of ``task`` wrote, from kfp.local's log of a run one task at a time."""
+    pattern = rf"Executing task '{task}'(.*?)Task '{task}' finished"
+    return re.findall(pattern, log, flags=re.S)
+
+
+def chunk_embeddings(step_log: str) -> list[tuple[int, int]]:
+    """(from the cache, new) of each chunk set's embeddings in a step's log (not the
+    questions', which follow the first chunk set of each model)."""
+    pattern = r"chunks from \d+ documents\n(?:.*\n)*?.*?embeddings: (\d+) from the cache, (\d+) new"
+    return [(int(a), int(b)) for a, b in re.findall(pattern, step_log)]
+
+
+def sweep(tmp_path: Path, docs: Path, testset: Path, shard_bytes: int) -> Path:
+    output = tmp_path / f"runs-{shard_bytes}"
+    result = ragsweep(
+        "run",
+        *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"),
+        *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
+        *("--embedding-shard-bytes", str(shard_bytes), "--output", str(output)),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = output.iterdir()
+    return run_dir
+
+
+def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(tmp_path):
+    docs, testset = example_subset(tmp_path)
+    total = sum(len(p.read_text().encode()) for p in docs.rglob("*") if p.is_file())
+    whole = sweep(tmp_path, docs, testset, 0)
+    sharded = sweep(tmp_path, docs, testset, total // 2)
+
+    log = (whole / "pipeline.log").read_text()
+    [placeholder] = step_logs(log, "embed-shard")  # the loop runs once, embedding nothing
+    assert "ragsweep: embeddings:" not in placeholder
+    [chunk_embed] = step_logs(log, "chunk-embed")  # one group: both chunk sets, one process
+    embedded = chunk_embeddings(chunk_embed)
+    assert len(embedded) == 2 and all(new > 0 for _, new in embedded)
+
+    log = (sharded / "pipeline.log").read_text()
+    shards = step_logs(log, "embed-shard")
+    assert len(shards) >= 2 * 2  # 2 chunk sets x at least 2 document shards
+    assert all(new > 0 for s in shards for _, new in chunk_embeddings(s))
+    [chunk_embed] = step_logs(log, "chunk-embed")
+    embedded = chunk_embeddings(chunk_embed)
+    assert len(embedded) == 2 and all(cached > 0 and new == 0 for cached, new in embedded)
+
+    # the questions' vectors came with the chunks: retrieve embedded nothing, loaded no model
+    [retrieve] = step_logs(log, "retrieve")
+    assert re.search(r"embeddings: [1-9]\d* from the cache, 0 new", retrieve)
+    assert not re.search(r"embeddings: \d+ from the cache, [1-9]\d* new", retrieve)
+
+    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, sharded)]
+    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
+    for metric in ("context_correctness", "answer_correctness", "document_recall"):
+        assert boards[1][metric].to_pylist() == pytest.approx(boards[0][metric].to_pylist())
