@@ -99,10 +99,12 @@ def run_local(
     if store_url:
         env[store.ENV] = store_url
     env[progress.ENV] = str((run_dir / "progress.jsonl").resolve())
-    steps = StepTotal(  # the loop's items: the plan step's chunk configurations
+    branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
+    groups = min(branches, len(settings.space.chunk_configs()))
+    steps = StepTotal(  # plan's groups; plan_shards' shards, 1 until it has listed them
         sweep_pipeline.pipeline_spec,
         run_dir / "pipeline",
-        len(settings.space.chunk_configs()),
+        {"plan": groups},
         conditions=bool(settings.baseline),  # the one condition: compare with a baseline
     )
     monitor = watch(run_dir, steps, verbose)
@@ -112,7 +114,6 @@ def run_local(
         monitor.start()
         try:
             with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-                branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
                 task = for_local_run(sweep_pipeline, branches)(**arguments)
         finally:
             monitor.stop()

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -98,20 +98,21 @@ class Counter:
         return f"{text} ({detail})" if detail else text
 
 
-def count_steps(spec: Any, loop_items: int, conditions: bool) -> int:
-    """The steps a compiled pipeline (``PipelineSpec``) runs: each loop's steps ``loop_items``
-    times, a condition's steps when ``conditions`` (whether its branch is taken)."""
+def count_steps(spec: Any, loop_items: Mapping[str, int], conditions: bool) -> int:
+    """The steps a compiled pipeline (``PipelineSpec``) runs: each loop's steps as many times
+    as ``loop_items`` gives for the loop task's name (1 when it names none), a condition's
+    steps when ``conditions`` (whether its branch is taken)."""
 
     def count(dag: Any) -> int:
         n = 0
-        for task in dag.tasks.values():
+        for name, task in dag.tasks.items():
             component = spec.components[task.component_ref.name]
             if component.WhichOneof("implementation") != "dag":
                 n += 1
                 continue
             inner = count(component.dag)
             if task.WhichOneof("iterator"):
-                inner *= loop_items
+                inner *= loop_items.get(name, 1)
             if task.trigger_policy.condition and not conditions:
                 inner = 0
             n += inner
@@ -121,26 +122,31 @@ def count_steps(spec: Any, loop_items: int, conditions: bool) -> int:
 
 
 class StepTotal:
-    """The steps a run of a compiled pipeline (``PipelineSpec``) makes, its loops counted
-    first with ``loop_items`` items and, once the step listing a loop's items has finished,
-    with as many as it listed (read from its output in ``pipeline_root``)."""
+    """The steps a run of a compiled pipeline (``PipelineSpec``) makes: each loop counted
+    first with the items ``estimates`` gives for the step listing them (1 when none), and,
+    once that step has finished, with as many as it listed (read from its output in
+    ``pipeline_root``)."""
 
-    def __init__(self, spec: Any, pipeline_root: Path, loop_items: int, conditions: bool) -> None:
+    def __init__(
+        self, spec: Any, pipeline_root: Path, estimates: Mapping[str, int], conditions: bool
+    ) -> None:
         self.spec, self.root, self.conditions = spec, pipeline_root, conditions
-        self.total = count_steps(spec, loop_items, conditions)
-        self.producers: dict[str, str] = {}  # step -> its output a loop iterates over
-        for task in spec.root.dag.tasks.values():
+        self.loops: dict[str, tuple[str, str]] = {}  # listing step -> (loop task, its output)
+        for name, task in spec.root.dag.tasks.items():
             if task.WhichOneof("iterator") == "parameter_iterator":
-                name = task.parameter_iterator.items.input_parameter
-                source = task.inputs.parameters[name].task_output_parameter
-                self.producers[source.producer_task] = source.output_parameter_key
+                item = task.parameter_iterator.items.input_parameter
+                source = task.inputs.parameters[item].task_output_parameter
+                self.loops[source.producer_task] = (name, source.output_parameter_key)
+        self.items = {loop: estimates.get(step, 1) for step, (loop, _) in self.loops.items()}
+        self.total = count_steps(spec, self.items, conditions)
 
     def finished(self, step: str) -> int:
         """The total, after ``step`` finished."""
-        if step in self.producers:
+        if step in self.loops:
+            loop, key = self.loops[step]
             for output in self.root.glob(f"*/{step}/executor_output.json"):
-                items = json.loads(output.read_text())["parameterValues"][self.producers[step]]
-                self.total = count_steps(self.spec, len(items), self.conditions)
+                self.items[loop] = len(json.loads(output.read_text())["parameterValues"][key])
+            self.total = count_steps(self.spec, self.items, self.conditions)
         return self.total
 
 

@@ -122,12 +122,14 @@ def test_submit_compiles_the_fan_out_parallelism_and_gpus_given(env, pipelines, 
     assert result.returncode == 0, result.stderr
     spec = created_run(pipelines)["pipeline_spec"]
     pipeline = spec["pipeline_spec"]
-    [loop] = [t for n, t in pipeline["root"]["dag"]["tasks"].items() if n.startswith("for-loop")]
-    assert loop["iteratorPolicy"] == {"parallelismLimit": 4}
-    embed = pipeline["deploymentSpec"]["executors"]["exec-chunk-embed"]["container"]
-    assert embed["resources"]["accelerator"]["resourceType"] == "nvidia.com/gpu"
+    loops = [t for n, t in pipeline["root"]["dag"]["tasks"].items() if n.startswith("for-loop")]
+    assert len(loops) == 2  # the shards, the groups of chunk configurations
+    assert all(loop["iteratorPolicy"] == {"parallelismLimit": 4} for loop in loops)
     kubernetes = spec["platform_spec"]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
-    assert kubernetes["exec-chunk-embed"]["tolerations"][0]["key"] == "nvidia.com/gpu"
+    for step in ("exec-chunk-embed", "exec-embed-shard"):
+        embed = pipeline["deploymentSpec"]["executors"][step]["container"]
+        assert embed["resources"]["accelerator"]["resourceType"] == "nvidia.com/gpu"
+        assert kubernetes[step]["tolerations"][0]["key"] == "nvidia.com/gpu"
     # a compiled package carries its own: the flags would be silently ignored
     bad = ragsweep(
         with_api(env, pipelines), "submit", *S3_RUN, "--package", str(PACKAGE), "--gpu", "1"

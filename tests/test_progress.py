@@ -122,23 +122,27 @@ def test_a_tail_reads_only_complete_lines_once(tmp_path):
 
 def test_the_steps_counted_from_the_pipeline_are_the_steps_a_run_executes():
     spec = sweep_pipeline.pipeline_spec
-    # load-testset, ingest, generate-qa, build-space, plan, evaluate, rank, publish, and
-    # chunk-embed and retrieve for each chunk configuration; compare with a baseline
-    assert count_steps(spec, loop_items=1, conditions=False) == 10
-    assert count_steps(spec, loop_items=3, conditions=False) == 14
-    assert count_steps(spec, loop_items=3, conditions=True) == 15
+    # load-testset, ingest, generate-qa, build-space, plan, plan-shards, merge-shards,
+    # evaluate, rank, track, publish; embed-shard for each shard; chunk-embed and retrieve
+    # for each group of chunk configurations; compare with a baseline
+    [shards, groups] = sorted(n for n, t in spec.root.dag.tasks.items() if n.startswith("for-"))
+    assert count_steps(spec, {}, conditions=False) == 14
+    assert count_steps(spec, {groups: 3}, conditions=False) == 18
+    assert count_steps(spec, {shards: 4, groups: 3}, conditions=True) == 22
 
 
 def test_the_total_follows_the_items_the_loop_was_given(tmp_path):
-    steps = StepTotal(sweep_pipeline.pipeline_spec, tmp_path, loop_items=1, conditions=False)
-    assert steps.total == 10
-    plan = tmp_path / "ragsweep-2026-12-01" / "plan" / "executor_output.json"
-    plan.parent.mkdir(parents=True)
-    plan.write_text(
-        json.dumps({"parameterValues": {"Output": [{"chunk_size": s} for s in range(5)]}})
-    )
-    assert steps.finished("ingest") == 10
-    assert steps.finished("plan") == 8 + 2 * 5  # chunk-embed and retrieve for each item
+    steps = StepTotal(sweep_pipeline.pipeline_spec, tmp_path, {"plan": 2}, conditions=False)
+    assert steps.total == 11 + 1 + 2 * 2  # one shard until plan-shards lists them
+    run = tmp_path / "ragsweep-2026-12-01"
+    for step, items in [("plan", 5), ("plan-shards", 3)]:
+        (run / step).mkdir(parents=True)
+        (run / step / "executor_output.json").write_text(
+            json.dumps({"parameterValues": {"Output": [{"item": i} for i in range(items)]}})
+        )
+    assert steps.finished("ingest") == 16
+    assert steps.finished("plan") == 11 + 1 + 2 * 5  # chunk-embed and retrieve for each group
+    assert steps.finished("plan-shards") == 11 + 3 + 2 * 5  # embed-shard for each shard
 
 
 def lines_of_a_run(failure: str | None = None) -> list[str]:
@@ -223,7 +227,7 @@ def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tm
     assert result.returncode == 0, result.stderr[-3000:]
     [run_dir] = (tmp_path / "runs").iterdir()
     steps = re.findall(r"^\[(\d+)/(\d+)\] ([\w-]+): peak memory", result.stdout, re.M)
-    assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 10) for i in range(1, 11)]
+    assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 14) for i in range(1, 15)]
     assert {"ingest", "chunk-embed", "retrieve", "evaluate", "rank", "publish"} <= {
         name for _, _, name in steps
     }
@@ -233,11 +237,11 @@ def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tm
     assert int(embedded[-1][1]) == int(chunks[1]) + 6  # the chunks, then the 6 questions
     assert "Executing task" not in result.stdout and "KFP Executor" not in result.stdout
     log = (run_dir / "pipeline.log").read_text()
-    assert log.count("Executing task") == 10 and "KFP Executor" in log
+    assert log.count("Executing task") == 14 and "KFP Executor" in log
 
     verbose = ragsweep(*args, "--verbose")
     assert verbose.returncode == 0, verbose.stderr[-3000:]
-    assert verbose.stdout.count("Executing task") == 10 and "[10/10] publish" in verbose.stdout
+    assert verbose.stdout.count("Executing task") == 14 and "[14/14] " in verbose.stdout
     assert "texts embedded" not in verbose.stdout  # the cache had them all
 
 
@@ -268,9 +272,9 @@ def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
     assert code == 0, shown[-3000:]
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)  # colours and cursor moves
     assert "\x1b[" in shown and "━" in text  # drawn, not printed
-    assert re.search(r"steps +[━╺╸]+ +\d/10 ingest", text)  # the running step named
+    assert re.search(r"steps +[━╺╸]+ +\d/14 ingest", text)  # the running step named
     assert re.search(r"texts embedded +[━╺╸]+ +\d+/\d+", text)
-    assert re.search(r"steps +━+ +10/10", text) and "[10/10] publish: peak memory" in text
+    assert re.search(r"steps +━+ +14/14", text) and "[14/14] " in text
     assert "Executing task" not in text
 
 
