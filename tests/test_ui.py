@@ -24,6 +24,7 @@ from ragsweep import store
 from ragsweep.curation import DatabaseStore
 from ragsweep.ui import create_app
 
+ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (Debian package chromium; .ci/run installs it)"
@@ -271,6 +272,29 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
     assert "error:" in log and "no-such-folder" in log
     page.goto(f"{base_url}/start")
     assert "failed (2)" in page.locator("main ul").last.inner_text()
+
+
+@needs_chromium
+def test_a_test_set_generated_from_the_page_is_stored_under_its_name(
+    page, base_url, engine, llm_server
+):
+    """Giskard RAGET in a background ``ragsweep generate`` (the scripted LLM writes the
+    questions), followed on its job page, stored in the app's results database."""
+    from playwright.sync_api import expect
+
+    name = f"generated-{engine.dialect.name}"
+    page.goto(f"{base_url}/testsets")
+    page.fill("#generate input[name=docs]", str(ROOT / "examples" / "docs"))
+    page.fill("#generate input[name=name]", name)
+    page.fill("#generate input[name=llm]", "writer")
+    page.fill("#generate input[name=num_questions]", "4")
+    follow(page, "#generate button")
+    expect(page.locator("#job-status")).to_have_text("succeeded", timeout=300_000)
+    assert f"stored 4 questions as '{name}'" in page.locator("#log").inner_text()
+    follow(page, "#generated")
+    assert page.locator("h1").inner_text().endswith(name)
+    assert DatabaseStore(engine).load(name).num_rows == 4
+    assert any(r["model"] == "writer" for r in llm_server.requests)
 
 
 @needs_chromium

@@ -1,5 +1,6 @@
-"""Runs started from the page: ``ragsweep run`` as a local background process writing to
-the app's results database; the job page follows its log until it ends."""
+"""Jobs started from the pages: ``ragsweep run`` or ``ragsweep generate`` as a local
+background process writing to the app's results database (or ``ragsweep submit`` to
+OpenShift AI); the job page follows its log until it ends."""
 
 from __future__ import annotations
 
@@ -66,6 +67,13 @@ class Jobs:
         for name, flag in OPTIONS.items():
             if options.get(name):
                 argv += [flag, options[name]]
+        store_url = self.engine.url.render_as_string(hide_password=False)
+        return self._spawn(argv, {STORE_ENV: store_url})
+
+    def generate(self, docs: str, name: str, model: str, num_questions: str) -> Job:
+        """``ragsweep generate`` with Giskard, storing the test set under ``name``."""
+        argv = ["generate", "--docs", docs, "--name", name, "--llm", model]
+        argv += ["--num-questions", num_questions] if num_questions else []
         store_url = self.engine.url.render_as_string(hide_password=False)
         return self._spawn(argv, {STORE_ENV: store_url})
 
@@ -151,6 +159,18 @@ async def submit(request: Request) -> Response:
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
+async def generate(request: Request) -> Response:
+    form = await checked_form(request)
+    fields = {k: str(form.get(k, "")).strip() for k in ("docs", "name", "llm", "num_questions")}
+    for needed in ("docs", "name", "llm"):
+        if not fields[needed]:
+            raise HTTPException(400, f"{needed}: required to generate a test set")
+    job = request.app.state.jobs.generate(
+        fields["docs"], fields["name"], fields["llm"], fields["num_questions"]
+    )
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+
 async def job_page(request: Request) -> Response:
     job = request.app.state.jobs.get(request.path_params["job_id"])
     return request.app.state.render(request, "job.html", job=job)
@@ -161,5 +181,6 @@ def routes() -> list[Route]:
         Route("/start", start_form, methods=["GET"]),
         Route("/start", start, methods=["POST"]),
         Route("/submit", submit, methods=["POST"]),
+        Route("/generate", generate, methods=["POST"]),
         Route("/jobs/{job_id}", job_page),
     ]
