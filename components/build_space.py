@@ -12,10 +12,14 @@ def build_space(
     embedding_models: List[str],
     generation_models: List[str],
     max_configs: int,
+    preset: str,
+    vector_io_provider_id: str,
     configs: Output[Dataset],
 ) -> NamedTuple("Space", [("search_space", dict)]):
-    """Join the embedding and generation models to the rest of the search space, validate
-    it, and refuse a grid of more than ``max_configs`` configurations (0: no limit).
+    """Join the embedding and generation models to the rest of the search space, with Red
+    Hat AutoRAG's ``preset`` and ``vector_io_provider_id`` in place of its chunk lists and
+    stores when given (``ragsweep.autorag.apply``), validate it, and refuse a grid of more
+    than ``max_configs`` configurations (0: no limit).
 
     Outputs: ``search_space``, the whole space (named: kfp.local 2.17 would hand a loop body
     its loop item for another task's unnamed ``Output``); ``configs``, an Arrow artifact of
@@ -23,11 +27,13 @@ def build_space(
     for the steps inside the fan-out, where kfp.local resolves artifacts but not parameters
     of other tasks.
     """
+    from ragsweep.autorag import apply
     from ragsweep.errors import pipeline_step
     from ragsweep.schemas import write_table
     from ragsweep.space import SearchSpace, configs_table
 
     with pipeline_step():
+        search_space = apply(search_space, preset, vector_io_provider_id)
         space = SearchSpace.from_parameters(search_space, embedding_models, generation_models)
         space.check_budget(max_configs)
         space.log_prefixes()

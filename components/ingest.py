@@ -1,3 +1,5 @@
+from typing import List
+
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Output
 
@@ -8,6 +10,7 @@ from ragsweep.components import BASE_IMAGE
 def ingest(
     bucket_name: str,
     key: str,
+    keys: List[str],
     testset: Input[Dataset],
     max_document_bytes: int,
     max_questions: int,
@@ -17,21 +20,22 @@ def ingest(
     skip_unresolved: bool = False,
 ):
     """Read the documents under ``s3://bucket_name/key``, or under ``key`` itself when no
-    bucket is given (a folder or an s3:// URI), and resolve the test set's document IDs
-    against them (``skip_unresolved``: leave out, with a warning, the questions whose
-    references are found in no document, instead of failing); then sample ``max_questions``
-    questions and documents within ``max_document_bytes`` (0: all), cited documents first.
+    bucket is given (a folder or an s3:// URI), and under each of ``keys`` alike; resolve
+    the test set's document IDs against them (``skip_unresolved``: leave out, with a
+    warning, the questions whose references are found in no document, instead of failing);
+    then sample ``max_questions`` questions and documents within ``max_document_bytes``
+    (0: all), cited documents first.
 
     Outputs: ``documents`` and ``questions``, Arrow artifacts of kinds documents and testset.
     """
     from ragsweep.errors import pipeline_step
     from ragsweep.sampling import sample_documents, sample_questions
     from ragsweep.schemas import read_table, write_table
-    from ragsweep.sources import location, read_documents
+    from ragsweep.sources import locations, read_locations
     from ragsweep.testset import resolve_testset
 
     with pipeline_step():
-        docs_table = read_documents(location(bucket_name, key)).table
+        docs_table = read_locations(locations(bucket_name, key, keys)).table
         questions_table = resolve_testset(
             read_table(testset.path, "testset"), docs_table, skip_unresolved
         )

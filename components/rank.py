@@ -1,3 +1,5 @@
+from typing import List
+
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Output
 
@@ -12,6 +14,7 @@ def rank(
     documents: Input[Dataset],
     input_data_bucket_name: str,
     input_data_key: str,
+    input_data_keys: List[str],
     test_data_bucket_name: str,
     test_data_key: str,
     search_space: dict,
@@ -52,12 +55,14 @@ def rank(
     from ragsweep.report import best_metrics, render_html, render_markdown
     from ragsweep.schemas import read_table, write_table
     from ragsweep.settings import RunSettings
-    from ragsweep.sources import location
+    from ragsweep.sources import location, locations
     from ragsweep.space import SearchSpace
 
     with pipeline_step():
+        docs, *more_docs = locations(input_data_bucket_name, input_data_key, input_data_keys)
         settings = RunSettings(
-            docs=location(input_data_bucket_name, input_data_key),
+            docs=docs,
+            more_docs=tuple(more_docs),
             testset=location(test_data_bucket_name, test_data_key) if test_data_key else "",
             space=SearchSpace.from_dict(search_space),
             optimization_metric=optimization_metric,

@@ -54,12 +54,13 @@ class Results(NamedTuple):
     description="Evaluate a grid of RAG configurations on a document collection and rank them.",
 )
 def sweep_pipeline(
-    input_data_key: str,
+    input_data_key: str = "",
     test_data_key: str = "",
     input_data_bucket_name: str = "",
     test_data_bucket_name: str = "",
     input_data_secret_name: str = platform.DEFAULT_CONNECTION,
     test_data_secret_name: str = platform.DEFAULT_CONNECTION,
+    input_data_keys: list = [],  # noqa: B006 (a pipeline parameter's default)
     embedding_models: list = DEFAULT["embedding_models"],
     generation_models: list = [],  # noqa: B006 (a pipeline parameter's default)
     search_space: dict = DEFAULT["search_space"],
@@ -84,6 +85,11 @@ def sweep_pipeline(
     mlflow_tracking_uri: str = "",
     mlflow_secret_name: str = platform.DEFAULT_MLFLOW_CONNECTION,
     patterns: int = DEFAULT_PATTERNS,
+    preset: str = "",
+    vector_io_provider_id: str = "",
+    ogx_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
+    maas_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
+    vector_db_secret_name: str = platform.DEFAULT_VECTOR_STORE_CONNECTION,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -97,6 +103,8 @@ def sweep_pipeline(
         test_data_bucket_name: The test data's S3 bucket; empty: test_data_key is a location.
         input_data_secret_name: The OpenShift AI S3 connection (Secret) to read documents with.
         test_data_secret_name: The OpenShift AI S3 connection (Secret) to read test data with.
+        input_data_keys: More document folders or prefixes, read as input_data_key is (Red
+            Hat AutoRAG upstream's list); a document's id is its path under its own.
         embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
         generation_models: Answer models, answered through the LLM endpoint
             (llm_secret_name), and extractive (the offline answerer, no LLM); empty: the
@@ -159,7 +167,26 @@ def sweep_pipeline(
         patterns: Write the best N configurations as runnable patterns (the rank step's
             rag_patterns artifact: pattern.json, evaluation_results.json, indexing.py and
             inference.py per pattern); 0: none.
+        preset: Red Hat AutoRAG's preset, speed or balanced: its chunk sizes and overlaps
+            (a quarter of its characters, in tokens) and the sentence chunker, instead of
+            search_space's; empty: search_space's.
+        vector_io_provider_id: Red Hat AutoRAG's vector store: sweep the one store it names
+            (milvus, pgvector, oracle; faiss and sqlite-vec: memory) instead of
+            search_space's vector_stores; empty: those.
+        ogx_secret_name: Red Hat AutoRAG's OGX Secret (OGX_CLIENT_BASE_URL, the server's
+            root, and OGX_CLIENT_API_KEY): the model endpoint when llm_secret_name gives none.
+        maas_secret_name: Red Hat AutoRAG upstream's MaaS Secret (MAAS_BASE_URL, MAAS_API_KEY):
+            the model endpoint when llm_secret_name gives none (one of the two, not both).
+        vector_db_secret_name: Red Hat AutoRAG upstream's vector database Secret (MILVUS_URI,
+            MILVUS_TOKEN; PGVECTOR_HOST, _PORT, _DB, _USER, _PASSWORD): the connections
+            vector_store_secret_name does not give.
     """
+    # the model endpoint's Secrets: ragsweep's, and Red Hat AutoRAG's two kinds
+    llm_secrets = {
+        "llm_connection": llm_secret_name,
+        "ogx_connection": ogx_secret_name,
+        "maas_connection": maas_secret_name,
+    }
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
         s3_connection=test_data_secret_name,
@@ -170,6 +197,7 @@ def sweep_pipeline(
         ingest(
             bucket_name=input_data_bucket_name,
             key=input_data_key,
+            keys=input_data_keys,
             testset=testset.outputs["testset"],
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
@@ -189,7 +217,7 @@ def sweep_pipeline(
             qa_generation=qa_generation,
             llm=llm,
         ),
-        llm_connection=llm_secret_name,
+        **llm_secrets,
         retry=True,
     )
     space = platform.step(
@@ -198,6 +226,8 @@ def sweep_pipeline(
             embedding_models=embedding_models,
             generation_models=generation_models,
             max_configs=optimization_max_rag_patterns,
+            preset=preset,
+            vector_io_provider_id=vector_io_provider_id,
         )
     )
     chunk_groups = platform.step(
@@ -230,7 +260,7 @@ def sweep_pipeline(
                 cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,
-            llm_connection=llm_secret_name,
+            **llm_secrets,
         )
     sharded = platform.step(merge_shards(shards=dsl.Collected(embedded.outputs["embeddings"])))
 
@@ -251,7 +281,7 @@ def sweep_pipeline(
                 cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
-            llm_connection=llm_secret_name,  # for embedding models openai:<model>
+            **llm_secrets,  # for embedding models openai:<model>
         )
         retrieved = platform.step(
             retrieve(
@@ -263,8 +293,9 @@ def sweep_pipeline(
                 keep_collections=keep_collections,
             ),
             s3_connection=input_data_secret_name,
-            llm_connection=llm_secret_name,
+            **llm_secrets,
             vector_store_connection=vector_store_secret_name,
+            vector_db_connection=vector_db_secret_name,
         )
 
     # one step answers and judges every configuration: answers are shared across chunk
@@ -279,7 +310,7 @@ def sweep_pipeline(
             seed=seed,
             llm=llm,
         ),
-        llm_connection=llm_secret_name,
+        **llm_secrets,
         retry=True,
     )
     ranked = platform.step(
@@ -290,6 +321,7 @@ def sweep_pipeline(
             documents=inputs.outputs["documents"],
             input_data_bucket_name=input_data_bucket_name,
             input_data_key=input_data_key,
+            input_data_keys=input_data_keys,
             test_data_bucket_name=test_data_bucket_name,
             test_data_key=test_data_key,
             search_space=space.outputs["search_space"],

@@ -41,9 +41,14 @@ app.add_typer(schedule_app, name="schedule")
 
 
 def main() -> None:
-    """Entry point: a user's mistake is one line on stderr and exit status 2."""
+    """Entry point: a user's mistake is one line on stderr and exit status 2. Red Hat
+    AutoRAG's Secret keys in the environment stand in for ragsweep's unset ones, as in the
+    pipeline's steps."""
+    from ragsweep.autorag import adopt_connections
+
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
+        adopt_connections()
         app()
     except RagsweepError as exc:
         typer.echo(f"error: {exc}", err=True)

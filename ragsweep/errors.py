@@ -25,7 +25,8 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
 
     ragsweep's log lines are printed as ``ragsweep: ...`` (the local runner keeps them in the
     run's log and shows the user the warnings, ``ragsweep: warning: ...``), its progress
-    counts go to ``ragsweep.progress`` (settled at the end), and a user's mistake ends the
+    counts go to ``ragsweep.progress`` (settled at the end), Red Hat AutoRAG's Secret keys
+    stand in for ragsweep's unset ones (``ragsweep.autorag``), and a user's mistake ends the
     step with a one-line ``error: ...`` and exit status 2, no traceback, as on the command
     line. At its
     end the step says what it cost: ``ragsweep: step retrieve: peak memory 812 MB, 12.3 s
@@ -42,6 +43,10 @@ def pipeline_step(name: str | None = None) -> Iterator[None]:
     log.propagate = False
     starting, started = process_age(), time.monotonic()
     try:
+        from ragsweep.autorag import adopt_connections
+
+        for taken in adopt_connections():
+            log.info("%s (Red Hat AutoRAG's Secret key)", taken)
         yield
     except RagsweepError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -227,5 +227,6 @@ def best_spec(leaderboard: pa.Table) -> str:
         f"over {best['questions']} questions",
     ]
     if settings.get("docs"):
-        head.append(f"# documents: {settings['docs']}; test set: {settings.get('testset')}")
+        docs = ", ".join([settings["docs"], *settings.get("more_docs", [])])
+        head.append(f"# documents: {docs}; test set: {settings.get('testset')}")
     return "\n".join(head) + "\n" + yaml.safe_dump(spec, sort_keys=False)

@@ -527,6 +527,7 @@ def run_arguments(
 def preflight(package: Path, arguments: dict[str, Any]) -> None:
     """Check the arguments here, as the pipeline's first steps would there: names, search
     space, budget and metric."""
+    from ragsweep import autorag
     from ragsweep.leaderboard import check_metric
     from ragsweep.space import SearchSpace
 
@@ -535,8 +536,13 @@ def preflight(package: Path, arguments: dict[str, Any]) -> None:
         name: arguments.get(name, spec.get("defaultValue"))
         for name, spec in pipeline_inputs(package).items()
     }
+    search_space = autorag.apply(
+        values["search_space"],
+        values.get("preset") or "",
+        values.get("vector_io_provider_id") or "",
+    )
     space = SearchSpace.from_parameters(
-        values["search_space"], values["embedding_models"], values.get("generation_models")
+        search_space, values["embedding_models"], values.get("generation_models")
     )
     space.check_budget(int(values.get("optimization_max_rag_patterns") or 0))
     check_metric(values.get("optimization_metric"))

@@ -42,6 +42,7 @@ from kfp import dsl, kubernetes
 from kfp.dsl import PipelineTask
 from kfp.dsl.graph_component import GraphComponent
 
+from ragsweep import autorag
 from ragsweep.errors import RagsweepError
 
 RESOURCES_ENV = "RAGSWEEP_RESOURCES"
@@ -89,6 +90,11 @@ VECTOR_STORE_CONNECTION_KEYS = (
     "RAGSWEEP_ORACLE_WALLET_DIR",
     "RAGSWEEP_ORACLE_WALLET_PASSWORD",
 )
+# Red Hat AutoRAG's Secrets (ragsweep.autorag), each mounted with its own keys; by default
+# the Secrets above, which may hold AutoRAG's keys instead of ragsweep's.
+OGX_CONNECTION_KEYS = autorag.LLM_ENDPOINTS["ogx_secret_name"][:2]
+MAAS_CONNECTION_KEYS = autorag.LLM_ENDPOINTS["maas_secret_name"][:2]
+VECTOR_DB_CONNECTION_KEYS = (*autorag.MILVUS_KEYS, *autorag.PGVECTOR_KEYS)
 DEFAULT_MLFLOW_CONNECTION = "ragsweep-mlflow"
 # The keys of the MLflow Secret, read by the track step: MLflow's own variables (a tracking
 # URI in the Secret may hold credentials; a token or user and password are the other way).
@@ -255,11 +261,15 @@ def step(
     llm_connection: str | dsl.PipelineChannel | None = None,
     vector_store_connection: str | dsl.PipelineChannel | None = None,
     mlflow_connection: str | dsl.PipelineChannel | None = None,
+    ogx_connection: str | dsl.PipelineChannel | None = None,
+    maas_connection: str | dsl.PipelineChannel | None = None,
+    vector_db_connection: str | dsl.PipelineChannel | None = None,
     retry: bool = False,
     cache: bool = True,
 ) -> PipelineTask:
     """Set a task's CPU and memory; expose an S3 connection, results-store, LLM endpoint,
-    vector-store or MLflow secret as its environment;
+    vector-store or MLflow secret (or AutoRAG's OGX, MaaS or vector-DB secret) as its
+    environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
     settings = _settings()
@@ -274,7 +284,10 @@ def step(
         (s3_connection, S3_CONNECTION_KEYS),
         (store_connection, STORE_CONNECTION_KEYS),
         (llm_connection, LLM_CONNECTION_KEYS),
+        (ogx_connection, OGX_CONNECTION_KEYS),
+        (maas_connection, MAAS_CONNECTION_KEYS),
         (vector_store_connection, VECTOR_STORE_CONNECTION_KEYS),
+        (vector_db_connection, VECTOR_DB_CONNECTION_KEYS),
         (mlflow_connection, MLFLOW_CONNECTION_KEYS),
     ):
         if secret is not None:

@@ -40,6 +40,7 @@ class RunSettings:
     parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
     patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
+    more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -95,6 +96,8 @@ class RunSettings:
         editing one changes it. Without those tables (a run that failed before reading
         them) their locations stand in for their content."""
         content = {"docs": self.docs, "testset": self.testset}
+        if self.more_docs:
+            content["more_docs"] = list(self.more_docs)
         if testset is not None and documents is not None:
             from ragsweep.testset import fingerprint
 
@@ -116,6 +119,7 @@ class RunSettings:
         return {
             **sweep,
             "docs": self.docs,
+            **({"more_docs": list(self.more_docs)} if self.more_docs else {}),
             "testset": self.testset,
             "sweep_key": config_id(sweep),
             "judge": self.llm.judge or "none (metrics computed without an LLM)",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -317,6 +317,15 @@ def location(bucket: str, key: str) -> str:
     return f"s3://{bucket}/{key.lstrip('/')}" if bucket else key
 
 
+def locations(bucket: str, key: str, keys: Sequence[str] = ()) -> list[str]:
+    """The locations of the documents: ``key``'s, then each of ``keys``' (Red Hat AutoRAG
+    upstream's ``input_data_keys``), in the bucket when one is given; repeats once."""
+    given = list(dict.fromkeys(k for k in (key, *keys) if k))
+    if not given:
+        raise RagsweepError("no documents: give input_data_key or input_data_keys")
+    return [location(bucket, k) for k in given]
+
+
 def split_location(uri: str) -> tuple[str, str]:
     """The (bucket, key) pair of a location; the inverse of ``location``."""
     if uri.startswith("s3://") and not uri.startswith("s3:///"):
@@ -390,6 +399,29 @@ def read_documents(uri: str) -> DocumentSet:
         raise _no_documents(uri, len(files), documents.skip_counts())
     log.log(logging.WARNING if len(rows) < len(files) else logging.INFO, documents.summary())
     return documents
+
+
+def read_locations(uris: Sequence[str]) -> DocumentSet:
+    """The documents of several locations, each read by ``read_documents``: a doc_id is its
+    path under its own location, so one found under two is refused (the test set's
+    references could not tell them apart)."""
+    sets = [read_documents(uri) for uri in uris]
+    where: dict[str, str] = {}
+    for uri, documents in zip(uris, sets, strict=True):
+        for doc_id in documents.table["doc_id"].to_pylist():
+            if doc_id in where:
+                raise RagsweepError(
+                    f"document {doc_id!r} is both in {where[doc_id]} and in {uri}: a "
+                    "document's id is its path under its location, so the two cannot be told "
+                    "apart; give locations whose files have different paths"
+                )
+            where[doc_id] = uri
+    if len(sets) == 1:
+        return sets[0]
+    skipped = {reason: [i for d in sets for i in d.skipped[reason]] for reason in sets[0].skipped}
+    merged = DocumentSet(pa.concat_tables([d.table for d in sets]), skipped)
+    log.info("%s in %d locations", merged.summary(), len(sets))
+    return merged
 
 
 def document_keys(uri: str) -> list[str]:

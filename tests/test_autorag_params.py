@@ -1,30 +1,50 @@
-"""Red Hat AutoRAG's pipeline parameters: the compiled pipeline takes each one ragsweep maps,
-the README's table is the one in ragsweep/autorag.py, and AutoRAG's values mean the same."""
+"""Red Hat AutoRAG's pipeline parameters: the compiled pipeline takes every one, the README's
+tables are the code's, and AutoRAG's values (metric names, presets, vector_io provider ids,
+its Secrets' keys, several document keys) mean what AutoRAG means by them."""
 
+import re
 from pathlib import Path
 
+import psycopg
 import pytest
 import yaml
 
-from ragsweep.autorag import PARAMETERS, README_BEGIN, README_END, readme_table
+from ragsweep.autorag import (
+    PARAMETERS,
+    README_BEGIN,
+    README_END,
+    adopt_connections,
+    apply,
+    readme_table,
+    store_of,
+)
 from ragsweep.errors import RagsweepError
 from ragsweep.leaderboard import check_metric
+from ragsweep.sources import locations, read_locations
 from ragsweep.space import SearchSpace
 
 REPO = Path(__file__).resolve().parent.parent
+# documents_rag_optimization_pipeline's parameters: Red Hat's (red-hat-data-services
+# pipelines-components dd8d0c0), then those only Open Data Hub's upstream adds
+RED_HAT = {
+    "test_data_secret_name", "test_data_bucket_name", "test_data_key",
+    "input_data_secret_name", "input_data_bucket_name", "ogx_secret_name",
+    "vector_io_provider_id", "input_data_key", "embedding_models", "generation_models",
+    "optimization_metric", "optimization_max_rag_patterns", "preset",
+}  # fmt: skip
+UPSTREAM = {"maas_secret_name", "vector_db_secret_name", "input_data_keys"}
 
 
-def compiled_parameters() -> set[str]:
+def compiled_parameters() -> dict[str, dict]:
     spec, *_ = yaml.safe_load_all((REPO / "pipelines/sweep_pipeline.yaml").read_text())
-    return set(spec["root"]["inputDefinitions"]["parameters"])
+    return spec["root"]["inputDefinitions"]["parameters"]
 
 
-def test_the_compiled_pipeline_has_every_ragsweep_parameter_of_the_table():
-    compiled = compiled_parameters()
-    named = {p.ragsweep for p in PARAMETERS if p.ragsweep}
-    assert named <= compiled, sorted(named - compiled)
-    same = {p.autorag for p in PARAMETERS if p.autorag == p.ragsweep}
-    assert {"generation_models", "embedding_models", "optimization_metric"} <= same
+def test_the_compiled_pipeline_has_every_autorag_parameter_of_the_table():
+    named = {p.name for p in PARAMETERS}
+    assert named == RED_HAT | UPSTREAM
+    assert named <= set(compiled_parameters()), sorted(named - set(compiled_parameters()))
+    assert compiled_parameters()["input_data_keys"]["parameterType"] == "LIST"
 
 
 def test_the_readme_table_is_the_one_generated_from_the_code():
@@ -33,11 +53,136 @@ def test_the_readme_table_is_the_one_generated_from_the_code():
     assert readme_table() in readme, "README out of date: paste ragsweep.autorag.readme_table()"
 
 
-def test_every_row_says_what_ragsweep_does_instead():
-    assert len({p.autorag for p in PARAMETERS}) == len(PARAMETERS)
+def test_the_readme_parameter_table_names_every_pipeline_parameter():
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("| parameter | meaning | default |")
+    rows = readme[start : readme.index("\n\n", start)].splitlines()[2:]
+    named = {n for row in rows for n in re.findall(r"`(\w+)`", row.split("|")[1])}
+    assert set(compiled_parameters()) == named
+
+
+def test_every_row_says_what_ragsweep_does_with_it():
+    assert len({p.name for p in PARAMETERS}) == len(PARAMETERS)
     for p in PARAMETERS:
-        assert p.note.strip(), p.autorag
-    assert [p.autorag for p in PARAMETERS if p.ragsweep is None] == ["preset"]
+        assert p.note.strip(), p.name
+
+
+SPACE = {"chunkers": ["token"], "chunk_sizes": [64], "chunk_overlaps": [16], "top_ks": [3]}
+
+
+def test_a_preset_sets_autorags_chunk_lists_in_tokens():
+    speed = apply(SPACE, "speed", "")
+    assert speed == {**SPACE, "chunkers": ["sentence"], "chunk_sizes": [32, 64, 128],
+                     "chunk_overlaps": [8, 16]}  # fmt: skip
+    balanced = apply(SPACE, "balanced", "")
+    assert balanced["chunk_sizes"] == [128, 256, 512]
+    assert balanced["chunk_overlaps"] == [0, 32, 64]
+    assert apply(SPACE, "", "") == SPACE
+    space = SearchSpace.from_parameters(balanced, ["all-MiniLM-L6-v2"], [])
+    # all-MiniLM-L6-v2 reads 254 text tokens: longer chunks are pruned, with why
+    assert {c["chunk_size"] for c in space.chunk_configs()} == {128}
+    assert any("chunk size 256 exceeds" in reason for reason in space.pruned())
+
+
+def test_an_unknown_preset_is_refused():
+    with pytest.raises(RagsweepError, match="preset 'fast': expected one of speed, balanced"):
+        apply(SPACE, "fast", "")
+
+
+@pytest.mark.parametrize(
+    ("provider", "store"),
+    [
+        ("milvus", "milvus"),
+        ("remote::milvus", "milvus"),
+        ("ls_milvus", "milvus"),
+        ("remote::pgvector", "pgvector"),
+        ("oracle", "oracle"),
+        ("inline::faiss", "memory"),
+        ("inline::sqlite-vec", "memory"),
+    ],
+)
+def test_a_vector_io_provider_id_names_the_store_swept(provider, store):
+    assert store_of(provider) == store
+    indexes = {"milvus": {"hnsw": {"ef": [64]}}, "pgvector": {"hnsw": {"ef_search": [40]}}}
+    space = apply({**SPACE, "vector_stores": ["memory"], "indexes": indexes}, "", provider)
+    assert space["vector_stores"] == [store]
+    assert set(space["indexes"]) == ({store} & set(indexes))
+
+
+def test_an_unknown_vector_io_provider_is_refused():
+    with pytest.raises(RagsweepError, match="vector_io_provider_id 'remote::qdrant': names no"):
+        store_of("remote::qdrant")
+
+
+def test_autorags_maas_secret_is_the_model_endpoint():
+    env = {"MAAS_BASE_URL": "https://maas.example/v1/", "MAAS_API_KEY": "k-1"}
+    taken = adopt_connections(env)
+    assert env["RAGSWEEP_LLM_BASE_URL"] == "https://maas.example/v1"
+    assert env["RAGSWEEP_LLM_API_KEY"] == "k-1"
+    assert taken == [
+        "RAGSWEEP_LLM_BASE_URL from MAAS_BASE_URL",
+        "RAGSWEEP_LLM_API_KEY from MAAS_API_KEY",
+    ]
+    assert "k-1" not in " ".join(taken)
+
+
+@pytest.mark.parametrize("root", ["http://ogx:8321", "http://ogx:8321/", "http://ogx:8321/v1"])
+def test_autorags_ogx_secret_names_the_servers_root_whose_openai_api_is_at_v1(root):
+    env = {"OGX_CLIENT_BASE_URL": root, "OGX_CLIENT_API_KEY": "k-2"}
+    adopt_connections(env)
+    assert env["RAGSWEEP_LLM_BASE_URL"] == "http://ogx:8321/v1"
+
+
+def test_ragsweeps_own_variables_win_and_two_autorag_endpoints_are_refused():
+    env = {"RAGSWEEP_LLM_BASE_URL": "http://mine/v1", "MAAS_BASE_URL": "http://maas/v1"}
+    assert adopt_connections(env) == [] and env["RAGSWEEP_LLM_BASE_URL"] == "http://mine/v1"
+    both = {"MAAS_BASE_URL": "http://maas/v1", "OGX_CLIENT_BASE_URL": "http://ogx"}
+    with pytest.raises(RagsweepError, match=r"both MAAS_BASE_URL \(maas_secret_name\) and "):
+        adopt_connections(both)
+
+
+def test_autorags_milvus_keys_connect_milvus():
+    env = {"MILVUS_URI": "http://milvus:19530", "MILVUS_TOKEN": "root:Milvus"}
+    adopt_connections(env)
+    assert env["RAGSWEEP_MILVUS_URI"] == "http://milvus:19530"
+    assert env["RAGSWEEP_MILVUS_TOKEN"] == "root:Milvus"
+
+
+def test_autorags_pgvector_keys_make_a_url_that_connects(postgres_server):
+    host_port = postgres_server.split("@")[1].split("/")[0]
+    host, port = host_port.split(":")
+    env = {
+        "PGVECTOR_HOST": host,
+        "PGVECTOR_PORT": port,
+        "PGVECTOR_DB": "postgres",
+        "PGVECTOR_USER": "ragsweep",
+        "PGVECTOR_PASSWORD": "p@ss:w/rd %",  # trust authentication takes any password
+    }
+    adopt_connections(env)
+    url = env["RAGSWEEP_PGVECTOR_URL"]
+    assert url == f"postgresql://ragsweep:p%40ss%3Aw%2Frd%20%25@{host}:{port}/postgres"
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == ("ragsweep",)
+
+
+def test_pgvector_keys_without_a_host_are_refused():
+    with pytest.raises(RagsweepError, match="PGVECTOR_HOST missing"):
+        adopt_connections({"PGVECTOR_DB": "rag", "PGVECTOR_PASSWORD": "secret-pw"})
+
+
+def test_several_document_keys_are_read_together_and_an_id_in_two_is_refused(tmp_path):
+    for folder, name in (("a", "one.md"), ("b", "two.md"), ("c", "one.md")):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / name).write_text(f"{folder}: some text.\n")
+    uris = locations("", str(tmp_path / "a"), [str(tmp_path / "b"), str(tmp_path / "a")])
+    assert uris == [str(tmp_path / "a"), str(tmp_path / "b")]
+    table = read_locations(uris).table
+    assert table["doc_id"].to_pylist() == ["one.md", "two.md"]
+    assert locations("bkt", "", ["x/", "y"]) == ["s3://bkt/x/", "s3://bkt/y"]
+    with pytest.raises(RagsweepError, match="'one.md' is both in .*/a and in .*/c"):
+        read_locations([str(tmp_path / "a"), str(tmp_path / "c")])
+    with pytest.raises(RagsweepError, match="give input_data_key or input_data_keys"):
+        locations("bkt", "", [])
 
 
 def test_generation_models_are_answered_through_the_llm_endpoint():

@@ -13,10 +13,13 @@ from ragsweep.errors import RagsweepError
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 from ragsweep.platform import (
     LLM_CONNECTION_KEYS,
+    MAAS_CONNECTION_KEYS,
     MLFLOW_CONNECTION_KEYS,
+    OGX_CONNECTION_KEYS,
     RESOURCES,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
+    VECTOR_DB_CONNECTION_KEYS,
     VECTOR_STORE_CONNECTION_KEYS,
     for_local_run,
     load_resources,
@@ -24,8 +27,7 @@ from ragsweep.platform import (
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "pipelines" / "sweep_pipeline.yaml"
-# Red Hat AutoRAG's parameters that ragsweep takes by the same name (ragsweep/autorag.py)
-AUTORAG = [p.autorag for p in PARAMETERS if p.autorag == p.ragsweep]
+AUTORAG = [p.name for p in PARAMETERS]  # Red Hat AutoRAG's parameters (ragsweep/autorag.py)
 
 
 def documents(path: Path) -> tuple[dict, dict]:
@@ -53,20 +55,26 @@ def test_parameters_use_red_hat_autorag_names():
 
 def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
     _, executors = documents(COMMITTED)
-    s3, store, llm = S3_CONNECTION_KEYS, STORE_CONNECTION_KEYS, LLM_CONNECTION_KEYS
+    s3, store = S3_CONNECTION_KEYS, STORE_CONNECTION_KEYS
+    llm = [  # ragsweep's model endpoint Secret, and Red Hat AutoRAG's two kinds
+        ("llm_secret_name", LLM_CONNECTION_KEYS),
+        ("ogx_secret_name", OGX_CONNECTION_KEYS),
+        ("maas_secret_name", MAAS_CONNECTION_KEYS),
+    ]
     wanted = {  # step -> the (parameter naming the secret, its keys) it gets
         "exec-load-testset": [("test_data_secret_name", s3)],
         "exec-ingest": [("input_data_secret_name", s3)],
-        "exec-generate-qa": [("llm_secret_name", llm)],
+        "exec-generate-qa": llm,
         # an s3:// embedding cache; embedding models openai:<model>
-        "exec-chunk-embed": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
-        "exec-embed-shard": [("input_data_secret_name", s3), ("llm_secret_name", llm)],
+        "exec-chunk-embed": [("input_data_secret_name", s3), *llm],
+        "exec-embed-shard": [("input_data_secret_name", s3), *llm],
         "exec-retrieve": [
             ("input_data_secret_name", s3),
-            ("llm_secret_name", llm),
+            *llm,
             ("vector_store_secret_name", VECTOR_STORE_CONNECTION_KEYS),  # the stores' URLs
+            ("vector_db_secret_name", VECTOR_DB_CONNECTION_KEYS),  # AutoRAG's keys for them
         ],
-        "exec-evaluate": [("llm_secret_name", llm)],
+        "exec-evaluate": llm,
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
         "exec-track": [("mlflow_secret_name", MLFLOW_CONNECTION_KEYS)],

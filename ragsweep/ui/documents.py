@@ -1,10 +1,12 @@
 """The retrieved chunks of a result, with the gold spans inside them: the results database
 holds each chunk's span (document, start, end); the text comes from the run's documents
-(its ``docs`` setting: a folder or S3 prefix), when this machine can still read them."""
+(its ``docs`` setting, a folder or S3 prefix, and its ``more_docs``), when this machine can
+still read them."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -44,9 +46,10 @@ def _pieces(text: str, start: int, gold: list[tuple[int, int]]) -> list[dict[str
     return [p for p in pieces if p["text"]]
 
 
-def retrieved_chunks(result: dict, question: dict, docs: str) -> list[dict[str, Any]]:
+def retrieved_chunks(result: dict, question: dict, docs: Sequence[str]) -> list[dict[str, Any]]:
     """Each retrieved chunk in rank order: document, span, whether it is a reference
-    document, whether it overlaps a gold span, and its text in pieces (None: not readable)."""
+    document, whether it overlaps a gold span, and its text in pieces (None: not readable);
+    a document is looked for in each of the run's locations ``docs``."""
     references = set(question.get("reference_doc_ids") or [])
     gold_spans = question.get("gold_spans") or []
     spans = result.get("retrieved_spans") or []
@@ -63,7 +66,7 @@ def retrieved_chunks(result: dict, question: dict, docs: str) -> list[dict[str, 
         ]
         pieces = None
         if span:
-            text = document_text(docs, doc_id)
+            text = next(filter(None, (document_text(d, doc_id) for d in docs)), None)
             if text is not None:
                 pieces = _pieces(text[span["start"] : span["end"]], span["start"], gold)
         chunks.append(

@@ -186,7 +186,8 @@ def question_page(request: Request) -> Response:
     before = [f for f in failed if f < question_id]
     after = [f for f in failed if f > question_id]
     question = run.questions().get(question_id, {})
-    docs = (run.info.get("settings") or {}).get("docs", "")
+    settings = run.info.get("settings") or {}
+    docs = [d for d in [settings.get("docs"), *settings.get("more_docs", [])] if d]
     chunks = retrieved_chunks(result, question, docs)
     return request.app.state.render(
         request,
