@@ -91,7 +91,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         "vector_db_secret_name",
         "(upstream) its `MILVUS_URI`, `MILVUS_TOKEN` and `PGVECTOR_HOST`, `_PORT`, `_DB`, "
         "`_USER`, `_PASSWORD` connect Milvus and pgvector when `vector_store_secret_name`'s "
-        "`RAGSWEEP_*` are unset; `MILVUS_SERVER_CERT` is not read",
+        "`RAGSWEEP_*` are unset (`MILVUS_URI`: a server's URL, which pymilvus reads too; a Milvus "
+        "Lite file goes in `RAGSWEEP_MILVUS_URI`); `MILVUS_SERVER_CERT` is not read",
     ),
     Parameter(
         "preset",
@@ -199,7 +200,8 @@ def adopt_connections(env: MutableMapping[str, str] = os.environ) -> list[str]:
 
 
 def pgvector_url(env: MutableMapping[str, str]) -> str:
-    """A PostgreSQL URL from AutoRAG's PGVECTOR_* keys (port 5432 when not given)."""
+    """A PostgreSQL URL from AutoRAG's PGVECTOR_* keys (port 5432 when not given; the host
+    a name, an address or a Unix socket's folder)."""
     missing = [key for key in ("PGVECTOR_HOST", "PGVECTOR_DB") if not env.get(key)]
     if missing:
         raise RagsweepError(
@@ -210,7 +212,10 @@ def pgvector_url(env: MutableMapping[str, str]) -> str:
     if env.get("PGVECTOR_PASSWORD"):
         user += ":" + quote(env["PGVECTOR_PASSWORD"], safe="")
     host = env["PGVECTOR_HOST"]
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address
+    if host.startswith("/"):  # a Unix socket's folder, as libpq takes it in a URL
+        host = quote(host, safe="")
+    elif ":" in host:  # an IPv6 address
+        host = f"[{host}]"
     credentials = f"{user}@" if user else ""
     port = env.get("PGVECTOR_PORT") or "5432"
     return f"postgresql://{credentials}{host}:{port}/{quote(env['PGVECTOR_DB'], safe='')}"

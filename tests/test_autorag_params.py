@@ -165,6 +165,21 @@ def test_autorags_pgvector_keys_make_a_url_that_connects(postgres_server):
         assert conn.execute("SELECT current_user").fetchone() == ("ragsweep",)
 
 
+def test_a_pgvector_host_may_be_a_unix_sockets_folder(pgvector_server):
+    from urllib.parse import parse_qs, urlsplit
+
+    server = urlsplit(pgvector_server)
+    env = {
+        "PGVECTOR_HOST": parse_qs(server.query)["host"][0],
+        "PGVECTOR_DB": server.path.lstrip("/"),
+        "PGVECTOR_USER": server.username,
+    }
+    adopt_connections(env)
+    assert env["RAGSWEEP_PGVECTOR_URL"].startswith(f"postgresql://{server.username}@%2F")
+    with psycopg.connect(env["RAGSWEEP_PGVECTOR_URL"]) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
 def test_pgvector_keys_without_a_host_are_refused():
     with pytest.raises(RagsweepError, match="PGVECTOR_HOST missing"):
         adopt_connections({"PGVECTOR_DB": "rag", "PGVECTOR_PASSWORD": "secret-pw"})

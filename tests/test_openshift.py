@@ -261,6 +261,33 @@ def test_unknown_parameters_and_oversized_grids_are_refused_before_submitting(en
     assert pipelines.runs == {}
 
 
+def test_an_autorag_runs_parameters_are_submitted_as_they_are_and_checked_first(env, pipelines):
+    env = with_api(env, pipelines)
+    autorag = [
+        "-p", "ogx_secret_name=ogx", "-p", "maas_secret_name=maas",
+        "-p", "vector_db_secret_name=milvus", "-p", "vector_io_provider_id=remote::milvus",
+        "-p", 'input_data_keys=["kb/policies/"]', "-p", "preset=speed",
+        "-p", 'generation_models=["granite-3.3"]', "-p", "optimization_max_rag_patterns=30",
+    ]  # fmt: skip
+    result = ragsweep(env, "submit", *S3_RUN, *autorag, "--package", str(PACKAGE))
+    assert result.returncode == 0, result.stderr
+    parameters = created_run(pipelines)["runtime_config"]["parameters"]
+    assert parameters["input_data_keys"] == ["kb/policies/"]
+    assert parameters["vector_io_provider_id"] == "remote::milvus"
+    assert parameters["maas_secret_name"] == "maas" and parameters["preset"] == "speed"
+
+    # the preset's grid (5 chunk configurations x 3 Top Ks x 2 search types) meets the budget
+    small = [*autorag[:-2], "-p", "optimization_max_rag_patterns=8"]
+    big = ragsweep(env, "submit", *S3_RUN, *small, "--package", str(PACKAGE))
+    assert_user_error(big, "holds 30 configurations, more than the budget of 8")
+    unknown = ragsweep(
+        env, "submit", *S3_RUN, "-p", "vector_io_provider_id=remote::qdrant",
+        "--package", str(PACKAGE),
+    )  # fmt: skip
+    assert_user_error(unknown, "vector_io_provider_id 'remote::qdrant': names no vector store")
+    assert len(pipelines.runs) == 1
+
+
 # ---- kubeconfig discovery --------------------------------------------------------------------
 
 
