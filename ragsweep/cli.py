@@ -10,7 +10,7 @@ import typer
 
 from ragsweep.cli_openshift import schedule_app, submit
 from ragsweep.errors import RagsweepError
-from ragsweep.fanout import DEFAULT_SHARD_BYTES
+from ragsweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
 from ragsweep.leaderboard import AUTO_METRIC
 from ragsweep.llm import LLMSettings
 from ragsweep.patterns import DEFAULT_PATTERNS, check_count
@@ -202,10 +202,12 @@ def run(
         1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
     embedding_shard_bytes: int = typer.Option(
-        DEFAULT_SHARD_BYTES,
+        LOCAL_SHARD_BYTES,
         min=0,
         help="When the documents hold more bytes of text than this, embed each chunk set "
-        "in shards of about this size, one step each. 0: never.",
+        "in shards of about this size, one step each. 0 (the default here): never; on one "
+        "machine the shards run one after another, each loading the model, and only add "
+        f"time. submit and schedule: the pipeline's default, {DEFAULT_SHARD_BYTES}.",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
     patterns: int = typer.Option(

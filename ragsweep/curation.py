@@ -72,7 +72,7 @@ class DatabaseStore:
         live = [i for i in latest.values() if not i["deleted"]]
         # in the order first stored; items stored before positions were kept come first
         live.sort(key=lambda i: (_position(i), i["question_id"]))
-        return pa.Table.from_pylist([_testset_row(i) for i in live], schema=TESTSET)
+        return pa.Table.from_pylist([store.testset_row(i) for i in live], schema=TESTSET)
 
     def save(self, name: str, table: pa.Table) -> None:
         try:
@@ -129,7 +129,7 @@ class DatabaseStore:
                 "version": i["version"],
                 "created_at": _utc(i["created_at"]),
                 "deleted": bool(i["deleted"]),
-                **({f: None for f in _ITEM_FIELDS} if i["deleted"] else _testset_row(i)),
+                **({f: None for f in _ITEM_FIELDS} if i["deleted"] else store.testset_row(i)),
             }
             for i in reversed(items)
         ]
@@ -160,23 +160,6 @@ def _items(conn: sa.Connection, testset_id: int, question_id: str | None = None)
 
 def _position(item: dict) -> int:
     return -1 if item["item_position"] is None else item["item_position"]
-
-
-def _testset_row(item: dict) -> dict:
-    """A stored item version as a TESTSET row."""
-    row = {
-        "question_id": item["question_id"],
-        "question": item["question"] or "",
-        "reference_answers": item["reference_answers"] or [],
-        "reference_doc_ids": item["reference_doc_ids"] or [],
-        "reference_context": item["reference_context"],
-        "gold_spans": item["gold_spans"] or [],
-        "question_type": item["question_type"],
-        "topic": item["topic"],
-        "conversation_history": item["conversation_history"],
-    }
-    row["question_version"] = item["question_version"] or question_version(row)
-    return row
 
 
 def row_of(testset: pa.Table, question_id: str) -> int:

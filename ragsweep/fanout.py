@@ -64,6 +64,10 @@ def document_ranges(sizes: list[int], shard_bytes: int) -> list[tuple[int, int]]
 # The pipeline's default embedding_shard_bytes: some 20,000 chunks of 256 tokens, about
 # seven minutes of a 2-core CPU pod's embedding at ~48 chunks/s (README, "Performance").
 DEFAULT_SHARD_BYTES = 20_000_000
+# `ragsweep run`'s default: never shard. kfp.local runs the shards one after another, each a
+# process loading the model, so on one machine they only add time (the synthetic 10,000
+# documents: 202.5 s sharded against 163.2 s, benchmarks/README.md); on a cluster they are pods.
+LOCAL_SHARD_BYTES = 0
 
 # The shard list when nothing is sharded. kfp.local (2.17) registers no outputs for a loop
 # of no iterations, so a Collected of it fails: the loop runs once, embedding nothing.

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -711,18 +712,26 @@ def load_run_testset(engine: Engine, run_id: str) -> pa.Table:
         if item is None or question_id in seen:
             continue
         seen.add(question_id)
-        rows.append(
-            {
-                "question_id": question_id,
-                "question": item["question"] or "",
-                "reference_answers": item["reference_answers"] or [],
-                "reference_doc_ids": item["reference_doc_ids"] or [],
-                "reference_context": item["reference_context"],
-                "gold_spans": item["gold_spans"] or [],
-                "question_type": item["question_type"],
-                "topic": item["topic"],
-                "conversation_history": item["conversation_history"] or "[]",
-                "question_version": item["question_version"],
-            }
-        )
+        rows.append(testset_row(item))
     return pa.Table.from_pylist(rows, schema=TESTSET)
+
+
+def testset_row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored item version (a ``testset_items`` row) as a TESTSET row: what was saved, with
+    empty lists for the lists a store made before curation lacks, and the question version
+    computed from the content when the store predates versions."""
+    from ragsweep.testset import question_version
+
+    row = {
+        "question_id": item["question_id"],
+        "question": item["question"] or "",
+        "reference_answers": item["reference_answers"] or [],
+        "reference_doc_ids": item["reference_doc_ids"] or [],
+        "reference_context": item["reference_context"],
+        "gold_spans": item["gold_spans"] or [],
+        "question_type": item["question_type"],
+        "topic": item["topic"],
+        "conversation_history": item["conversation_history"],
+    }
+    row["question_version"] = item["question_version"] or question_version(row)
+    return row

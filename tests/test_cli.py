@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ragsweep.errors import RagsweepError
 from ragsweep.testset import load_testset
@@ -116,29 +117,35 @@ def test_a_docs_folder_without_documents_stops_the_run_before_the_pipeline(kb):
     assert_user_error(result, "no documents found among 1 files", "supported types")
 
 
-def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(kb):
-    tmp, docs, _ = kb
-    native = tmp / "native.jsonl"
-    items = [
-        {"id": "found", "context": "Document 0: Tidewater listens on port 8443."},
-        {"id": "lost", "context": "Document 1: Nothing like this is in the documents."},
-    ]
-    native.write_text(
+def giskard_testset(path: Path, contexts: dict[str, str]) -> Path:
+    """A Giskard JSONL test set at ``path``: one question per id, with its reference context;
+    the seed document ids name no document, so the contexts alone resolve them (in ingest)."""
+    path.write_text(
         "".join(
             json.dumps(
                 {
-                    "id": item["id"],
+                    "id": id,
                     "question": "Which port?",
                     "reference_answer": "8443",
-                    "reference_context": item["context"],
+                    "reference_context": context,
                     "conversation_history": [],
                     "metadata": {"question_type": "simple", "seed_document_id": n, "topic": "T"},
                 }
             )
             + "\n"
-            for n, item in enumerate(items)
+            for n, (id, context) in enumerate(contexts.items())
         )
     )
+    return path
+
+
+def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(kb):
+    tmp, docs, _ = kb
+    contexts = {
+        "found": "Document 0: Tidewater listens on port 8443.",
+        "lost": "Document 1: Nothing like this is in the documents.",
+    }
+    native = giskard_testset(tmp / "native.jsonl", contexts)
     args = ["run", "--docs", str(docs), "--testset", str(native), "--top-k", "1"]
     args += ["--chunk-sizes", "64", "--search-types", "similarity", "--output", str(tmp / "r")]
 
@@ -156,6 +163,30 @@ def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(kb):
     assert "skipped 1 of 2 questions whose references match no document" in skipped.stdout
     [run_dir] = set((tmp / "r").iterdir()) - {run_dir}
     assert (run_dir / "testset.jsonl").read_text().count("\n") == 1
+
+
+def test_a_local_run_never_shards_unless_asked(kb):
+    """`ragsweep run` passes the pipeline embedding_shard_bytes 0 unless the option is given;
+    the pipeline's own default, for the cluster, stays DEFAULT_SHARD_BYTES. A run folder's
+    settings.json holds the pipeline's arguments, written before the pipeline starts: a test
+    set that fails in ingest ends each run at its first step."""
+    from ragsweep.fanout import DEFAULT_SHARD_BYTES
+
+    tmp, docs, _ = kb
+    lost = giskard_testset(tmp / "lost.jsonl", {"lost": "Document 9: In no document."})
+    args = ["run", "--docs", str(docs), "--testset", str(lost), "--no-store", "--cache", "none"]
+    given = {"default": [], "given": ["--embedding-shard-bytes", "5000"]}
+    for name, option in given.items():
+        result = ragsweep(*args, "--output", str(tmp / name), *option)
+        assert_user_error(result, "the pipeline failed")
+        [run_dir] = (tmp / name).iterdir()
+        given[name] = json.loads((run_dir / "settings.json").read_text())["embedding_shard_bytes"]
+    assert given == {"default": 0, "given": 5000}
+    # submit and schedule run the compiled pipeline with its own default: shards on a cluster
+    root = Path(__file__).resolve().parent.parent
+    spec, *_ = yaml.safe_load_all((root / "pipelines/sweep_pipeline.yaml").read_text())
+    parameter = spec["root"]["inputDefinitions"]["parameters"]["embedding_shard_bytes"]
+    assert parameter["defaultValue"] == DEFAULT_SHARD_BYTES
 
 
 def test_convert_reports_malformed_json_with_its_position(tmp_path):

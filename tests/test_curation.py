@@ -16,6 +16,7 @@ from builders import make_testset
 from ragsweep import store
 from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
 from ragsweep.errors import RagsweepError
+from ragsweep.schemas import TESTSET
 from ragsweep.testset import content_id, load_testset, resolve_testset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,6 +105,35 @@ def test_a_stored_test_set_keeps_every_field(db, giskard_set, documents):
     assert db.load("giskard").to_pylist() == giskard.to_pylist()
     assert db.load("autorag").to_pylist() == autorag.to_pylist()
     assert db.load("giskard").schema == giskard.schema
+
+
+def test_a_runs_test_set_reads_back_as_stored_like_the_named_set(db):
+    """store.load_run_testset (the web UI's runs) and DatabaseStore.load (curation) build
+    their rows alike: what was saved (a missing conversation history stays missing, not
+    '[]'), and a question version computed where a store made before versions holds none."""
+    import numpy as np
+    from builders import make_board
+
+    b = make_board(np.ones((2, 4)))
+    rows = make_testset(b.results["question_id"].unique().to_pylist()).to_pylist()
+    rows[0]["conversation_history"] = None  # as an AutoRAG file loads
+    rows[1]["conversation_history"] = json.dumps([{"role": "user", "content": "I run it."}])
+    rows[2]["reference_context"] = "Tidewater listens on port 8443."
+    rows[2]["gold_spans"] = [{"doc_id": "doc2.md", "start": 0, "end": 31}]
+    testset = pa.Table.from_pylist(rows, schema=TESTSET)
+    store.publish(db.engine, "run-1", b.leaderboard, b.results, testset)
+
+    assert store.load_run_testset(db.engine, "run-1").to_pylist() == rows
+    assert db.load("testset.json").to_pylist() == rows
+
+    with db.engine.begin() as conn:  # as a store made before question versions holds them
+        conn.execute(sa.update(store.testset_items).values(question_version=None))
+    computed = store.load_run_testset(db.engine, "run-1").to_pylist()
+    assert computed == db.load("testset.json").to_pylist()
+    assert all(len(r["question_version"]) == 16 for r in computed)
+    assert [{**r, "question_version": None} for r in computed] == [
+        {**r, "question_version": None} for r in rows
+    ]
 
 
 def test_every_change_is_a_version_and_load_gives_the_latest(db, giskard_set):
