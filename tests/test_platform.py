@@ -55,7 +55,8 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
     _, executors = documents(COMMITTED)
     s3, store, llm = S3_CONNECTION_KEYS, STORE_CONNECTION_KEYS, LLM_CONNECTION_KEYS
     wanted = {  # step -> the (parameter naming the secret, its keys) it gets
-        "exec-load-testset": [("test_data_secret_name", s3)],
+        # test data store:<name> is read from the results database
+        "exec-load-testset": [("test_data_secret_name", s3), ("results_store_secret_name", store)],
         "exec-ingest": [("input_data_secret_name", s3)],
         "exec-generate-qa": [("llm_secret_name", llm)],
         # an s3:// embedding cache; embedding models openai:<model>
