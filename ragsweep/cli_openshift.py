@@ -142,9 +142,9 @@ def submit(
     ca_cert: str = CA_CERT,
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
+    test_data = test_data_location(testset, testset_name)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
@@ -191,9 +191,9 @@ def schedule_create(
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
+    test_data = test_data_location(testset, testset_name)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
