@@ -295,6 +295,13 @@ def run(
     if metric == "correctness" and not judge:
         raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
     qa_llm = qa_llm or (models[0] if models else "")
+    from ragsweep.testset import STORE_PREFIX
+
+    if testset.startswith(STORE_PREFIX):  # submit's test data; locally, --testset-name
+        raise RagsweepError(
+            f"--testset {testset!r}: run a stored test set with --testset-name "
+            f"{testset.removeprefix(STORE_PREFIX)!r}"
+        )
     if testset_name:
         if testset:
             raise RagsweepError("--testset and --testset-name: give one of them")

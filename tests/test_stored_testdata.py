@@ -4,6 +4,8 @@ losslessly; its mistakes are one-line errors; and a kfp.local run of the pipelin
 published against the set and the versions it ran on."""
 
 import json
+import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -180,3 +182,18 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
         maker: "Maker?",
     }
     assert [h["version"] for h in testsets.history("tw", port)] == [2, 1]  # no run's version
+
+
+def test_a_local_run_names_a_stored_set_with_testset_name(tmp_path):
+    ragsweep = Path(sys.executable).parent / "ragsweep"
+    result = subprocess.run(
+        [str(ragsweep), "run", "--docs", str(EXAMPLES / "docs"), "--testset", "store:faq"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "error: --testset 'store:faq': run a stored test set with --testset-name 'faq'" in (
+        result.stderr
+    )
