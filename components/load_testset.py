@@ -8,15 +8,15 @@ from ragsweep.components import BASE_IMAGE
 def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
     """Read the test data (.json AutoRAG, .jsonl Giskard or a ragsweep .arrow test set) from
     ``s3://bucket_name/key``, or from ``key`` itself when no bucket is given (a local path or
-    an s3:// URI). No key gives an empty test set, which the ``generate_qa`` step then fills.
+    an s3:// URI); ``store:<name>`` is the stored test set ``name`` as it is now, read from
+    the results database ``RAGSWEEP_STORE_URL`` names. No key gives an empty test set, which
+    the ``generate_qa`` step then fills.
 
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """
+    from ragsweep.curation import load_test_data
     from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import TESTSET, write_table
-    from ragsweep.sources import location
-    from ragsweep.testset import load_testset as load
+    from ragsweep.schemas import write_table
 
     with pipeline_step():
-        table = load(location(bucket_name, key)) if key else TESTSET.empty_table()
-        write_table(table, testset.path, "testset")
+        write_table(load_test_data(bucket_name, key), testset.path, "testset")

@@ -97,8 +97,9 @@ def sweep_pipeline(
         input_data_key: The documents: a folder or prefix in input_data_bucket_name; without
             a bucket, a local path (inside the image on a cluster) or an s3:// URI.
         test_data_key: The test data (.json Red Hat AutoRAG, .jsonl Giskard): an object in
-            test_data_bucket_name; without a bucket, a local path or an s3:// URI; empty:
-            generate a test set with Giskard (qa_generation).
+            test_data_bucket_name; without a bucket, a local path, an s3:// URI, or
+            store:<name>, a test set in the results database (results_store_secret_name) as
+            it is when the run starts; empty: generate a test set with Giskard (qa_generation).
         input_data_bucket_name: The documents' S3 bucket; empty: input_data_key is a location.
         test_data_bucket_name: The test data's S3 bucket; empty: test_data_key is a location.
         input_data_secret_name: The OpenShift AI S3 connection (Secret) to read documents with.
@@ -190,6 +191,7 @@ def sweep_pipeline(
     testset = platform.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
         s3_connection=test_data_secret_name,
+        store_connection=results_store_secret_name,  # for test_data_key store:<name>
         retry=True,
         cache=False,
     )

@@ -302,6 +302,13 @@ def run(
     if metric == "correctness" and not judge:
         raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
     qa_llm = qa_llm or (models[0] if models else "")
+    from ragsweep.testset import STORE_PREFIX
+
+    if testset.startswith(STORE_PREFIX):  # submit's test data; locally, --testset-name
+        raise RagsweepError(
+            f"--testset {testset!r}: run a stored test set with --testset-name "
+            f"{testset.removeprefix(STORE_PREFIX)!r}"
+        )
     if testset_name:
         if testset:
             raise RagsweepError("--testset and --testset-name: give one of them")
@@ -377,10 +384,15 @@ def run(
 def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     """The stored test set ``name`` written losslessly to ``<output>/testsets/<hash>/<name>
     .arrow`` for the pipeline (the folder is named by its content, so a later edit never
-    changes the file an earlier run read); a run stores its test set back under ``name``."""
+    changes the file an earlier run read); a run stores its test set back under ``name``.
+
+    A local run reads the set here, as it starts, rather than as ``store:<name>`` in its
+    ``load_testset`` step (as ``submit`` does): the step's ``RAGSWEEP_STORE_URL`` also
+    turns publishing on, and ``--no-store`` runs a stored set without publishing."""
     import hashlib
     import json
 
+    from ragsweep.curation import live_questions
     from ragsweep.testset import export_testset
 
     if "/" in name or name.startswith("."):
@@ -388,9 +400,7 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
             f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
             "`ragsweep testset export` it and pass the file as --testset"
         )
-    table = testsets_in(url).load(name)
-    if not table.num_rows:
-        raise RagsweepError(f"--testset-name {name!r}: the stored test set has no questions")
+    table = live_questions(testsets_in(url), name)
     content = json.dumps(table.to_pylist(), sort_keys=True).encode()
     folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
     return export_testset(table, folder / f"{name}.arrow")

@@ -34,7 +34,17 @@ KUBECONFIG = typer.Option(None, help="kubeconfig file (default: KUBECONFIG, ~/.k
 CA_CERT = typer.Option(None, help="CA bundle that signed the pipelines route's certificate.")
 # What to run
 DOCS = typer.Option(..., help="Documents: s3://bucket/prefix, or a folder inside the image.")
-TESTSET = typer.Option(..., help="Test data: s3://bucket/key.json(l), or a file in the image.")
+TESTSET = typer.Option(
+    None, help="Test data: s3://bucket/key.json(l), or a file in the image.", show_default=False
+)
+TESTSET_NAME = typer.Option(
+    None,
+    "--testset-name",
+    help="Instead of --testset: a test set stored in the results database, read as it is "
+    "when each run starts (test_data_key store:NAME; the results-store Secret names the "
+    "database).",
+    show_default=False,
+)
 DOCS_SECRET = typer.Option(DEFAULT_CONNECTION, help="S3 connection (Secret) for the documents.")
 TESTSET_SECRET = typer.Option(
     None, help="S3 connection for the test data (default: --docs-secret)", show_default=False
@@ -91,9 +101,27 @@ def prepared(
         yield openshift.compile_pipeline(target, image, resources, parallelism, gpus)
 
 
+def test_data_location(testset: str | None, testset_name: str | None) -> str:
+    """The test data of ``--testset`` (a file), or of ``--testset-name`` (``store:<name>``)."""
+    from ragsweep.testset import STORE_PREFIX
+
+    if testset is not None and testset_name is not None:
+        raise RagsweepError("--testset and --testset-name: give one of them")
+    if testset_name is not None:
+        if not testset_name.strip():
+            raise RagsweepError("--testset-name: name a test set stored in the results database")
+        return STORE_PREFIX + testset_name
+    if testset is None:
+        raise RagsweepError(
+            "no test data: give --testset (a file) or --testset-name (a stored test set)"
+        )
+    return testset
+
+
 def submit(
     docs: str = DOCS,
     testset: str = TESTSET,
+    testset_name: str = TESTSET_NAME,
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
@@ -114,9 +142,10 @@ def submit(
     ca_cert: str = CA_CERT,
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
+    test_data = test_data_location(testset, testset_name)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    arguments = openshift.run_arguments(docs, testset, docs_secret, testset_secret, param)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
@@ -141,6 +170,7 @@ def schedule_create(
     name: str = typer.Option("ragsweep-nightly", help="Schedule name."),
     docs: str = DOCS,
     testset: str = TESTSET,
+    testset_name: str = TESTSET_NAME,
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
@@ -161,9 +191,10 @@ def schedule_create(
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
+    test_data = test_data_location(testset, testset_name)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    arguments = openshift.run_arguments(docs, testset, docs_secret, testset_secret, param)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)

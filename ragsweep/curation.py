@@ -6,11 +6,14 @@ with its old self.
 A store holds named test sets behind ``Store``; ``DatabaseStore`` keeps them in the results
 database (``ragsweep.store``), losslessly (every reference answer and document, gold spans,
 reference context, topic, type, conversation history), and every change as a new version of
-the items it changes, so an item's history can be read back.
+the items it changes, so an item's history can be read back. A run reads a stored set as
+its test data ``store:<name>`` (``load_test_data``), or through ``ragsweep run
+--testset-name``; both read it with ``live_questions``.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -22,7 +25,7 @@ from sqlalchemy.engine import Engine
 from ragsweep import store
 from ragsweep.errors import RagsweepError
 from ragsweep.schemas import TESTSET
-from ragsweep.testset import content_id, question_version
+from ragsweep.testset import STORE_PREFIX, content_id, question_version
 
 _ITEM_FIELDS = [
     "question",
@@ -146,6 +149,60 @@ class DatabaseStore:
                 "(`ragsweep testset add NAME FILE` stores one)"
             )
         return found
+
+
+def live_questions(testsets: DatabaseStore, name: str) -> pa.Table:
+    """The questions of the stored test set ``name`` as they are now, for a run; an unknown
+    name stops with the names stored, an empty set with a message."""
+    table = testsets.load(name)
+    if not table.num_rows:
+        raise RagsweepError(
+            f"test set {name!r} in {store.safe_url(testsets.engine.url)} has no questions "
+            "(`ragsweep testset add-question` adds one)"
+        )
+    return table
+
+
+def stored_set_name(bucket: str, key: str) -> str | None:
+    """The name of the stored test set that test data ``key`` (``store:<name>``) names, else
+    None (a file). A stored set is read from the results database, not from a bucket."""
+    if not key.startswith(STORE_PREFIX):
+        return None
+    name = key.removeprefix(STORE_PREFIX)
+    if not name.strip():
+        raise RagsweepError(f"test_data_key {key!r}: name the stored test set, store:<name>")
+    if bucket:
+        raise RagsweepError(
+            f"test_data_key {key!r} names a test set in the results database: "
+            f"leave test_data_bucket_name empty (it is {bucket!r})"
+        )
+    return name
+
+
+def load_test_data(bucket: str, key: str) -> pa.Table:
+    """The ``load_testset`` step's test set: ``store:<name>``, the stored set's questions as
+    they are when the step runs (every field: ``DatabaseStore.load``), from the results
+    database that ``RAGSWEEP_STORE_URL`` names; else the test data file at (``bucket``,
+    ``key``); no key, an empty test set (``generate_qa`` then makes one)."""
+    from ragsweep.sources import location
+    from ragsweep.testset import load_testset
+
+    if not key:
+        return TESTSET.empty_table()
+    name = stored_set_name(bucket, key)
+    if name is None:
+        return load_testset(location(bucket, key))
+    url = os.environ.get(store.ENV)
+    if not url:
+        from ragsweep.platform import DEFAULT_STORE_CONNECTION
+
+        raise RagsweepError(
+            f"test_data_key {key!r} is read from the results database, but {store.ENV} is "
+            f"unset in this step: on OpenShift AI, put the key {store.ENV} in the "
+            "results-store Secret (pipeline parameter results_store_secret_name, default "
+            f"{DEFAULT_STORE_CONNECTION!r}); locally, set {store.ENV}"
+        )
+    return live_questions(DatabaseStore(store.connect(url)), name)
 
 
 def _items(conn: sa.Connection, testset_id: int, question_id: str | None = None) -> list[dict]:

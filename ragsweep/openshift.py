@@ -525,9 +525,10 @@ def run_arguments(
 
 
 def preflight(package: Path, arguments: dict[str, Any]) -> None:
-    """Check the arguments here, as the pipeline's first steps would there: names, search
-    space, budget and metric."""
+    """Check the arguments here, as the pipeline's first steps would there: names, test
+    data location, search space (with AutoRAG's preset and vector store), budget and metric."""
     from ragsweep import autorag
+    from ragsweep.curation import stored_set_name
     from ragsweep.leaderboard import check_metric
     from ragsweep.space import SearchSpace
 
@@ -536,6 +537,9 @@ def preflight(package: Path, arguments: dict[str, Any]) -> None:
         name: arguments.get(name, spec.get("defaultValue"))
         for name, spec in pipeline_inputs(package).items()
     }
+    stored_set_name(
+        str(values.get("test_data_bucket_name") or ""), str(values.get("test_data_key") or "")
+    )
     search_space = autorag.apply(
         values["search_space"],
         values.get("preset") or "",

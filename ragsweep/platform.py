@@ -63,7 +63,8 @@ S3_CONNECTION_KEYS = (
     "AWS_S3_BUCKET",
 )
 DEFAULT_STORE_CONNECTION = "ragsweep-results-store"
-# The key of the results-store Secret: a SQLAlchemy URL, read by the publish and compare steps.
+# The key of the results-store Secret: a SQLAlchemy URL, read by the publish and compare steps
+# (and by load_testset, for test data store:<name>).
 STORE_CONNECTION_KEYS = ("RAGSWEEP_STORE_URL",)
 DEFAULT_LLM_CONNECTION = "ragsweep-llm"
 # The keys of the LLM endpoint Secret; the judge's default to the generator's when absent.

@@ -12,6 +12,9 @@ Two formats, chosen by suffix:
 - ``.arrow``, ragsweep's own test set artifact (lossless: every answer, document, gold span
   and version); ``ragsweep run --testset-name`` hands a stored test set to the pipeline so.
 
+Test data may also be ``store:<name>``, a test set in the results database, read when the
+pipeline's ``load_testset`` step runs (``ragsweep.curation.load_test_data``).
+
 A question's identity: ``question_id`` is the source's id, else ``q-`` and a hash of the
 question and its reference answers (so inserting a question moves no other id);
 ``question_version`` hashes everything it is scored against, so an edit is a new version.
@@ -38,6 +41,9 @@ from ragsweep.errors import RagsweepError
 from ragsweep.schemas import TESTSET
 from ragsweep.sources import read_bytes
 from ragsweep.text import locate
+
+# test data naming a test set in the results database: store:<name>
+STORE_PREFIX = "store:"
 
 log = logging.getLogger("ragsweep")
 
@@ -142,9 +148,12 @@ def fingerprint(testset: pa.Table) -> str:
 
 
 def stored_name(uri: str, testset: pa.Table, day: date) -> str:
-    """The name a test set is stored under: its file name (an ``.arrow`` one's without the
-    suffix: the stored set ``--testset-name`` ran), or for a generated one (no ``uri``)
-    ``generated-<YYYYMMDD>-<hash8>``, the hash of its content."""
+    """The name a test set is stored under: the name of a ``store:<name>`` location, else
+    its file name (an ``.arrow`` one's without the suffix: the stored set ``--testset-name``
+    ran), or for a generated one (no ``uri``) ``generated-<YYYYMMDD>-<hash8>``, the hash of
+    its content."""
+    if uri.startswith(STORE_PREFIX):
+        return uri.removeprefix(STORE_PREFIX)
     name = PurePosixPath(uri.rstrip("/")).name.strip() if uri else ""
     name = name.removesuffix(".arrow")
     return name or f"generated-{day:%Y%m%d}-{fingerprint(testset)[:8]}"

@@ -431,3 +431,63 @@ def test_schedules_are_listed_paused_resumed_and_deleted_by_name(env, pipelines)
     )
     assert pipelines.recurring == {}
     assert_user_error(ragsweep(env, "schedule", "pause", "ragsweep-nightly"), "no schedule named")
+
+
+# ---- a stored test set (test data store:<name>) -----------------------------------------------
+
+
+def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the_store(
+    env, pipelines
+):
+    env = with_api(env, pipelines)
+    docs = ["--docs", "s3://team-docs/kb/", "--testset-name", "curated faq"]
+    submitted = ragsweep(env, "submit", *docs, "--package", str(PACKAGE))
+    assert submitted.returncode == 0, submitted.stderr
+    run = created_run(pipelines)
+    assert run["runtime_config"]["parameters"] == {
+        "input_data_bucket_name": "team-docs",
+        "input_data_key": "kb/",
+        "input_data_secret_name": "ragsweep-s3",
+        "test_data_bucket_name": "",
+        "test_data_key": "store:curated faq",
+        "test_data_secret_name": "ragsweep-s3",
+    }
+    # the step that reads it gets the results-store Secret's RAGSWEEP_STORE_URL
+    executors = run["pipeline_spec"]["platform_spec"]["platforms"]["kubernetes"]
+    secrets = executors["deploymentSpec"]["executors"]["exec-load-testset"]["secretAsEnv"]
+    given = {
+        s["secretNameParameter"]["componentInputParameter"]: [k["envVar"] for k in s["keyToEnv"]]
+        for s in secrets
+    }
+    assert given["results_store_secret_name"] == ["RAGSWEEP_STORE_URL"]
+
+    nightly = ragsweep(
+        env, "schedule", "create", "--cron", "0 2 * * *", *docs, "--package", str(PACKAGE)
+    )
+    assert nightly.returncode == 0, nightly.stderr
+    [created] = pipelines.recurring.values()
+    parameters = created["runtime_config"]["parameters"]
+    assert (parameters["test_data_bucket_name"], parameters["test_data_key"]) == (
+        "",
+        "store:curated faq",
+    )
+
+
+def test_stored_test_set_mistakes_are_refused_before_anything_is_sent(env, pipelines):
+    env = with_api(env, pipelines)
+    package = ["--package", str(PACKAGE)]
+    both = ragsweep(env, "submit", *S3_RUN, "--testset-name", "faq", *package)
+    assert_user_error(both, "--testset and --testset-name: give one of them")
+    neither = ragsweep(
+        env, "schedule", "create", "--cron", "@daily", "--docs", "s3://d/kb/", *package
+    )
+    assert_user_error(neither, "no test data: give --testset (a file) or --testset-name")
+    blank = ragsweep(env, "submit", "--docs", "s3://d/kb/", "--testset-name", " ", *package)
+    assert_user_error(blank, "--testset-name: name a test set stored in the results database")
+    assert pipelines.requests == []  # refused before connecting
+    bucket = ragsweep(
+        env, "submit", "--docs", "s3://d/kb/", "--testset-name", "faq",
+        "-p", "test_data_bucket_name=team-eval", *package,
+    )  # fmt: skip
+    assert_user_error(bucket, "test_data_key 'store:faq' names a test set in the results database")
+    assert pipelines.runs == {} and pipelines.recurring == {}
