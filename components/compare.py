@@ -23,17 +23,20 @@ def compare(
     Outputs: ``comparison`` (Arrow, kind comparison), a Markdown ``summary`` (with what only
     one run holds), and the ``verdict`` metrics: ``best_regressed`` = 1 when the alarm fired,
     its ``alarm_p_value``, and the counts of shared, added, removed and edited questions and
-    configurations.
+    configurations. When ``latest`` finds no earlier run of the sweep, the comparison is
+    empty, the summary says so and ``baseline_found`` = 0 (else 1).
     """
     from ragsweep.errors import pipeline_step
-    from ragsweep.regression import compare_with_store, render, verdict_metrics
-    from ragsweep.schemas import read_table, write_table
+    from ragsweep.regression import NO_BASELINE, compare_with_store, render, verdict_metrics
+    from ragsweep.schemas import COMPARISON, read_table, write_table
 
     with pipeline_step():
         current = (read_table(leaderboard.path, "leaderboard"), read_table(results.path, "results"))
         result = compare_with_store(baseline, current, pipeline_run_id, deployed_config)
-        write_table(result.table, comparison.path, "comparison")
+        table = result.table if result else COMPARISON.empty_table()
+        write_table(table, comparison.path, "comparison")
         with open(summary.path, "w", encoding="utf-8") as f:
-            f.write(render(result, "markdown") + "\n")
-        for name, value in verdict_metrics(result).items():
+            f.write((render(result, "markdown") if result else NO_BASELINE.capitalize()) + "\n")
+        metrics = verdict_metrics(result) if result else {"baseline_found": 0.0}
+        for name, value in metrics.items():
             verdict.log_metric(name, value)

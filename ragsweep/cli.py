@@ -371,12 +371,15 @@ def run(
     if patterns:
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if baseline:
-        from ragsweep.regression import resolve_baseline
+        from ragsweep.regression import NO_BASELINE, resolve_baseline
         from ragsweep.schemas import read_table
 
         board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
         engine = results_store.connect(url)
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
+        if baseline is None:
+            typer.echo(f"\n{NO_BASELINE}")
+            return
         typer.echo(f"\ncompared with run {baseline}:")
         compare(baseline, str(run_dir), metric=None, format="table", store=url)
 

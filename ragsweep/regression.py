@@ -459,9 +459,19 @@ def _count(items: list, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
-def resolve_baseline(engine: Engine, baseline: str, leaderboard: pa.Table, run_id: str) -> str:
+# What ``latest`` finds when a sweep has no earlier run: not a failure (a nightly schedule's
+# first night, or the night after its test set, documents or space changed).
+NO_BASELINE = (
+    "no earlier successful run of this sweep (the same documents, test set, search space and "
+    "metric) to compare with: this run is its first, and the baseline of the next"
+)
+
+
+def resolve_baseline(
+    engine: Engine, baseline: str, leaderboard: pa.Table, run_id: str
+) -> str | None:
     """A baseline run id: as given, or for ``latest`` the latest successful run of the same
-    sweep as ``leaderboard``'s other than ``run_id``."""
+    sweep as ``leaderboard``'s other than ``run_id`` (None when there is none)."""
     from ragsweep import store
 
     if baseline != "latest":
@@ -472,10 +482,11 @@ def resolve_baseline(engine: Engine, baseline: str, leaderboard: pa.Table, run_i
 
 def compare_with_store(
     baseline: str, current: tuple[pa.Table, pa.Table], pipeline_run_id: str, deployed: str = ""
-) -> Comparison:
+) -> Comparison | None:
     """The compare step: this run against ``baseline`` (a run id, or ``latest``: the latest
-    successful run of the same sweep) from the store named by ``RAGSWEEP_STORE_URL``;
-    ``deployed``, when given, is the configuration the alarm tests (``resolve_deployed``)."""
+    successful run of the same sweep; None when there is none) from the store named by
+    ``RAGSWEEP_STORE_URL``; ``deployed``, when given, is the configuration the alarm tests
+    (``resolve_deployed``)."""
     import os
 
     from ragsweep import store
@@ -488,6 +499,9 @@ def compare_with_store(
         )
     engine = store.connect(url)
     baseline = resolve_baseline(engine, baseline, current[0], store.current_run_id(pipeline_run_id))
+    if baseline is None:
+        log.warning(NO_BASELINE)
+        return None
     log.info("comparing with baseline run %s", baseline)
     stored = (store.load_leaderboard(engine, baseline), store.load_results(engine, baseline))
     return compare_runs(stored, current, deployed=resolve_deployed(deployed) if deployed else None)
@@ -499,6 +513,7 @@ def verdict_metrics(comparison: Comparison) -> dict[str, float]:
     verdicts = comparison.table["verdict"].to_pylist()
     alarm = comparison.alarm
     out = {
+        "baseline_found": 1.0,
         "best_regressed": float(alarm.regressed),
         "alarm_difference": alarm.difference,
         "alarm_p_value": alarm.p_value,

@@ -538,9 +538,9 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(query).mappings()]
 
 
-def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str:
+def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str | None:
     """The newest succeeded run of the same sweep (same documents, test set, space and
-    metric), other than ``exclude``."""
+    metric), other than ``exclude``; None when there is none."""
     query = (
         sa.select(runs.c.run_id)
         .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
@@ -549,13 +549,7 @@ def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None
     if exclude:
         query = query.where(runs.c.run_id != exclude)
     with engine.connect() as conn:
-        found = conn.execute(query.limit(1)).scalar()
-    if found is None:
-        raise RagsweepError(
-            "results store: no earlier successful run of this sweep to compare against; "
-            "run it once without a baseline first"
-        )
-    return found
+        return conn.execute(query.limit(1)).scalar()
 
 
 def open_run(ref: str, url: str | None = None) -> tuple[pa.Table, pa.Table]:

@@ -333,7 +333,31 @@ def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
     expected = compare_runs(store.open_run("night-1"), current)  # the latest other run
     assert table.equals(expected.table.replace_schema_metadata(table.schema.metadata))
     assert verdict.metadata["best_regressed"] == float(expected.best_regressed)
+    assert verdict.metadata["baseline_found"] == 1.0
     assert Path(summary.path).read_text().startswith("| verdict |")
+
+
+def test_compare_steps_latest_on_a_sweeps_first_run_says_so_and_does_not_fail(
+    tmp_path, monkeypatch
+):
+    """A nightly schedule's first night (or the night after its test set changed) has no
+    earlier run of its sweep: nothing to compare, and the run still succeeds."""
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    paths, questions = board_artifacts(tmp_path, 0)
+    publish.python_func(**paths, questions=questions, pipeline_run_id="night-1")
+    comparison, summary = artifact(tmp_path, "comparison"), dsl.Markdown(uri=str(tmp_path / "c.md"))
+    verdict = dsl.Metrics(uri=str(tmp_path / "verdict"))
+    compare.python_func(
+        **paths,
+        baseline="latest",
+        pipeline_run_id="night-1",  # the only run of the sweep is this one
+        comparison=comparison,
+        summary=summary,
+        verdict=verdict,
+    )
+    assert read_table(comparison.path, "comparison").num_rows == 0
+    assert Path(summary.path).read_text().startswith("No earlier successful run of this sweep")
+    assert verdict.metadata == {"baseline_found": 0.0}
 
 
 def test_compare_step_without_a_store_exits_with_a_message(tmp_path, capsys):

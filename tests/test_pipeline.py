@@ -79,8 +79,10 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     sweep = ["--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"]
     sweep += ["--top-k", "1,3,5", "--output", str(tmp_path / "runs"), "--store", url]
     sweep += ["--cache", str(tmp_path / "cache"), "--vector-stores", "memory"]
-    result = ragsweep("run", *sweep)
+    # the first night of a schedule comparing with the latest run: none yet, and no failure
+    result = ragsweep("run", *sweep, "--baseline", "latest")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "no earlier successful run of this sweep" in result.stdout
     [run_dir] = (tmp_path / "runs").iterdir()
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     assert board.num_rows == 2 * 3 * 2  # chunk sizes x top k x search types
