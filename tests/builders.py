@@ -95,3 +95,31 @@ def make_board(
         metric,
         settings=RunSettings("docs", "testset.json", space, metric).record(),
     )
+
+
+RERANK_SPACE = SearchSpace(
+    chunk_sizes=(64,),
+    top_ks=(1, 3),
+    search_types=("similarity",),
+    rerankers=("none", "rerank:m"),
+    rerank_fetch_k=5,
+)
+
+
+def rerank_latencies(values: np.ndarray) -> dict[str, list[float] | None]:
+    """Per configuration of ``RERANK_SPACE``: each question's reranking latency (ms), known
+    in advance (config i, question j: 10 (i + 1) + j); None for those without a reranker."""
+    configs = RERANK_SPACE.all_configs()[: len(values)]
+    questions = range(np.shape(values)[1])
+    return {
+        c["config_id"]: [10.0 * (i + 1) + j for j in questions] if "reranker" in c else None
+        for i, c in enumerate(configs)
+    }
+
+
+def make_reranked_board(values: np.ndarray) -> Board:
+    """A board of ``RERANK_SPACE``: half its configurations rerank (``rerank:m``), with the
+    latencies of ``rerank_latencies``; the others measured none."""
+    n = np.shape(values)[1]
+    latency = [x for ms in rerank_latencies(values).values() for x in (ms if ms else [None] * n)]
+    return make_board(values, RERANK_SPACE, rerank_latency_ms=latency)
