@@ -1,10 +1,11 @@
 """The run's report: one self-contained HTML file (inline CSS and SVG, no script, no network)
 and a short Markdown summary.
 
-The HTML holds the leaderboard with interval bars, quality against cost with the Pareto
-front, the metrics by topic and question type, the best configuration's failures with
-what was asked, expected, answered and retrieved, the answers that failed and the verdicts
-that could not be read (when there are any), and the run's settings.
+The HTML holds the leaderboard with interval bars (and the rerankers' latency when a
+configuration has one), quality against cost with the Pareto front, the metrics by topic
+and question type, the best configuration's failures with what was asked, expected,
+answered and retrieved, the answers that failed and the verdicts that could not be read
+(when there are any), and the run's settings.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ def cost_axis(board: pa.Table) -> tuple[str, str]:
     if timed and not exact_only(board):
         return "query_latency_p50_ms", "median similarity-search latency per question (ms)"
     return "context_chars", "retrieved context per question (characters; what an LLM reads)"
+
+
+def reranked(board: pa.Table) -> bool:
+    """Whether some configuration has a reranker whose latency was measured."""
+    return bool(board.num_rows) and board["rerank_latency_p50_ms"].null_count < board.num_rows
 
 
 def pareto_front(points: list[tuple[float, float, int]]) -> list[int]:
@@ -193,6 +199,7 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         "context_chars": "context chars",
     }
     with_errors = has_errors(board)
+    with_rerank = reranked(board)
     head = (
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
         f"<th>{escape(metric)}</th><th>95% CI</th><th>interval (0 to 1)</th>"
@@ -200,6 +207,7 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         + "<th>questions</th>"
         + ("<th>errors</th>" if with_errors else "")
         + f"<th>p vs best</th><th>{escape(short_cost[cost])}</th>"
+        + ("<th>rerank ms (p50 / p95)</th>" if with_rerank else "")
         + "</tr>"
     )
     lines = []
@@ -212,6 +220,11 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         if cost != "context_chars":
             p95 = cost.replace("p50", "p95")
             cost_cell += f" / {fmt(r[p95], 3)} p95"
+        rerank_cell = ""
+        if with_rerank:  # a configuration without a reranker shows "-"
+            p50 = r["rerank_latency_p50_ms"]
+            shown = f"{fmt(p50)} / {fmt(r['rerank_latency_p95_ms'])} p95" if present(p50) else "-"
+            rerank_cell = f'<td class="num rerank">{shown}</td>'
         lines.append(
             f'<tr class="{" ".join(classes)}" data-config-id="{escape(r["config_id"])}">'
             f'<td class="num">{r["rank"]}</td>'
@@ -222,7 +235,8 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'])}</td>"
             + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
             + f'<td class="num">{r["questions"]}</td>{errors}'
-            f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td></tr>'
+            f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td>'
+            f"{rerank_cell}</tr>"
         )
     legend = f'<p class="muted">{escape(ERRORS_LEGEND)}.</p>' if with_errors else ""
     table = f'<table id="leaderboard">{head}{"".join(lines)}</table>'

@@ -11,8 +11,13 @@ A reranker is named in the search space's ``rerankers``:
   ``RAGSWEEP_RERANK_BASE_URL`` / ``RAGSWEEP_RERANK_API_KEY``, else from the LLM endpoint's
   (``RAGSWEEP_LLM_*``; its key only with its URL), as the judge's do.
 
-Scores are kept per (reranker, question, chunk text) for the whole step (``Reranking``), so
-configurations whose candidates overlap score each pair once.
+Scores are kept for the whole step (``Reranking``): an endpoint's per (question, chunk text),
+so configurations whose candidates overlap score each pair once; a cross-encoder's per
+(question, candidate list), because its scores depend on the batch a pair is computed in
+(its padding, its size: float32 differences that reorder near-equal scores). A cross-encoder
+scores each question's candidates as one list, in the search's order, a text once,
+``CROSS_ENCODER_BATCH`` pairs at a time: as a pattern's ``inference.py`` does, so that the
+script reorders them exactly as the sweep did.
 """
 
 from __future__ import annotations
@@ -34,12 +39,16 @@ log = logging.getLogger("ragsweep")
 
 NONE = "none"
 DEFAULT_FETCH_K = 20
+CROSS_ENCODER_BATCH = 32  # pairs per forward pass; patterns/inference.py copies it
 
 
 class Reranker(Protocol):
-    """Scores (question, passages) pairs: higher is more relevant."""
+    """Scores (question, passages) pairs: higher is more relevant. ``whole_lists``: a
+    passage's score depends on the passages scored with it, so a question's candidates are
+    always scored together and their scores reused only for the same candidates."""
 
     name: str
+    whole_lists: bool
 
     def score(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[np.ndarray, float]]:
         """For each (question, passages) of ``items``: one score per passage, and the
@@ -48,9 +57,12 @@ class Reranker(Protocol):
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers cross-encoder read from a local folder, all pairs at once."""
+    """A sentence-transformers cross-encoder read from a local folder; each question's
+    passages in one ``predict`` call, as a pattern's script makes it."""
 
-    def __init__(self, name: str, path: str, batch_size: int = 32) -> None:
+    whole_lists = True
+
+    def __init__(self, name: str, path: str, batch_size: int = CROSS_ENCODER_BATCH) -> None:
         from sentence_transformers import CrossEncoder
 
         self.name = name
@@ -64,24 +76,27 @@ class CrossEncoderReranker:
             ) from None
 
     def score(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[np.ndarray, float]]:
-        pairs = [(question, text) for question, texts in items for text in texts]
-        if not pairs:
-            return [(np.zeros(0), 0.0) for _ in items]
+        return [self._one(question, texts) for question, texts in items]
+
+    def _one(self, question: str, texts: list[str]) -> tuple[np.ndarray, float]:
+        if not texts:
+            return np.zeros(0), 0.0
         start = time.perf_counter()
-        flat = np.asarray(
-            self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False),
-            dtype=np.float64,
-        ).reshape(len(pairs), -1)[:, -1]  # a two-label model: the "relevant" logit
-        per_pair = (time.perf_counter() - start) * 1000 / len(pairs)
-        bounds = np.cumsum([0] + [len(texts) for _, texts in items])
-        return [
-            (flat[a:b], per_pair * (b - a)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+        scores = self.model.predict(
+            [(question, text) for text in texts],
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+        )
+        # a two-label model: the "relevant" column
+        scores = np.asarray(scores, dtype=np.float64).reshape(len(texts), -1)[:, -1]
+        return scores, (time.perf_counter() - start) * 1000
 
 
 class EndpointReranker:
     """A ``/rerank`` endpoint: one request per question, ``concurrency`` in flight, retried
     on 408/409/429/5xx, timeouts and dropped connections like ``ragsweep.llm``."""
+
+    whole_lists = False  # a pair's score is its own: only the pairs not yet scored are sent
 
     def __init__(
         self,
@@ -212,13 +227,15 @@ def short_name(name: str) -> str:
 
 class Reranking:
     """Rerank rankings with any number of rerankers, scoring each (reranker, question,
-    chunk text) once; each pair also keeps its share of the time scoring it took (its
-    request's, or its batch's, shared evenly among the pairs)."""
+    chunk text) once, or, for a reranker scoring ``whole_lists``, each (reranker, question,
+    candidate list) once; each pair also keeps its share of the time scoring it took (its
+    request's, or its list's, shared evenly among the pairs)."""
 
     def __init__(self, get: Callable[[str], Reranker] = get_reranker) -> None:
         self.get = get
         self.rerankers: dict[str, Reranker] = {}
-        self.scores: dict[tuple[str, str, str], tuple[float, float]] = {}
+        # (reranker, question, the candidate texts scored together or (), text) -> (score, ms)
+        self.scores: dict[tuple[str, str, tuple[str, ...], str], tuple[float, float]] = {}
 
     def rerank(
         self, name: str, questions: list[str], texts: list[str], candidates: np.ndarray
@@ -228,27 +245,33 @@ class Reranking:
         reranking time in ms (the time its pairs took when they were scored)."""
         if name not in self.rerankers:
             self.rerankers[name] = self.get(name)
+        whole = self.rerankers[name].whole_lists
         rows = [[int(i) for i in row if i >= 0] for row in candidates.tolist()]
-        missing: dict[str, dict[str, None]] = {}
+        # a question's candidate texts, in the search's order, each once
+        lists = [tuple(dict.fromkeys(texts[i] for i in row)) if whole else () for row in rows]
+        missing: dict[tuple[str, tuple[str, ...]], dict[str, None]] = {}
         for q, row in enumerate(rows):
             for i in row:
-                if (name, questions[q], texts[i]) not in self.scores:
-                    missing.setdefault(questions[q], {})[texts[i]] = None
+                if (name, questions[q], lists[q], texts[i]) not in self.scores:
+                    missing.setdefault((questions[q], lists[q]), {})[texts[i]] = None
         if missing:
-            self._score(name, [(question, list(found)) for question, found in missing.items()])
+            self._score(
+                name, [(q, together, list(found)) for (q, together), found in missing.items()]
+            )
         out = np.full(candidates.shape, -1, dtype=np.int64)
         latency = np.zeros(len(rows))
         for q, row in enumerate(rows):
-            got = [self.scores[(name, questions[q], texts[i])] for i in row]
+            got = [self.scores[(name, questions[q], lists[q], texts[i])] for i in row]
             order = sorted(range(len(row)), key=lambda j: -got[j][0])  # stable: search order
             out[q, : len(row)] = [row[j] for j in order]
             latency[q] = sum(ms for _, ms in got)
         return out, latency
 
-    def _score(self, name: str, items: list[tuple[str, list[str]]]) -> None:
-        scored = self.rerankers[name].score(items)
-        for (question, texts), (scores, ms) in zip(items, scored, strict=True):
-            for text, score in zip(texts, scores.tolist(), strict=True):
-                self.scores[(name, question, text)] = (score, ms / len(texts))
-        pairs = sum(len(texts) for _, texts in items)
+    def _score(self, name: str, items: list[tuple[str, tuple[str, ...], list[str]]]) -> None:
+        """Score each (question, candidate list, texts to score) of ``items``."""
+        scored = self.rerankers[name].score([(question, found) for question, _, found in items])
+        for (question, together, found), (scores, ms) in zip(items, scored, strict=True):
+            for text, score in zip(found, scores.tolist(), strict=True):
+                self.scores[(name, question, together, text)] = (score, ms / len(found))
+        pairs = sum(len(found) for _, _, found in items)
         log.info("reranker %s: scored %d pairs of %d questions", name, pairs, len(items))

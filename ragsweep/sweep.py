@@ -174,9 +174,9 @@ def retrieve(
     its index took to build, and the question's similarity-search latency (timed alone for
     the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A configuration
     with a reranker reads its search's first ``rerank_fetch_k`` candidates reordered by it
-    (each (reranker, question, chunk text) scored once per step; its time per question in
-    ``rerank_latency_ms``). A store's or a reranker's failure raises ``RagsweepError``
-    naming it."""
+    (scored once per step: each (question, chunk text) by an endpoint, each (question,
+    candidate list) by a cross-encoder; its time per question in ``rerank_latency_ms``).
+    A store's or a reranker's failure raises ``RagsweepError`` naming it."""
     chunk_config = chunk_config_from(chunk_config)
     if chunks.num_rows == 0:
         raise ValueError("the chunk set is empty")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 
@@ -95,3 +97,58 @@ def make_board(
         metric,
         settings=RunSettings("docs", "testset.json", space, metric).record(),
     )
+
+
+RERANK_SPACE = SearchSpace(
+    chunk_sizes=(64,),
+    top_ks=(1, 3),
+    search_types=("similarity",),
+    rerankers=("none", "rerank:m"),
+    rerank_fetch_k=5,
+)
+
+
+def rerank_latencies(values: np.ndarray) -> dict[str, list[float] | None]:
+    """Per configuration of ``RERANK_SPACE``: each question's reranking latency (ms), known
+    in advance (config i, question j: 10 (i + 1) + j); None for those without a reranker."""
+    configs = RERANK_SPACE.all_configs()[: len(values)]
+    questions = range(np.shape(values)[1])
+    return {
+        c["config_id"]: [10.0 * (i + 1) + j for j in questions] if "reranker" in c else None
+        for i, c in enumerate(configs)
+    }
+
+
+def make_reranked_board(values: np.ndarray) -> Board:
+    """A board of ``RERANK_SPACE``: half its configurations rerank (``rerank:m``), with the
+    latencies of ``rerank_latencies``; the others measured none."""
+    n = np.shape(values)[1]
+    latency = [x for ms in rerank_latencies(values).values() for x in (ms if ms else [None] * n)]
+    return make_board(values, RERANK_SPACE, rerank_latency_ms=latency)
+
+
+def tiny_cross_encoder(folder: Path, texts: list[str]) -> Path:
+    """A sentence-transformers cross-encoder folder: a one-layer BERT with random weights
+    (seeded) and a word-piece vocabulary of the words of ``texts`` (nothing downloaded).
+    Its weights are drawn wider than BERT's (0.5, not 0.02) so that its scores spread and
+    reorder a search's candidates; BERT's own would score them all about the same."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    words = sorted({w.strip(".,:;!?()[]\"'`").lower() for t in texts for w in t.split()} - {""})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=1,
+        initializer_range=0.5,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    return folder

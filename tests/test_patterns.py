@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import tiny_cross_encoder
+from scripted_llm import ScriptedLLM
 
-from ragsweep import embedding, patterns, retrieval, sources, text
+from ragsweep import embedding, patterns, reranking, retrieval, sources, text
 from ragsweep.errors import RagsweepError
 from ragsweep.patterns import SCRIPTS, check_count, fill
 from ragsweep.schemas import read_table
@@ -187,32 +189,98 @@ def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_
     assert_scripts_reproduce(run, built)
 
 
+@pytest.fixture(scope="module")
+def rerank_server():
+    """The scripted /rerank endpoint (scripted_llm), for the module's reranked sweep."""
+    server = ScriptedLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def cross_encoder(tmp_path_factory) -> Path:
+    """A tiny random cross-encoder knowing the words of the example documents and questions."""
+    texts = [
+        p.read_text(encoding="utf-8")
+        for p in sorted((EXAMPLES / "docs").rglob("*"))
+        if p.suffix in {".md", ".txt", ".html"}
+    ]
+    texts += [q["question"] for q in json.loads((EXAMPLES / "testset.json").read_text())]
+    return tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder"), texts)
+
+
+@pytest.fixture(scope="module")
+def reranked_run(rerank_server, cross_encoder, tmp_path_factory) -> Path:
+    """One sweep for the reranked patterns: similarity and MMR, each without a reranker,
+    with rerank:<model> at the scripted endpoint and with the tiny cross-encoder; every
+    configuration a pattern."""
+    rerankers = f"none,rerank:overlap,cross-encoder:{cross_encoder}"
+    options = ["--search-types", "similarity,mmr", "--rerankers", rerankers, "--patterns", "6"]
+    endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
+    return sweep(tmp_path_factory.mktemp("reranked") / "runs", *options, env=endpoint)
+
+
+@pytest.fixture(scope="module")
+def reranked_index(reranked_run, tmp_path_factory) -> Path:
+    """The index of the sweep's one chunk set: it serves each of its patterns."""
+    return build(patterns_of(reranked_run)[0], tmp_path_factory.mktemp("reranked") / "index")
+
+
+def reranked_by(run: Path, reranker: str) -> dict[str, Path]:
+    """The patterns of ``run`` reranked by ``reranker``, by search type."""
+    found = {}
+    for folder in patterns_of(run):
+        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+        if settings["reranker"] == reranker:
+            assert settings["rerank_fetch_k"] == (None if reranker == "none" else 20)
+            found[settings["search_type"]] = folder
+    assert set(found) == {"similarity", "mmr"}
+    return found
+
+
 def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did(
-    llm_server, tmp_path
+    reranked_run, reranked_index, rerank_server
 ):
     """Winners with a reranker (rerank:<model> at the scripted /rerank endpoint): the scripts
     hand the search's first rerank_fetch_k chunks to the endpoint and keep its order."""
-    endpoint = {"RAGSWEEP_RERANK_BASE_URL": llm_server.url}
-    options = ["--search-types", "similarity,mmr", "--rerankers", "rerank:overlap"]
-    run = sweep(tmp_path / "runs", *options, env=endpoint)
-    folders = patterns_of(run)
-    for folder in folders:
-        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
-        assert (settings["reranker"], settings["rerank_fetch_k"]) == ("rerank:overlap", 20)
-    index = build(folders[0], tmp_path / "index")  # one chunk set: one index serves both
-    asked_by_sweep = len(llm_server.reranked)
-    assert_scripts_reproduce(run, dict.fromkeys([f.name for f in folders], index), endpoint)
-    by_scripts = llm_server.reranked[asked_by_sweep:]
+    folders = reranked_by(reranked_run, "rerank:overlap").values()
+    endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
+    asked_by_sweep = len(rerank_server.reranked)
+    assert_scripts_reproduce(
+        reranked_run, dict.fromkeys([f.name for f in folders], reranked_index), endpoint
+    )
+    by_scripts = rerank_server.reranked[asked_by_sweep:]
     assert len(by_scripts) == 2 * 64  # each pattern, each question
     assert {len(r["documents"]) for r in by_scripts} == {20}
+
+
+def test_cross_encoder_pattern_scripts_reorder_the_candidates_exactly_as_the_sweep_did(
+    reranked_run, reranked_index, cross_encoder
+):
+    """Winners with a cross-encoder read from a folder (a tiny random BERT): the scripts
+    score the search's first rerank_fetch_k chunks with it and print, for every question,
+    the chunks the sweep retrieved in its order; the reranker did reorder them."""
+    folders = reranked_by(reranked_run, f"cross-encoder:{cross_encoder}")
+    assert_scripts_reproduce(
+        reranked_run, dict.fromkeys([f.name for f in folders.values()], reranked_index)
+    )
+    plain = reranked_by(reranked_run, "none")
+    for search, folder in folders.items():
+        reranked = json.loads((folder / "evaluation_results.json").read_text())
+        searched = json.loads((plain[search] / "evaluation_results.json").read_text())
+        changed = [
+            a["answer_contexts"] != b["answer_contexts"]
+            for a, b in zip(reranked, searched, strict=True)
+        ]
+        assert sum(changed) >= len(changed) // 2, search  # not the search's own order
 
 
 def assert_scripts_reproduce(
     run: Path, indexes: dict[str, Path], env: dict[str, str] | None = None
 ) -> None:
-    """inference.py of each pattern of ``run``, on its index, asked every question of the
-    test set, prints the chunks the sweep retrieved for it, best first."""
-    for folder in patterns_of(run):
+    """inference.py of each pattern of ``run`` given an index (``indexes``), on it, asked
+    every question of the test set, prints the chunks the sweep retrieved for it, best first."""
+    for folder in [f for f in patterns_of(run) if f.name in indexes]:
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
         index = indexes[folder.name]
         asked = script(
@@ -299,6 +367,7 @@ def test_the_scripts_copy_ragsweeps_constants():
     assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
     assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
     assert inference["FUSION_DEPTH"] == retrieval.FUSION_DEPTH
+    assert inference["CROSS_ENCODER_BATCH"] == reranking.CROSS_ENCODER_BATCH
     assert inference["STOPWORDS"] == text.STOPWORDS
     rrf_k = inspect.signature(retrieval.hybrid).parameters["rrf_k"].default
     assert rrf_k == patterns.RRF_K

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pyarrow as pa
 import pytest
-from builders import make_board
+from builders import make_board, make_reranked_board, rerank_latencies
 
 from ragsweep.leaderboard import Board
 from ragsweep.report import best_metrics, pareto_front, render_html, render_markdown
@@ -69,6 +69,31 @@ def test_report_shows_failed_answers_and_flags_configurations_that_fail_often(bo
     assert '<td class="num errors">5 !</td>' in html
     assert "HTTP 400 after 1 call(s): &lt;too long&gt;" in html
     assert "5 answers or verdicts failed" in render_markdown(failing)
+
+
+def rerank_cells(html: str) -> dict[str, str]:
+    """Each leaderboard row's rerank cell, by configuration id."""
+    rows = re.findall(r'<tr class="config-row[^"]*" data-config-id="([0-9a-f]+)">(.*?)</tr>', html)
+    found = {c: re.findall(r'<td class="num rerank">([^<]*)</td>', row) for c, row in rows}
+    assert all(len(cells) == 1 for cells in found.values()), found
+    return {c: cells[0] for c, cells in found.items()}
+
+
+def test_report_shows_rerank_latency_when_a_configuration_reranks():
+    values = (np.random.default_rng(6).random((4, 30)) < 0.6).astype(float)
+    html = render_html(make_reranked_board(values))
+    assert "<th>rerank ms (p50 / p95)</th>" in html
+    expected = {
+        config_id: f"{np.percentile(ms, 50):.3f} / {np.percentile(ms, 95):.3f} p95" if ms else "-"
+        for config_id, ms in rerank_latencies(values).items()
+    }
+    assert sorted(expected.values()).count("-") == 2
+    assert rerank_cells(html) == expected
+
+
+def test_report_of_a_run_without_reranking_has_no_rerank_column(board):
+    html = render_html(board)
+    assert "rerank ms" not in html and 'class="num rerank"' not in html
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package chromium)")

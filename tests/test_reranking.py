@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from builders import tiny_cross_encoder
 from conftest import TEST_API_KEY
 from scripted_llm import Step, free_port, overlap_score
 
@@ -35,28 +36,8 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def cross_encoder(tmp_path_factory) -> Path:
-    """A sentence-transformers cross-encoder folder: a one-layer BERT with random weights
-    and a word-piece vocabulary written here (nothing downloaded)."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    words = sorted({w.strip(".?").lower() for t in QUESTIONS + TEXTS for w in t.split()})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=128,
-        num_labels=1,
-    )
-    BertForSequenceClassification(config).save_pretrained(folder)
-    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
-    return folder
+    """A tiny cross-encoder folder with random weights and these texts' words."""
+    return tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"), QUESTIONS + TEXTS)
 
 
 @pytest.fixture
@@ -209,6 +190,42 @@ def test_the_cross_encoder_orders_the_candidates_by_its_own_scores(cross_encoder
         scores = model.predict([(QUESTIONS[q], t) for t in TEXTS], show_progress_bar=False)
         assert ranking[q].tolist() == np.argsort(-scores, kind="stable").tolist()
     assert (ms > 0).all()
+
+
+class Recording:
+    """A reranker that scores a text by its length and records what it was asked."""
+
+    def __init__(self, whole_lists: bool) -> None:
+        self.name, self.whole_lists, self.asked = "recording", whole_lists, []
+
+    def score(self, items):
+        self.asked += [(question, list(texts)) for question, texts in items]
+        return [(np.array([float(len(t)) for t in texts]), 1.0) for _, texts in items]
+
+
+def test_a_cross_encoder_scores_each_questions_candidates_together_every_time():
+    """A cross-encoder's scores depend on the batch (a pattern's script scores a question's
+    candidates in one call): a candidate list is scored whole, its texts once and in the
+    search's order, and reused only for the same list; an endpoint gets only new pairs."""
+    lists = Recording(whole_lists=True)
+    reranking = Reranking(get=lambda name: lists)
+    first, ms = reranking.rerank("r", QUESTIONS, TEXTS, np.array([[2, 1, 0], [0, -1, -1]]))
+    assert first.tolist() == [[1, 0, 2], [0, -1, -1]]  # longest text first
+    assert ms.tolist() == [1.0, 1.0]  # each question's call
+    overlapping = np.array([[3, 2, 1], [0, -1, -1]])  # a new list for the first question
+    reranking.rerank("r", QUESTIONS, TEXTS + [TEXTS[2]], np.array([[4, 2, 1], [0, -1, -1]]))
+    reranking.rerank("r", QUESTIONS, TEXTS, overlapping)
+    assert lists.asked == [
+        (QUESTIONS[0], [TEXTS[2], TEXTS[1], TEXTS[0]]),
+        (QUESTIONS[1], [TEXTS[0]]),
+        (QUESTIONS[0], [TEXTS[2], TEXTS[1]]),  # a duplicate text once
+        (QUESTIONS[0], [TEXTS[3], TEXTS[2], TEXTS[1]]),  # whole, though two were scored
+    ]
+    pairs = Recording(whole_lists=False)
+    reranking = Reranking(get=lambda name: pairs)
+    reranking.rerank("r", QUESTIONS, TEXTS, np.array([[2, 1, 0], [0, -1, -1]]))
+    reranking.rerank("r", QUESTIONS, TEXTS, overlapping)
+    assert pairs.asked[-1:] == [(QUESTIONS[0], [TEXTS[3]])]
 
 
 def test_a_folder_that_holds_no_cross_encoder_is_a_clear_error(tmp_path):

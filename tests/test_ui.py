@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 import sqlalchemy as sa
 import ui_demo
@@ -456,3 +457,38 @@ def test_a_run_page_lists_the_failed_answers_like_the_report(tmp_path):
     assert "&lt;b&gt;HTTP 500&lt;/b&gt; from the model" in page
     assert "<b>HTTP 500</b>" not in page
     assert 'class="num cost-errors"' in page
+
+
+def test_a_run_page_shows_rerank_latency_only_when_a_configuration_reranks(tmp_path):
+    from builders import make_board, make_reranked_board, rerank_latencies
+
+    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    scores = ui_demo.night_scores(0)
+    client = TestClient(create_app(engine))
+    board = make_reranked_board(scores)
+    store.publish(engine, "reranked", board.leaderboard, board.results, ui_demo.testset_rows())
+    page = client.get("/runs/reranked").text
+    assert ">rerank latency p50 ms</a>" in page and ">rerank latency p95 ms</a>" in page
+    shown = dict(
+        re.findall(
+            r'data-config-id="([0-9a-f]+)">.*?'
+            r'<td class="num cost-rerank_latency_p50_ms">([^<]*)</td>',
+            page,
+            re.S,
+        )
+    )
+    expected = {
+        c: f"{np.percentile(ms, 50):.3f}" if ms else "-"
+        for c, ms in rerank_latencies(scores).items()
+    }
+    assert shown == expected
+    reranking = next(c for c, ms in rerank_latencies(scores).items() if ms)
+    config = client.get(f"/runs/reranked/configs/{reranking}").text
+    assert "<dt>reranker</dt><dd>rerank:m</dd>" in config
+    assert "<dt>rerank_fetch_k</dt><dd>5</dd>" in config
+
+    plain = make_board(scores)
+    store.publish(engine, "plain", plain.leaderboard, plain.results, ui_demo.testset_rows())
+    page = client.get("/runs/plain").text
+    assert "rerank latency" not in page and "cost-rerank" not in page
+    assert 'class="num cost-context_chars"' in page  # the costs measured are still shown

@@ -33,6 +33,7 @@ from indexing import COLLECTION, embed  # the same embedding as the chunks (besi
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+CROSS_ENCODER_BATCH = 32  # pairs per forward pass of a cross-encoder reranker
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how i in is it its my of on or "
     "that the their there this to was what when where which who why will with you your".split()
@@ -245,12 +246,20 @@ def words(text: str) -> list[str]:
 
 
 def rerank(question: str, texts: list[str]) -> list[float]:
-    """The pattern's reranker's score of each of ``texts`` for ``question``."""
+    """The pattern's reranker's score of each of ``texts`` for ``question``. A cross-encoder
+    scores the distinct texts in one call, in the search's order, as the sweep did: its
+    scores depend on the batch a pair is computed in, and near-equal ones would reorder."""
     kind, _, argument = SETTINGS["reranker"].partition(":")
     if kind == "cross-encoder":
-        pairs = [(question, text) for text in texts]
-        scores = cross_encoder(argument).predict(pairs, batch_size=32, show_progress_bar=False)
-        return np.asarray(scores, np.float64).reshape(len(texts), -1)[:, -1].tolist()
+        distinct = list(dict.fromkeys(texts))
+        scores = cross_encoder(argument).predict(
+            [(question, text) for text in distinct],
+            batch_size=CROSS_ENCODER_BATCH,
+            show_progress_bar=False,
+        )
+        scores = np.asarray(scores, np.float64).reshape(len(distinct), -1)[:, -1].tolist()
+        by_text = dict(zip(distinct, scores, strict=True))
+        return [by_text[text] for text in texts]
     base_url = os.environ.get("RAGSWEEP_RERANK_BASE_URL")
     key = os.environ.get("RAGSWEEP_RERANK_API_KEY")
     if not base_url:  # the LLM endpoint's URL, and its key only with it
