@@ -5,9 +5,11 @@
 Reproduces what ragsweep did for this pattern (the settings below): the same text
 extraction, the same llama-index splitter counting the embedding model's own tokens, the
 same passage prefix and the same model. PATH is a folder (the memory store: the chunks and
-their vectors) or, for Milvus, a Milvus Lite database (a ``.db`` path) or a server URI (``http://...``;
-token in ``MILVUS_TOKEN``). Needs llama-index, sentence-transformers and, for Milvus,
-pymilvus; not ragsweep.
+their vectors); for Milvus, a Milvus Lite database (a ``.db`` path) or a server URI
+(``http://...``; token in ``MILVUS_TOKEN``); for pgvector, the table to create (replaced if it
+exists) in the PostgreSQL database at ``PGVECTOR_URL`` (else ``RAGSWEEP_PGVECTOR_URL``;
+``postgresql://user:password@host:5432/db``), with the pattern's index. Needs llama-index,
+sentence-transformers and, for Milvus, pymilvus, for pgvector, psycopg; not ragsweep.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import io
 import json
 import os
 import re
+import struct
 import sys
 from bisect import bisect_right
 from html.parser import HTMLParser
@@ -29,6 +32,7 @@ SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
 BATCH = 64
 COLLECTION = "ragsweep_pattern"
+MAX_TEXT_BYTES = 65535  # Milvus's VARCHAR limit
 WORD = re.compile(r"\S*\w\S*")
 
 
@@ -50,6 +54,8 @@ def main() -> int:
     vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model)
     if SETTINGS["vector_store"] == "milvus":
         write_milvus(args.index, chunks, vectors)
+    elif SETTINGS["vector_store"] == "pgvector":
+        write_pgvector(args.index, chunks, vectors)
     else:
         write_folder(Path(args.index), chunks, vectors)
     print(f"indexed {len(chunks)} chunks of {len(documents)} documents into {args.index}")
@@ -335,26 +341,25 @@ def write_folder(folder: Path, chunks: list[dict], vectors: np.ndarray) -> None:
 
 def write_milvus(uri: str, chunks: list[dict], vectors: np.ndarray) -> None:
     """A Milvus collection: the chunk's row as its id, the vector, the text and document id,
-    with the pattern's index and metric."""
-    from pymilvus import DataType, MilvusClient
+    with the pattern's index and metric, and (where the server has it) the sweep's BM25
+    full-text search over the text, which hybrid search uses."""
+    from pymilvus import MilvusClient, MilvusException
 
     client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
     if client.has_collection(COLLECTION):
         client.drop_collection(COLLECTION)
-    schema = client.create_schema(auto_id=False)
-    schema.add_field("id", DataType.INT64, is_primary=True)
-    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=vectors.shape[1])
-    schema.add_field("text", DataType.VARCHAR, max_length=65535)
-    schema.add_field("document_id", DataType.VARCHAR, max_length=4096)
-    client.create_collection(COLLECTION, schema=schema)
+    index = SETTINGS["milvus_index"]
+    try:
+        full_text = create_milvus_collection(client, vectors.shape[1], index, full_text=True)
+    except MilvusException:  # a server without full-text search (before Milvus 2.5)
+        full_text = create_milvus_collection(client, vectors.shape[1], index, full_text=False)
     rows = [
-        {"id": i, "vector": v, "text": c["text"], "document_id": c["document_id"]}
+        {"id": i, "vector": v, "text": cut(c["text"]), "document_id": c["document_id"]}
         for i, (c, v) in enumerate(zip(chunks, vectors, strict=True))
     ]
     for start in range(0, len(rows), 1000):
         client.insert(COLLECTION, rows[start : start + 1000])
     client.flush(COLLECTION)
-    index = SETTINGS["milvus_index"]
     params = client.prepare_index_params()
     params.add_index(
         field_name="vector",
@@ -362,10 +367,189 @@ def write_milvus(uri: str, chunks: list[dict], vectors: np.ndarray) -> None:
         metric_type=index["metric_type"],
         params={**index["build"], "params": index["build"]},
     )
+    if full_text:
+        bm25 = index["bm25"]
+        params.add_index(
+            field_name="sparse",
+            index_type="SPARSE_INVERTED_INDEX",
+            metric_type="BM25",
+            params={**bm25, "params": bm25},
+        )
     client.release_collection(COLLECTION)
     client.create_index(COLLECTION, params)
     client.load_collection(COLLECTION)
     client.close()
+
+
+def create_milvus_collection(client, dim: int, index: dict, full_text: bool) -> bool:
+    """The collection's fields: with ``full_text``, the text analyzed as the sweep's was and
+    a ``sparse`` field Milvus fills with each text's BM25 terms."""
+    from pymilvus import DataType, Function, FunctionType
+
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    analyzed = {"enable_analyzer": True, "analyzer_params": index["analyzer"]} if full_text else {}
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, **analyzed)
+    schema.add_field("document_id", DataType.VARCHAR, max_length=4096)
+    if full_text:
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["text"],
+                output_field_names=["sparse"],
+            )
+        )
+    client.create_collection(COLLECTION, schema=schema)
+    return full_text
+
+
+def cut(text: str) -> str:
+    """``text`` within Milvus's VARCHAR limit, cut at a character boundary (as the sweep's)."""
+    if len(text) * 4 <= MAX_TEXT_BYTES:
+        return text
+    return text.encode()[:MAX_TEXT_BYTES].decode("utf-8", "ignore")
+
+
+# ---- pgvector: the sweep's table, full-text index and vector index --------------------------
+
+PG_URL_ENV = ("PGVECTOR_URL", "RAGSWEEP_PGVECTOR_URL")
+PG_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# distance -> (operator, operator class), as ragsweep/stores/pgvector.py has them
+PG_OPERATORS = {
+    "cosine": ("<=>", "vector_cosine_ops"),
+    "dot": ("<#>", "vector_ip_ops"),
+    "euclidean": ("<->", "vector_l2_ops"),
+}
+# the sweep's statements ({placeholders} filled by psycopg.sql), and the document id beside
+CREATE_TABLE = """
+CREATE TABLE {table} (
+    id integer PRIMARY KEY,
+    embedding vector({dim}) NOT NULL,
+    text text NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
+)"""
+ADD_DOCUMENT_ID = "ALTER TABLE {table} ADD COLUMN document_id text NOT NULL"
+COPY_ROWS = "COPY {table} (id, embedding, text, document_id) FROM STDIN (FORMAT BINARY)"
+CREATE_TEXT_INDEX = "CREATE INDEX {name} ON {table} USING gin (tsv)"
+CREATE_HNSW = (
+    "CREATE INDEX {name} ON {table} USING hnsw (embedding {opclass}) "
+    "WITH (m = {m}, ef_construction = {ef_construction})"
+)
+CREATE_IVF = (
+    "CREATE INDEX {name} ON {table} USING ivfflat (embedding {opclass}) WITH (lists = {nlist})"
+)
+DROP_TABLE = "DROP TABLE IF EXISTS {table}"
+
+
+def write_pgvector(table: str, chunks: list[dict], vectors: np.ndarray) -> None:
+    """Table ``table`` as the sweep made its collection (the chunk's row as ``id``, the
+    vector, the text and its generated ``tsv``, GIN indexed), with the document id, and the
+    pattern's vector index (none for ``exact``)."""
+    from psycopg import sql
+
+    index = SETTINGS["pgvector_index"]
+    name = sql.Identifier(check_table(table))
+    with pg_connect() as conn:
+        conn.execute(sql.SQL(DROP_TABLE).format(table=name))
+        conn.execute(sql.SQL(CREATE_TABLE).format(table=name, dim=vectors.shape[1]))
+        conn.execute(sql.SQL(ADD_DOCUMENT_ID).format(table=name))
+        with conn.cursor().copy(sql.SQL(COPY_ROWS).format(table=name)) as copy:
+            copy.set_types(["int4", "vector", "text", "text"])
+            for i, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+                copy.write_row((i, vector, chunk["text"].replace("\x00", ""), chunk["document_id"]))
+        text_index = sql.Identifier(f"{table}_tsv")
+        conn.execute(sql.SQL(CREATE_TEXT_INDEX).format(name=text_index, table=name))
+        if index["kind"] != "exact":
+            ddl = CREATE_HNSW if index["kind"] == "hnsw" else CREATE_IVF
+            values = {
+                key: sql.Literal(int(index["params"][key]))
+                for key in re.findall(r"{(\w+)}", ddl)
+                if key not in ("name", "table", "opclass")
+            }
+            opclass = sql.SQL(PG_OPERATORS[SETTINGS["distance"]][1])
+            vector_index = sql.Identifier(f"{table}_{index['kind']}")
+            conn.execute(
+                sql.SQL(ddl).format(name=vector_index, table=name, opclass=opclass, **values)
+            )
+        conn.execute(sql.SQL("ANALYZE {table}").format(table=name))
+
+
+def check_table(table: str) -> str:
+    if not PG_TABLE.fullmatch(table):
+        fail(f"--index {table}: a table name of letters, digits and _ (at most 63)")
+    return table
+
+
+def fail(message: str):
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def pg_connect():
+    """A connection to the server in ``PGVECTOR_URL`` (else ``RAGSWEEP_PGVECTOR_URL``), able
+    to send and read vectors; a clear error (its password hidden) when there is none."""
+    import psycopg
+
+    variable = next((name for name in PG_URL_ENV if os.environ.get(name)), None)
+    if variable is None:
+        fail(
+            "pgvector: set PGVECTOR_URL to the PostgreSQL server's URL, e.g. "
+            "postgresql://user:password@host:5432/database"
+        )
+    url = re.sub(r"^postgresql\+psycopg://", "postgresql://", os.environ[variable])
+    try:
+        conn = psycopg.connect(url, connect_timeout=10)
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        register_vector(conn)
+    except psycopg.Error as exc:
+        fail(f"pgvector: the server in {variable}: {hidden(exc, url)}")
+    return conn
+
+
+def hidden(exc: Exception, url: str) -> str:
+    """The first line of a database error, without the URL's password."""
+    from urllib.parse import unquote, urlsplit
+
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return text
+    for secret in {password, unquote(password)} if password else ():
+        text = text.replace(secret, "***")
+    return text
+
+
+def register_vector(conn) -> None:
+    """numpy vectors sent as pgvector's binary ``vector`` (dimensions, a zero, big-endian
+    float32 values) and read back as float32 arrays."""
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+    from psycopg.types import TypeInfo
+
+    info = TypeInfo.fetch(conn, "vector")
+    info.register(conn)
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+        oid = info.oid
+
+        def dump(self, obj: np.ndarray) -> bytes:
+            values = np.asarray(obj, dtype=">f4")
+            return struct.pack(">HH", len(values), 0) + values.tobytes()
+
+    class VectorLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data) -> np.ndarray:
+            dim, _ = struct.unpack_from(">HH", data)
+            return np.frombuffer(data, ">f4", count=dim, offset=4).astype(np.float32)
+
+    conn.adapters.register_dumper(np.ndarray, VectorDumper)
+    conn.adapters.register_loader(info.oid, VectorLoader)
 
 
 if __name__ == "__main__":

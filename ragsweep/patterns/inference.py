@@ -28,11 +28,33 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from indexing import COLLECTION, embed  # the same embedding as the chunks (beside this file)
+from indexing import (  # beside this file: the same embedding as the chunks', the same store
+    COLLECTION,
+    PG_OPERATORS,
+    check_table,
+    embed,
+    pg_connect,
+)
 
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+# the sweep's pgvector searches (ragsweep/stores/pgvector.py), and the rows by id
+SET_HNSW = "SET hnsw.ef_search = {ef_search}"
+SET_IVF = "SET ivfflat.probes = {nprobe}"
+NEAREST = "SELECT id, embedding {op} %(q)s AS distance FROM {table} ORDER BY distance LIMIT %(k)s"
+KEYWORDS = r"""
+SELECT id, ts_rank(tsv, query, 1) AS score
+FROM {table}, (
+    SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')
+           ::tsquery AS query
+    FROM unnest(tsvector_to_array(to_tsvector('simple', %(q)s))) AS lexeme
+    WHERE lexeme <> ALL (%(stop)s)
+) AS asked
+WHERE tsv @@ query
+ORDER BY score DESC, id
+LIMIT %(k)s"""
+READ_ROWS = "SELECT id, document_id, text, embedding FROM {table} WHERE id = ANY(%s)"
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how i in is it its my of on or "
     "that the their there this to was what when where which who why will with you your".split()
@@ -66,15 +88,18 @@ def main() -> int:
 
 
 class Index:
-    """The chunks and their vectors; the vector search of the pattern's store."""
+    """The chunks and their vectors, searched exactly (the memory store); the stores'
+    indexes below search in their store as the sweep did."""
 
-    def __init__(self, chunks: list[dict], vectors: np.ndarray, client=None) -> None:
-        self.chunks, self.vectors, self.client = chunks, vectors, client
+    def __init__(self, chunks, vectors) -> None:
+        self.chunks, self.vectors = chunks, vectors
 
     @classmethod
     def load(cls, where: str) -> Index | None:
         if SETTINGS["vector_store"] == "milvus":
-            return cls.load_milvus(where)
+            return MilvusIndex.open(where)
+        if SETTINGS["vector_store"] == "pgvector":
+            return PgvectorIndex.open(where)
         folder = Path(where)
         if not (folder / "chunks.jsonl").is_file():
             return None
@@ -82,57 +107,21 @@ class Index:
             chunks = [json.loads(line) for line in f]
         return cls(chunks, np.load(folder / "vectors.npy"))
 
-    @classmethod
-    def load_milvus(cls, uri: str) -> Index | None:
-        from pymilvus import MilvusClient
-
-        if uri.endswith(".db") and not Path(uri).exists():
-            return None
-        client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
-        if not client.has_collection(COLLECTION):
-            return None
-        client.load_collection(COLLECTION)
-        rows = []
-        pages = client.query_iterator(
-            COLLECTION, batch_size=1000, filter="id >= 0", output_fields=["*"]
-        )
-        while page := pages.next():
-            rows += page
-        pages.close()
-        rows.sort(key=lambda r: r["id"])
-        chunks = [{"document_id": r["document_id"], "text": r["text"]} for r in rows]
-        return cls(chunks, np.asarray([r["vector"] for r in rows], np.float32), client)
-
     def chunk(self, row: int) -> dict:
         return {"document_id": self.chunks[row]["document_id"], "text": self.chunks[row]["text"]}
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest chunks, best first (equal scores in chunk order)."""
         k = min(k, len(self.chunks))
-        if self.client is not None:
-            return self.milvus_nearest(vector, k)
         scores = self.vectors @ vector
         if SETTINGS["distance"] == "euclidean":
             scores = 2 * scores - (self.vectors**2).sum(axis=1) - float(vector @ vector)
         order = np.argsort(-scores, kind="stable")[:k]
         return [(int(i), float(scores[i])) for i in order]
 
-    def milvus_nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        index = SETTINGS["milvus_index"]
-        params = dict(index["search"])
-        if "ef" in params:
-            params["ef"] = max(params["ef"], k)
-        [hits] = self.client.search(
-            COLLECTION,
-            data=[vector],
-            anns_field="vector",
-            limit=k,
-            search_params={"metric_type": index["metric_type"], "params": params},
-        )
-        found = [(int(h["id"]), float(h["distance"])) for h in hits]
-        if SETTINGS["distance"] == "euclidean":  # Milvus's L2: lower is nearer
-            found = [(i, -d) for i, d in found]
-        return sorted(found, key=lambda f: (-f[1], f[0]))  # equal scores in chunk order
+    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunks by keywords (hybrid's other side): BM25 here."""
+        return self.bm25(question, k)
 
     def rank(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunks: the search's, or its first ``rerank_fetch_k`` reordered by
@@ -174,11 +163,12 @@ class Index:
     def hybrid(
         self, question: str, vector: np.ndarray, k: int, rrf_k: int
     ) -> list[tuple[int, float]]:
-        """The nearest chunks and BM25's best, ``FUSION_DEPTH`` of each, fused by reciprocal
-        rank: a chunk scores the sum of 1 / (rrf_k + its rank) over the rankings holding it."""
+        """The nearest chunks and the keyword search's best, ``FUSION_DEPTH`` of each, fused by
+        reciprocal rank: a chunk scores the sum of 1 / (rrf_k + its rank) over the rankings
+        holding it."""
         pool = max(FUSION_DEPTH, k)
         fused: dict[int, float] = {}
-        for ranking in (self.nearest(vector, pool), self.bm25(question, pool)):
+        for ranking in (self.nearest(vector, pool), self.keywords(question, pool)):
             for rank, (chunk, _) in enumerate(ranking, start=1):
                 fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (rrf_k + rank)
         best = sorted(fused, key=lambda c: (-fused[c], c))[:k]
@@ -208,6 +198,144 @@ class Index:
         scores = scores.astype(np.float32)
         order = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0]
         return [(i, float(scores[i])) for i in order]
+
+
+class MilvusIndex(Index):
+    """A Milvus collection indexing.py built: its vector search with the pattern's index and
+    metric, and, for hybrid, Milvus's BM25 full-text search as the sweep used it (BM25 here
+    on a server without full-text search, as the sweep fell back to)."""
+
+    @classmethod
+    def open(cls, uri: str) -> MilvusIndex | None:
+        from pymilvus import MilvusClient
+
+        if uri.endswith(".db") and not Path(uri).exists():
+            return None
+        client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+        if not client.has_collection(COLLECTION):
+            return None
+        client.load_collection(COLLECTION)
+        fields = client.describe_collection(COLLECTION).get("fields", [])
+        rows = []
+        pages = client.query_iterator(
+            COLLECTION,
+            batch_size=1000,
+            filter="id >= 0",
+            output_fields=["id", "vector", "text", "document_id"],
+        )
+        while page := pages.next():
+            rows += page
+        pages.close()
+        rows.sort(key=lambda r: r["id"])
+        chunks = [{"document_id": r["document_id"], "text": r["text"]} for r in rows]
+        index = cls(chunks, np.asarray([r["vector"] for r in rows], np.float32))
+        index.client = client
+        index.full_text = any(f.get("name") == "sparse" for f in fields)
+        return index
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        index = SETTINGS["milvus_index"]
+        params = dict(index["search"])
+        k = min(k, len(self.chunks))
+        if "ef" in params:
+            params["ef"] = max(params["ef"], k)
+        found = self.ask(
+            vector, "vector", k, {"metric_type": index["metric_type"], "params": params}
+        )
+        if SETTINGS["distance"] == "euclidean":  # Milvus's L2: lower is nearer
+            found = [(i, -d) for i, d in found]
+        return sorted(found, key=lambda f: (-f[1], f[0]))  # equal scores in chunk order
+
+    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
+        """Milvus's BM25 ranking of the chunks sharing a term with the question."""
+        if not self.full_text:
+            return self.bm25(question, k)
+        if not question.strip():
+            return []
+        found = self.ask(question, "sparse", min(k, len(self.chunks)), {"metric_type": "BM25"})
+        found = [(i, abs(d)) for i, d in found]  # Milvus Lite reports BM25 scores negated
+        return sorted(found, key=lambda f: (-f[1], f[0]))
+
+    def ask(self, query, field: str, k: int, params: dict) -> list[tuple[int, float]]:
+        [hits] = self.client.search(
+            COLLECTION, data=[query], anns_field=field, limit=k, search_params=params
+        )
+        return [(int(h["id"]), float(h["distance"])) for h in hits]
+
+
+class PgvectorIndex(Index):
+    """A pgvector table indexing.py built, searched with the sweep's statements: the
+    distance operator's nearest rows under the pattern's index, and, for hybrid,
+    PostgreSQL's full-text search. Rows are read by id when first needed."""
+
+    @classmethod
+    def open(cls, table: str) -> PgvectorIndex | None:
+        from psycopg import sql
+
+        conn = pg_connect()
+        found = conn.execute(
+            "SELECT to_regclass(%s)", [sql.Identifier(check_table(table)).as_string(conn)]
+        )
+        if found.fetchone()[0] is None:
+            return None
+        index = cls(Rows(conn, table), None)
+        index.vectors = index.chunks
+        index.conn, index.table = conn, sql.Identifier(table)
+        kind, params = SETTINGS["pgvector_index"]["kind"], SETTINGS["pgvector_index"]["params"]
+        if kind == "ivf":
+            conn.execute(sql.SQL(SET_IVF).format(nprobe=sql.Literal(int(params["nprobe"]))))
+        if kind != "exact":
+            conn.execute("SET enable_seqscan = off")
+        return index
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        from psycopg import sql
+
+        index = SETTINGS["pgvector_index"]
+        if index["kind"] == "hnsw":
+            ef_search = min(max(int(index["params"]["ef_search"]), k), 1000)
+            self.conn.execute(sql.SQL(SET_HNSW).format(ef_search=sql.Literal(ef_search)))
+        operator = sql.SQL(PG_OPERATORS[SETTINGS["distance"]][0])
+        statement = sql.SQL(NEAREST).format(op=operator, table=self.table)
+        rows = self.conn.execute(statement, {"q": vector, "k": k}).fetchall()
+        score = {"cosine": lambda d: 1 - d, "dot": lambda d: -d, "euclidean": lambda d: -(d**2)}
+        return [(row, score[SETTINGS["distance"]](distance)) for row, distance in rows]
+
+    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
+        from psycopg import sql
+
+        statement = sql.SQL(KEYWORDS).format(table=self.table)
+        asked = {"q": question, "k": k, "stop": sorted(STOPWORDS)}
+        return [(row, float(score)) for row, score in self.conn.execute(statement, asked)]
+
+
+class Rows(dict):
+    """A pgvector table's rows by id, read when first asked for: ``rows[i]`` is chunk
+    ``i`` (document id, text, vector); ``rows[ids]`` (an array) is their vectors."""
+
+    def __init__(self, conn, table: str) -> None:
+        super().__init__()
+        self.conn, self.table = conn, table
+
+    def __getitem__(self, key):
+        if isinstance(key, np.ndarray):
+            self.read([int(i) for i in key if int(i) not in self])
+            return np.stack([super(Rows, self).__getitem__(int(i))["vector"] for i in key])
+        return super().__getitem__(key)
+
+    def __missing__(self, row: int) -> dict:
+        self.read([row])
+        return super().__getitem__(row)
+
+    def read(self, rows: list[int]) -> None:
+        from psycopg import sql
+
+        if not rows:
+            return
+        statement = sql.SQL(READ_ROWS).format(table=sql.Identifier(self.table))
+        found = self.conn.execute(statement, [rows], binary=True)
+        for row, document_id, text, vector in found:
+            self[row] = {"document_id": document_id, "text": text, "vector": vector}
 
 
 # ---- words: the keyword search's tokenizer, as ragsweep's ----------------------------------
