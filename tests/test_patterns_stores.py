@@ -2,11 +2,14 @@
 (pgvector's table and index, Milvus's collection with its full-text search) and search it as
 the sweep did, without ragsweep."""
 
+import importlib
 import json
+import sys
 from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import oracle_test_settings
 from test_patterns import (
     EXAMPLES,
     assert_scripts_reproduce,
@@ -16,8 +19,8 @@ from test_patterns import (
     template_constants,
 )
 
-from ragsweep.patterns import fill
-from ragsweep.stores import pgvector
+from ragsweep.patterns import fill, oracle_index
+from ragsweep.stores import oracle, pgvector
 
 PGVECTOR_SEARCHES = {"similarity", "mmr", "hybrid"}
 
@@ -121,3 +124,84 @@ def test_milvus_hybrid_pattern_scripts_search_milvus_full_text_as_the_sweep_did(
     assert (settings["vector_store"], settings["search_type"]) == ("milvus", "hybrid")
     built = {folder.name: build(folder, str(tmp_path / "pattern.db"))}
     assert_scripts_reproduce(run, built)
+
+
+@pytest.fixture
+def oracle_scripts(tmp_path) -> Path:
+    """The scripts of a pattern searching Oracle with an exact index, in a folder."""
+    settings = {"vector_store": "oracle", "oracle_index": oracle_index("exact")}
+    settings.update(distance="cosine", passage_prefix="", query_prefix="", top_k=3)
+    for name in ("indexing.py", "inference.py"):
+        (tmp_path / name).write_text(fill(name, settings))
+    return tmp_path
+
+
+def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts):
+    """No connect string, a listener that is not there (the password never printed): one
+    line naming what to set, exit 2, no traceback; the server is tried before embedding."""
+    unset = {f"{p}ORACLE_{n}": "" for p in ("", "RAGSWEEP_") for n in ("DSN", "USER", "PASSWORD")}
+    docs = ["--docs", str(EXAMPLES / "docs")]
+    result = script(oracle_scripts / "indexing.py", *docs, "--index", "t", env=unset)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "error: oracle: set ORACLE_DSN, ORACLE_USER, ORACLE_PASSWORD" in result.stderr
+    dead = {**unset, "ORACLE_DSN": "127.0.0.1:1/FREEPDB1", "ORACLE_USER": "me"}
+    dead["RAGSWEEP_ORACLE_PASSWORD"] = "s3cret-pw"  # the fallback name is read too
+    for name, args in (("indexing.py", docs), ("inference.py", ["question?"])):
+        result = script(oracle_scripts / name, *args, "--index", "t", env=dead)
+        assert result.returncode == 2, result.stderr[-3000:]
+        assert "error: oracle: cannot connect to 127.0.0.1:1/FREEPDB1 as me:" in result.stderr
+        assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_scripts_search_oracle_with_the_stores_statements(oracle_scripts, monkeypatch):
+    """The SQL the scripts copy from ragsweep/stores/oracle.py is the store's, and so is the
+    Oracle Text query they build from a question."""
+    statements = template_constants("indexing.py")["ORACLE_SQL"]
+    for name, statement in oracle.SQL.items():
+        if name != "insert":  # the scripts' insert adds the document id
+            assert statements[name] == statement, name
+    metrics = template_constants("indexing.py")["ORACLE_METRICS"]
+    assert metrics == {d: m[0] for d, m in oracle.METRICS.items()}
+    monkeypatch.syspath_prepend(str(oracle_scripts))
+    for name in ("indexing", "inference"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    inference = importlib.import_module("inference")
+    try:
+        assert inference.QUERY_TEXT_MAX == oracle.QUERY_TEXT_MAX
+        for question in ("How do I use click.option?", "Ça marche ? {x} 数据库", "the of", ""):
+            assert inference.text_query(question) == oracle.text_query(question), question
+    finally:
+        for name in ("indexing", "inference"):
+            sys.modules.pop(name, None)
+
+
+@pytest.mark.skipif(
+    oracle_test_settings() is None, reason="set RAGSWEEP_TEST_ORACLE_DSN to test against Oracle"
+)
+def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(tmp_path):
+    """Oracle, an exact index: the scripts build the table with its Oracle Text index and
+    search it as the sweep did (similarity, MMR, hybrid), for every question."""
+    env = oracle_test_settings()
+    space = tmp_path / "space.yaml"
+    space.write_text("vector_stores: [oracle]\nindexes: {oracle: [exact]}\n")
+    searches = ["--search-types", "similarity,mmr,hybrid"]
+    run = sweep(tmp_path / "runs", "--space", str(space), *searches, env=env)
+    folders = patterns_of(run)
+    assert {
+        json.loads((f / "pattern.json").read_text())["ragsweep"]["vector_store"] for f in folders
+    } == {"oracle"}
+    tables = {f.name: f"RS_PATTERN_{f.name.split('-')[0]}" for f in folders}
+    try:
+        for folder in folders:
+            build(folder, tables[folder.name], env)
+        assert_scripts_reproduce(run, tables, env)
+    finally:
+        import oracledb
+
+        with oracledb.connect(
+            dsn=env["RAGSWEEP_ORACLE_DSN"],
+            user=env["RAGSWEEP_ORACLE_USER"],
+            password=env["RAGSWEEP_ORACLE_PASSWORD"],
+        ) as conn:
+            for table in tables.values():
+                conn.cursor().execute(oracle.SQL["drop"].format(table=table))

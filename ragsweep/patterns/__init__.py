@@ -72,6 +72,8 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         settings["milvus_index"] = milvus_index(settings["index"], settings["distance"])
     if store == "pgvector":
         settings["pgvector_index"] = pgvector_index(settings["index"])
+    if store == "oracle":
+        settings["oracle_index"] = oracle_index(settings["index"])
     return settings
 
 
@@ -104,6 +106,17 @@ def pgvector_index(label: str) -> dict[str, Any]:
         "kind": spec.kind,
         "params": {**PgvectorStore.INDEXES[check_kind(spec.kind)], **spec.params},
     }
+
+
+def oracle_index(label: str) -> dict[str, Any]:
+    """The Oracle index kind of ``label`` and its parameters, the store's defaults filled
+    in (build: ``m``, ``ef_construction``, ``nlist``, ``target_accuracy``; search:
+    ``ef_search``, ``nprobe``)."""
+    from ragsweep.space import parse_index_label
+    from ragsweep.stores.oracle import OracleStore
+
+    spec = parse_index_label(label)
+    return {"kind": spec.kind, "params": {**OracleStore.INDEXES[spec.kind], **spec.params}}
 
 
 def pattern_json(

@@ -10,8 +10,10 @@ search type and its parameters, reranker, Top K, query prefix, distance). A rera
 read from that folder. When the pattern answers with a model (``llm:<model>``) and
 ``RAGSWEEP_LLM_BASE_URL`` is set (an OpenAI-compatible ``/v1`` URL; key in
 ``RAGSWEEP_LLM_API_KEY``), one more line per question holds the ``answer``. The index is
-what ``indexing.py`` built. Needs llama-index, sentence-transformers and, for Milvus,
-pymilvus; not ragsweep.
+what ``indexing.py`` built: its folder, Milvus database or URI, or table (pgvector: in the
+database at ``PGVECTOR_URL``; Oracle: at ``ORACLE_DSN``, as indexing.py says). Needs
+llama-index, sentence-transformers and the store's client (pymilvus, psycopg, oracledb);
+not ragsweep.
 """
 
 from __future__ import annotations
@@ -30,9 +32,13 @@ from pathlib import Path
 import numpy as np
 from indexing import (  # beside this file: the same embedding as the chunks', the same store
     COLLECTION,
+    ORACLE_METRICS,
+    ORACLE_SQL,
     PG_OPERATORS,
+    check_oracle_table,
     check_table,
     embed,
+    oracle_connect,
     pg_connect,
 )
 
@@ -55,6 +61,9 @@ WHERE tsv @@ query
 ORDER BY score DESC, id
 LIMIT %(k)s"""
 READ_ROWS = "SELECT id, document_id, text, embedding FROM {table} WHERE id = ANY(%s)"
+# a store's distance -> a higher-is-better score on the memory store's scale, as the sweep's
+SCORES = {"cosine": lambda d: 1 - d, "dot": lambda d: -d, "euclidean": lambda d: -(d**2)}
+QUERY_TEXT_MAX = 3000  # characters of an Oracle Text query built from a question's words
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how i in is it its my of on or "
     "that the their there this to was what when where which who why will with you your".split()
@@ -100,6 +109,8 @@ class Index:
             return MilvusIndex.open(where)
         if SETTINGS["vector_store"] == "pgvector":
             return PgvectorIndex.open(where)
+        if SETTINGS["vector_store"] == "oracle":
+            return OracleIndex.open(where)
         folder = Path(where)
         if not (folder / "chunks.jsonl").is_file():
             return None
@@ -273,14 +284,15 @@ class PgvectorIndex(Index):
         from psycopg import sql
 
         conn = pg_connect()
-        found = conn.execute(
-            "SELECT to_regclass(%s)", [sql.Identifier(check_table(table)).as_string(conn)]
-        )
+        name = sql.Identifier(check_table(table))
+        found = conn.execute("SELECT to_regclass(%s)", [name.as_string(conn)])
         if found.fetchone()[0] is None:
             return None
-        index = cls(Rows(conn, table), None)
-        index.vectors = index.chunks
-        index.conn, index.table = conn, sql.Identifier(table)
+        rows = Rows(
+            lambda ids: conn.execute(sql.SQL(READ_ROWS).format(table=name), [ids], binary=True)
+        )
+        index = cls(rows, rows)
+        index.conn, index.table = conn, name
         kind, params = SETTINGS["pgvector_index"]["kind"], SETTINGS["pgvector_index"]["params"]
         if kind == "ivf":
             conn.execute(sql.SQL(SET_IVF).format(nprobe=sql.Literal(int(params["nprobe"]))))
@@ -298,8 +310,7 @@ class PgvectorIndex(Index):
         operator = sql.SQL(PG_OPERATORS[SETTINGS["distance"]][0])
         statement = sql.SQL(NEAREST).format(op=operator, table=self.table)
         rows = self.conn.execute(statement, {"q": vector, "k": k}).fetchall()
-        score = {"cosine": lambda d: 1 - d, "dot": lambda d: -d, "euclidean": lambda d: -(d**2)}
-        return [(row, score[SETTINGS["distance"]](distance)) for row, distance in rows]
+        return [(row, SCORES[SETTINGS["distance"]](distance)) for row, distance in rows]
 
     def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
         from psycopg import sql
@@ -309,13 +320,101 @@ class PgvectorIndex(Index):
         return [(row, float(score)) for row, score in self.conn.execute(statement, asked)]
 
 
-class Rows(dict):
-    """A pgvector table's rows by id, read when first asked for: ``rows[i]`` is chunk
-    ``i`` (document id, text, vector); ``rows[ids]`` (an array) is their vectors."""
+class OracleIndex(Index):
+    """An Oracle table indexing.py built, searched with the sweep's statements: exact
+    ``FETCH FIRST`` or ``FETCH APPROX`` through the pattern's index, and, for hybrid, Oracle
+    Text (BM25 here when the table has no text index, as the sweep fell back to). Rows are
+    read by id when first needed."""
 
-    def __init__(self, conn, table: str) -> None:
+    @classmethod
+    def open(cls, table: str) -> OracleIndex | None:
+        conn = oracle_connect()
+        table = check_oracle_table(table).upper()
+        cur = conn.cursor()
+        found = cur.execute(ORACLE_SQL["read_comment"], table_name=table).fetchone()
+        if not found or not found[0]:
+            return None
+
+        def read(ids: list[int]) -> list[tuple]:
+            binds = {f"id{i}": row for i, row in enumerate(ids)}
+            statement = ORACLE_SQL["read_rows"].format(
+                table=table, ids=", ".join(f":{name}" for name in binds)
+            )
+            found = conn.cursor().execute(statement, binds).fetchall()
+            return [(int(i), d, t, np.asarray(v, np.float32)) for i, d, t, v in found]
+
+        rows = Rows(read)
+        index = cls(rows, rows)
+        index.cursor, index.table = cur, table
+        index.text_index = bool(json.loads(found[0]).get("text_index"))
+        return index
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        from array import array
+
+        index, metric = SETTINGS["oracle_index"], ORACLE_METRICS[SETTINGS["distance"]]
+        if index["kind"] == "hnsw":
+            ef_search = max(int(index["params"]["ef_search"]), k)
+            statement = ORACLE_SQL["approx_hnsw"].format(
+                table=self.table, metric=metric, ef_search=ef_search
+            )
+        elif index["kind"] == "ivf":
+            nprobe = int(index["params"]["nprobe"])
+            statement = ORACLE_SQL["approx_ivf"].format(
+                table=self.table, metric=metric, nprobe=nprobe
+            )
+        else:
+            statement = ORACLE_SQL["exact"].format(table=self.table, metric=metric)
+        self.cursor.arraysize = self.cursor.prefetchrows = k + 1
+        query = array("f", np.asarray(vector, np.float32).tobytes())
+        found = self.cursor.execute(statement, query_vector=query, k=k).fetchall()[:k]
+        return [(int(row), SCORES[SETTINGS["distance"]](d)) for row, d in found]
+
+    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
+        """Oracle Text's ranking of the chunks holding any of the question's words (none
+        when it has none, or Oracle Text rejects its query, as in the sweep)."""
+        import oracledb
+
+        if not self.text_index:
+            if not hasattr(self, "everything"):  # BM25 needs every chunk, in row order
+                count = self.cursor.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+                self.chunks.read(list(range(count)))
+                self.everything = Index([self.chunks[i] for i in range(count)], None)
+            return self.everything.bm25(question, k)
+        query = text_query(question)
+        if not query:
+            return []
+        statement = ORACLE_SQL["keywords"].format(table=self.table)
+        self.cursor.arraysize = self.cursor.prefetchrows = k + 1
+        try:
+            found = self.cursor.execute(statement, text_query=query, k=k).fetchall()[:k]
+        except oracledb.DatabaseError as exc:
+            if "DRG-" not in str(exc):
+                raise
+            return []
+        return [(int(row), float(score)) for row, score in found]
+
+
+def text_query(question: str) -> str | None:
+    """The sweep's Oracle Text query: the question's words, each escaped in braces, joined
+    by ACCUM (chunks holding more of them rank higher), at most ``QUERY_TEXT_MAX`` long."""
+    terms, length = [], 0
+    for word in dict.fromkeys(words(question)):
+        term = "{" + word + "}"
+        length += len(term) + len(" ACCUM ")
+        if length > QUERY_TEXT_MAX:
+            break
+        terms.append(term)
+    return " ACCUM ".join(terms) or None
+
+
+class Rows(dict):
+    """A store's rows by id, read (by ``read(ids)``: id, document id, text, vector) when
+    first asked for: ``rows[i]`` is chunk ``i``; ``rows[ids]`` (an array) their vectors."""
+
+    def __init__(self, read) -> None:
         super().__init__()
-        self.conn, self.table = conn, table
+        self.reader = read
 
     def __getitem__(self, key):
         if isinstance(key, np.ndarray):
@@ -328,14 +427,9 @@ class Rows(dict):
         return super().__getitem__(row)
 
     def read(self, rows: list[int]) -> None:
-        from psycopg import sql
-
-        if not rows:
-            return
-        statement = sql.SQL(READ_ROWS).format(table=sql.Identifier(self.table))
-        found = self.conn.execute(statement, [rows], binary=True)
-        for row, document_id, text, vector in found:
-            self[row] = {"document_id": document_id, "text": text, "vector": vector}
+        for start in range(0, len(rows), 1000):
+            for row, document_id, text, vector in self.reader(rows[start : start + 1000]):
+                self[row] = {"document_id": document_id, "text": text, "vector": vector}
 
 
 # ---- words: the keyword search's tokenizer, as ragsweep's ----------------------------------
