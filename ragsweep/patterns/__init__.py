@@ -70,13 +70,18 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         settings["rrf_k"] = RRF_K
     if store == "milvus":
         settings["milvus_index"] = milvus_index(settings["index"], settings["distance"])
+    if store == "pgvector":
+        settings["pgvector_index"] = pgvector_index(settings["index"])
+    if store == "oracle":
+        settings["oracle_index"] = oracle_index(settings["index"])
     return settings
 
 
 def milvus_index(label: str, distance: str) -> dict[str, Any]:
-    """Milvus's index type, metric, build and search parameters of index ``label``."""
+    """Milvus's index type, metric, build and search parameters of index ``label``, and the
+    analyzer and BM25 parameters of the store's full-text search (hybrid's keyword side)."""
     from ragsweep.space import parse_index_label
-    from ragsweep.stores.milvus import INDEX_TYPES, METRICS, index_params
+    from ragsweep.stores.milvus import ANALYZER, BM25_PARAMS, INDEX_TYPES, METRICS, index_params
 
     spec = parse_index_label(label)
     build, search = index_params(spec)
@@ -85,7 +90,33 @@ def milvus_index(label: str, distance: str) -> dict[str, Any]:
         "metric_type": METRICS[distance],
         "build": build,
         "search": search,
+        "analyzer": ANALYZER,
+        "bm25": BM25_PARAMS,
     }
+
+
+def pgvector_index(label: str) -> dict[str, Any]:
+    """The pgvector index kind of ``label`` and its parameters, the store's defaults filled
+    in (build: ``m``, ``ef_construction``, ``nlist``; search: ``ef_search``, ``nprobe``)."""
+    from ragsweep.space import parse_index_label
+    from ragsweep.stores.pgvector import PgvectorStore, check_kind
+
+    spec = parse_index_label(label)
+    return {
+        "kind": spec.kind,
+        "params": {**PgvectorStore.INDEXES[check_kind(spec.kind)], **spec.params},
+    }
+
+
+def oracle_index(label: str) -> dict[str, Any]:
+    """The Oracle index kind of ``label`` and its parameters, the store's defaults filled
+    in (build: ``m``, ``ef_construction``, ``nlist``, ``target_accuracy``; search:
+    ``ef_search``, ``nprobe``)."""
+    from ragsweep.space import parse_index_label
+    from ragsweep.stores.oracle import OracleStore
+
+    spec = parse_index_label(label)
+    return {"kind": spec.kind, "params": {**OracleStore.INDEXES[spec.kind], **spec.params}}
 
 
 def pattern_json(
