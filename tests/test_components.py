@@ -64,6 +64,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     ingest.python_func(
         bucket_name="",
         key=str(docs),
+        keys=[],
         testset=loaded,
         max_document_bytes=0,
         max_questions=0,
@@ -77,7 +78,9 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
 
     parameters = SearchSpace.from_dict(space).to_parameters()
     configs = artifact(tmp_path, "configs")
-    assert build_space.python_func(**parameters, max_configs=4, configs=configs) == (space,)
+    assert build_space.python_func(
+        **parameters, max_configs=4, preset="", vector_io_provider_id="", configs=configs
+    ) == (space,)
     assert read_table(configs.path, "configs").num_rows == 4
     [group] = plan.python_func(
         search_space=space, questions=questions, max_llm_calls=0, llm={}, groups=1
@@ -135,6 +138,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         documents=documents,
         input_data_bucket_name="",
         input_data_key=str(docs),
+        input_data_keys=[],
         test_data_bucket_name="",
         test_data_key=str(testset),
         search_space=space,
@@ -208,7 +212,13 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
 def test_build_space_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys):
     configs = artifact(tmp_path, "configs")
     with pytest.raises(SystemExit) as exit_info:  # 18 configs
-        build_space.python_func(**SearchSpace().to_parameters(), max_configs=17, configs=configs)
+        build_space.python_func(
+            **SearchSpace().to_parameters(),
+            max_configs=17,
+            preset="",
+            vector_io_provider_id="",
+            configs=configs,
+        )
     assert exit_info.value.code == 2
     assert "holds 18 configurations, more than the budget of 17" in capsys.readouterr().err
 
@@ -236,6 +246,7 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
         ingest.python_func(
             bucket_name="",
             key=str(docs),
+            keys=[],
             testset=loaded,
             max_document_bytes=0,
             max_questions=0,
