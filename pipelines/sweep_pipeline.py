@@ -174,10 +174,10 @@ def sweep_pipeline(
         vector_io_provider_id: Red Hat AutoRAG's vector store: sweep the one store it names
             (milvus, pgvector, oracle; faiss and sqlite-vec: memory) instead of
             search_space's vector_stores; empty: those.
-        ogx_secret_name: Red Hat AutoRAG's OGX Secret (OGX_CLIENT_BASE_URL, the server's
-            root, and OGX_CLIENT_API_KEY): the model endpoint when llm_secret_name gives none.
-        maas_secret_name: Red Hat AutoRAG upstream's MaaS Secret (MAAS_BASE_URL, MAAS_API_KEY):
-            the model endpoint when llm_secret_name gives none (one of the two, not both).
+        ogx_secret_name: Red Hat AutoRAG's OGX Secret (its OGX_CLIENT_* keys; the URL is the
+            server's root): the model endpoint when llm_secret_name gives none.
+        maas_secret_name: Red Hat AutoRAG upstream's MaaS Secret (its MAAS_* keys): the model
+            endpoint when llm_secret_name gives none (one of the two, not both).
         vector_db_secret_name: Red Hat AutoRAG upstream's vector database Secret (MILVUS_URI,
             MILVUS_TOKEN; PGVECTOR_HOST, _PORT, _DB, _USER, _PASSWORD): the connections
             vector_store_secret_name does not give.
