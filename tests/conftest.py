@@ -93,6 +93,19 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.delenv(name, raising=False)
 
 
+def emptied(url: str) -> str:
+    """``url`` with ragsweep's tables dropped: tests share one database server per session,
+    and each starts from an empty results store."""
+    import sqlalchemy as sa
+
+    from ragsweep import store
+
+    engine = sa.create_engine(url)
+    store.metadata.drop_all(engine)
+    engine.dispose()
+    return url
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

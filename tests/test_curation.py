@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from builders import make_testset
+from conftest import emptied
 
 from ragsweep import store
 from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
@@ -41,11 +42,7 @@ def db(request, tmp_path):
     """An empty results database on each backend."""
     if request.param == "sqlite":
         return DatabaseStore(store.connect(f"sqlite:///{tmp_path / 'results.db'}"))
-    url = request.getfixturevalue("postgres_server")
-    engine = sa.create_engine(url)
-    store.metadata.drop_all(engine)
-    engine.dispose()
-    return DatabaseStore(store.connect(url))
+    return DatabaseStore(store.connect(emptied(request.getfixturevalue("postgres_server"))))
 
 
 def test_deleting_a_question_keeps_the_others_in_order(giskard_set):
@@ -387,10 +384,7 @@ def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_
 ):
     import threading
 
-    engine = sa.create_engine(postgres_server)
-    store.metadata.drop_all(engine)
-    engine.dispose()
-    db = DatabaseStore(store.connect(postgres_server))
+    db = DatabaseStore(store.connect(emptied(postgres_server)))
     first = make_testset(["q1", "q2"])
     db.save("tw", first)
     mine = edit_question(first, "q1", question="Mine?")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from builders import make_board, make_testset
+from conftest import emptied
 from sqlalchemy.dialects import oracle
 from sqlalchemy.schema import CreateTable
 
@@ -29,10 +30,7 @@ def url(request, tmp_path):
         pytest.skip("set RAGSWEEP_TEST_ORACLE_DSN to test against an Oracle server")
     else:
         found = ORACLE_DSN
-    engine = sa.create_engine(found)
-    store.metadata.drop_all(engine)
-    engine.dispose()
-    return found
+    return emptied(found)
 
 
 def board(seed=0, questions=12):

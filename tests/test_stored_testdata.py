@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from conftest import emptied
 from kfp import dsl, local
 
 from ragsweep import store
@@ -45,10 +46,7 @@ def stored(request, tmp_path, monkeypatch) -> DatabaseStore:
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'results.db'}"
     else:
-        url = request.getfixturevalue("postgres_server")
-        engine = sa.create_engine(url)
-        store.metadata.drop_all(engine)
-        engine.dispose()
+        url = emptied(request.getfixturevalue("postgres_server"))
     monkeypatch.setenv(store.ENV, url)
     return DatabaseStore(store.connect(url))
 

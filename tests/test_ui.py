@@ -15,9 +15,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-import sqlalchemy as sa
 import ui_demo
-from conftest import free_port
+from conftest import emptied, free_port
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
@@ -38,10 +37,7 @@ def engine(request, tmp_path_factory):
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}"
     else:
-        url = request.getfixturevalue("postgres_server")
-        dropped = sa.create_engine(url)
-        store.metadata.drop_all(dropped)
-        dropped.dispose()
+        url = emptied(request.getfixturevalue("postgres_server"))
     found = store.connect(url)
     ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
     yield found
