@@ -22,6 +22,7 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/pytest

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ragsweep.schemas import DOCUMENTS
-from ragsweep.testset import load_testset, resolve_testset
+from ragsweep.core.schemas import DOCUMENTS
+from ragsweep.documents.testsets import load_testset, resolve_testset
 
 RNG = random.Random(1)
 WORDS = [

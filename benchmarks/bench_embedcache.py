@@ -2,7 +2,7 @@
 
     python benchmarks/bench_embedcache.py
 
-"Before" is ``ragsweep/embedcache.py`` as it was at commit ``BEFORE`` (loaded from git
+"Before" is ``ragsweep/embeddings/cache.py`` as it was at commit ``BEFORE`` (loaded from git
 history): a lookup reads every shard of the model whole. "After" is the current module: it
 reads the shards' indexes, then only the 100 rows (memory-mapped pages on a folder, byte
 ranges on S3). Both caches hold the same 50,000 unit vectors of 384 numbers (the size of
@@ -32,8 +32,8 @@ from readme import write_section
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from ragsweep.embedcache import EmbeddingCache  # noqa: E402
-from ragsweep.embedshards import text_key  # noqa: E402
+from ragsweep.embeddings.cache import EmbeddingCache  # noqa: E402
+from ragsweep.embeddings.shards import text_key  # noqa: E402
 
 BEFORE = "4028de6"  # the last commit before the shard index
 MODEL = "all-MiniLM-L6-v2"
@@ -44,7 +44,7 @@ SHARD_COUNTS = (10, 50)
 def old_module():
     """The embedding cache as it was before the index, from git history."""
     source = subprocess.run(
-        ["git", "show", f"{BEFORE}:ragsweep/embedcache.py"],
+        ["git", "show", f"{BEFORE}:ragsweep/embeddings/cache.py"],
         cwd=HERE.parent,
         capture_output=True,
         text=True,

@@ -46,7 +46,7 @@ def vocabulary(rng: random.Random, size: int = 8000) -> list[str]:
 
 def make(folder: Path, n_configs: int, n_questions: int, n_chunks: int) -> None:
     """Write ``retrievals.arrow``, ``testset.arrow`` and ``configs.json`` into ``folder``."""
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
 
     rng = random.Random(7)
     vocab = vocabulary(rng)
@@ -138,8 +138,8 @@ def run(folder: Path, save: str | None = None) -> dict:
     """Evaluate the inputs in ``folder`` in this process: seconds and RSS in MB; with
     ``save``, the answers and scores are written to ``<save>.answers.arrow`` and
     ``<save>.scores.arrow`` afterwards, to compare two checkouts' results."""
-    from ragsweep.schemas import read_table
-    from ragsweep.sweep import evaluate
+    from ragsweep.core.schemas import read_table
+    from ragsweep.sweep.steps import evaluate
 
     retrievals = read_table(folder / "retrievals.arrow", "retrievals")
     testset = read_table(folder / "testset.arrow", "testset")

@@ -7,9 +7,10 @@ against one process that embeds each of the same chunk sets once, side by side.
 (a) is the whole CLI, `ragsweep run --no-store` in a subprocess with an empty cache folder:
 every step's process start-up, kfp.local's bookkeeping, chunking, embedding, retrieval,
 answers, metrics, ranking and exports. (b), the reference, is one subprocess that reads
-the documents, chunks them into the same chunk sets (``ragsweep.chunking`` with the model's
+the documents, chunks them into the same chunk sets (``ragsweep.documents.chunking`` with the
+model's
 tokenizer), embeds every chunk of each set and the questions once with the same model
-(``ragsweep.embedding``), and derives every configuration's ranking (Top K, similarity and
+(``ragsweep.models.embedding``), and derives every configuration's ranking (Top K, similarity and
 MMR) from one similarity matrix per chunk set, scoring context correctness. Both are timed
 from outside, start-up included. Corpus and grid are those of bench_sweep.py: the Click
 8.1.8 documentation and 48 configurations. Runs alternate (b), (a), [(before)], twice, and
@@ -50,11 +51,11 @@ def reference(docs: str, testset: str, grid: dict) -> dict:
     """Embed each chunk set once and rank every configuration from its similarity matrix."""
     import numpy as np
 
-    from ragsweep import embedding
-    from ragsweep.chunking import chunk_documents
-    from ragsweep.sources import read_documents
-    from ragsweep.space import SearchSpace
-    from ragsweep.testset import load_testset, resolve_testset
+    from ragsweep.documents.chunking import chunk_documents
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.documents.testsets import load_testset, resolve_testset
+    from ragsweep.models import embedding
+    from ragsweep.sweep.space import SearchSpace
 
     documents = read_documents(docs).table
     questions = resolve_testset(load_testset(testset), documents)

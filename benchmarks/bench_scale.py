@@ -160,7 +160,7 @@ def sentences_of(
 ) -> list[tuple[str, str]]:
     """(document id, sentence) for every sentence of ``words`` words (without markup unless
     ``markup``), as ragsweep reads the documents (so each is in its document's text)."""
-    from ragsweep.sources import read_documents
+    from ragsweep.documents.sources import read_documents
 
     table = read_documents(str(docs)).table
     out = []
@@ -250,10 +250,10 @@ def limit_pass(docs: Path, grid: dict, env: dict) -> dict:
     once, nothing else: the least a sweep of these chunk sets can take."""
     script = f"""
 import json, time
-from ragsweep import embedding
-from ragsweep.chunking import chunk_documents
-from ragsweep.sources import read_documents
-from ragsweep.space import SearchSpace
+from ragsweep.models import embedding
+from ragsweep.documents.chunking import chunk_documents
+from ragsweep.documents.sources import read_documents
+from ragsweep.sweep.space import SearchSpace
 documents = read_documents({str(docs)!r}).table
 space = SearchSpace.from_dict({{**{grid!r}, "embedding_models": [{MODEL!r}]}})
 tokenize = embedding.load_tokenizer({MODEL!r})
@@ -272,7 +272,7 @@ print(json.dumps({{"seconds": time.perf_counter() - start,
 
 
 def bench(corpus: str, server: Embeddings, scratch: Path) -> dict:
-    from ragsweep.space import SearchSpace
+    from ragsweep.sweep.space import SearchSpace
 
     docs, testset = CORPORA[corpus]()
     grid = GRIDS[corpus]

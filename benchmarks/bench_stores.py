@@ -43,10 +43,10 @@ TIMING_ROUNDS = 4  # the 25 questions searched one at a time, this many times
 
 def chunk_sets(sizes: list[int]) -> dict[int, tuple[list[str], np.ndarray]]:
     """Each chunk size's texts and unit vectors."""
-    from ragsweep import embedding
-    from ragsweep.chunking import chunk_documents
-    from ragsweep.embedcache import EmbeddingCache
-    from ragsweep.sources import read_documents
+    from ragsweep.documents.chunking import chunk_documents
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.embeddings.cache import EmbeddingCache
+    from ragsweep.models import embedding
 
     docs, _ = click_corpus()
     documents = read_documents(str(docs)).table
@@ -63,7 +63,7 @@ def queries(
     vectors: np.ndarray, testset: Path, seed: int = 0
 ) -> tuple[list, np.ndarray, np.ndarray]:
     """The 25 Click questions and their vectors, and ``SYNTHETIC`` perturbed chunk vectors."""
-    from ragsweep.embedcache import EmbeddingCache
+    from ragsweep.embeddings.cache import EmbeddingCache
 
     asked = [q["question"] for q in json.loads(testset.read_text())]
     questions = EmbeddingCache(DATA / "embeddings").embed(MODEL, asked)
@@ -93,13 +93,13 @@ def start_pgvector() -> str | None:
 
 def available(names: list[str], scratch: Path) -> list[str]:
     """The stores that can run here; the others are named and skipped."""
-    from ragsweep.stores import STORES
+    from ragsweep.retrieval.vector_stores import STORES
 
     usable = []
     for name in names:
         reason = None
         if name not in STORES:
-            reason = "not in ragsweep.stores.STORES"
+            reason = "not in ragsweep.retrieval.vector_stores.STORES"
         elif name == "milvus" and not os.environ.get("RAGSWEEP_MILVUS_URI"):
             os.environ.setdefault("RAGSWEEP_MILVUS_LITE_DIR", str(scratch))
         elif name == "pgvector" and start_pgvector() is None:
@@ -132,7 +132,7 @@ def overlap(found: np.ndarray, truth: np.ndarray, k: int) -> float:
 
 def measure_store(name: str, kind: str, params: dict, texts, vectors, asked, synthetic) -> dict:
     """Load, time one-at-a-time searches, and measure recall against exact search."""
-    from ragsweep.stores import IndexSpec, open_store
+    from ragsweep.retrieval.vector_stores import IndexSpec, open_store
 
     store = open_store(name, f"bench_{len(texts)}_{kind}", "cosine")
     try:
@@ -175,8 +175,8 @@ def measure_store(name: str, kind: str, params: dict, texts, vectors, asked, syn
 def keyword_agreement(name: str, texts, vectors, questions, asked) -> dict | None:
     """Where the store has its own full-text search: how its keyword top 10 overlaps the
     library's BM25, and its hybrid top 10 the memory store's hybrid (exact index)."""
-    from ragsweep.retrieval import BM25, Index, rank_chunks
-    from ragsweep.stores import IndexSpec, open_store
+    from ragsweep.retrieval.search import BM25, Index, rank_chunks
+    from ragsweep.retrieval.vector_stores import IndexSpec, open_store
 
     store, memory = open_store(name, "bench_keywords"), open_store("memory", "exact")
     memory.create(vectors, texts, IndexSpec())
@@ -205,7 +205,7 @@ def keyword_agreement(name: str, texts, vectors, questions, asked) -> dict | Non
 
 
 def previous_top(scores: np.ndarray, depth: int) -> np.ndarray:
-    """``top`` as it was before the store seam (git show 4028de6:ragsweep/retrieval.py)."""
+    """``top`` as it was before the store seam (git show 4028de6:ragsweep/retrieval/search.py)."""
     depth = min(depth, scores.shape[1])
     best = np.argpartition(-scores, depth - 1, axis=1)[:, :depth]
     order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1, kind="stable")
@@ -222,8 +222,8 @@ def memory_against_previous(texts, vectors, asked, synthetic, repeats: int = 50)
     """Batched search of all queries, as ``retrieval`` does it: the memory store against
     ``question_vectors @ chunk_vectors.T`` and the previous top-k (fastest of ``repeats``,
     the two alternated)."""
-    from ragsweep.stores import IndexSpec
-    from ragsweep.stores.memory import MemoryStore
+    from ragsweep.retrieval.vector_stores import IndexSpec
+    from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
     store = MemoryStore("memory", "cosine")
     store.create(vectors, texts, IndexSpec())
@@ -255,7 +255,7 @@ def memory_against_previous(texts, vectors, asked, synthetic, repeats: int = 50)
 
 
 def benchmark(names: list[str], sizes: list[int], testset: Path) -> dict:
-    from ragsweep.stores import store_class
+    from ragsweep.retrieval.vector_stores import store_class
 
     results: dict = {"stores": [], "memory": [], "keywords": []}
     with tempfile.TemporaryDirectory(dir=DATA) as scratch:
@@ -308,7 +308,7 @@ def report(results: dict) -> str:
             )
     lines += [
         "",
-        "In-memory search of a batch of queries (what `ragsweep.retrieval` asks for), the "
+        "In-memory search of a batch of queries (what `ragsweep.retrieval.search` asks for), the "
         "memory store against the implementation before the store seam "
         "(`question_vectors @ chunk_vectors.T` and an argpartition top-k), fastest of 50 "
         "each, the two alternated:",

@@ -96,10 +96,10 @@ def synthetic_corpus(scale: int) -> tuple[Path, Path]:
 
 def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
     """Run one measurement in this process; return wall seconds and what was done."""
-    from ragsweep.embedcache import EmbeddingCache
-    from ragsweep.sources import read_documents
-    from ragsweep.space import SearchSpace
-    from ragsweep.testset import load_testset, resolve_testset
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.documents.testsets import load_testset, resolve_testset
+    from ragsweep.embeddings.cache import EmbeddingCache
+    from ragsweep.sweep.space import SearchSpace
 
     documents = read_documents(docs).table
     questions = resolve_testset(load_testset(testset), documents)
@@ -108,8 +108,8 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
     if kind == "ragsweep":
         import pyarrow as pa
 
-        from ragsweep.leaderboard import build_board
-        from ragsweep.sweep import build_chunks, evaluate, retrieve
+        from ragsweep.evaluation.leaderboard import build_board
+        from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
         start = time.perf_counter()
         store = EmbeddingCache(cache)
@@ -129,8 +129,8 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
             halving=replay_halving(board, seed=42),
         )
     elif kind == "limit":
-        from ragsweep import embedding
-        from ragsweep.chunking import chunk_documents
+        from ragsweep.documents.chunking import chunk_documents
+        from ragsweep.models import embedding
 
         tokenize = embedding.load_tokenizer("all-MiniLM-L6-v2")
         chunk_sets = [
@@ -148,7 +148,7 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
         from llama_index.core.node_parser import SentenceSplitter
         from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-        from ragsweep import embedding
+        from ragsweep.models import embedding
 
         texts, asked = documents["text"].to_pylist(), questions["question"].to_pylist()
         start = time.perf_counter()
@@ -201,8 +201,8 @@ def replay_halving(board, seed: int) -> list[dict]:
     it."""
     import numpy as np
 
-    from ragsweep import halving
-    from ragsweep.leaderboard import matrix
+    from ragsweep.evaluation import halving
+    from ragsweep.evaluation.leaderboard import matrix
 
     board_rows = board.leaderboard
     ids, labels = board_rows["config_id"].to_pylist(), board_rows["label"].to_pylist()

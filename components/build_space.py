@@ -18,7 +18,7 @@ def build_space(
 ) -> NamedTuple("Space", [("search_space", dict)]):
     """Join the embedding and generation models to the rest of the search space, with Red
     Hat AutoRAG's ``preset`` and ``vector_io_provider_id`` in place of its chunk lists and
-    stores when given (``ragsweep.autorag.apply``), validate it, and refuse a grid of more
+    stores when given (``ragsweep.kubeflow.autorag.apply``), validate it, and refuse a grid of more
     than ``max_configs`` configurations (0: no limit).
 
     Outputs: ``search_space``, the whole space (named: kfp.local 2.17 would hand a loop body
@@ -27,10 +27,10 @@ def build_space(
     for the steps inside the fan-out, where kfp.local resolves artifacts but not parameters
     of other tasks.
     """
-    from ragsweep.autorag import apply
-    from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import write_table
-    from ragsweep.space import SearchSpace, configs_table
+    from ragsweep.core.schemas import write_table
+    from ragsweep.kubeflow.autorag import apply
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.space import SearchSpace, configs_table
 
     with pipeline_step():
         search_space = apply(search_space, preset, vector_io_provider_id)

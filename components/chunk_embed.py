@@ -26,10 +26,10 @@ def chunk_embed(
     """
     import tempfile
 
-    from ragsweep.embedcache import EmbeddingCache
-    from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import read_table
-    from ragsweep.sweep import build_chunk_sets
+    from ragsweep.core.schemas import read_table
+    from ragsweep.embeddings.cache import EmbeddingCache
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.steps import build_chunk_sets
 
     with pipeline_step(), tempfile.TemporaryDirectory() as scratch:
         build_chunk_sets(

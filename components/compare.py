@@ -26,9 +26,9 @@ def compare(
     configurations. When ``latest`` finds no earlier run of the sweep, the comparison is
     empty, the summary says so and ``baseline_found`` = 0 (else 1).
     """
-    from ragsweep.errors import pipeline_step
-    from ragsweep.regression import NO_BASELINE, compare_with_store, render, verdict_metrics
-    from ragsweep.schemas import COMPARISON, read_table, write_table
+    from ragsweep.core.schemas import COMPARISON, read_table, write_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.regression import NO_BASELINE, compare_with_store, render, verdict_metrics
 
     with pipeline_step():
         current = (read_table(leaderboard.path, "leaderboard"), read_table(results.path, "results"))

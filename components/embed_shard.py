@@ -21,16 +21,16 @@ def embed_shard(
     """
     from pathlib import Path
 
-    from ragsweep.errors import pipeline_step
-    from ragsweep.fanout import is_shard
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.fanout import is_shard
 
     with pipeline_step():
         Path(embeddings.path).mkdir(parents=True, exist_ok=True)
         if not is_shard(shard):
             return
-        from ragsweep.embedcache import EmbeddingCache
-        from ragsweep.schemas import read_table
-        from ragsweep.sweep import embed_shard as embed
+        from ragsweep.core.schemas import read_table
+        from ragsweep.embeddings.cache import EmbeddingCache
+        from ragsweep.sweep.steps import embed_shard as embed
 
         embed(
             read_table(documents.path, "documents"),

@@ -28,11 +28,11 @@ def evaluate(
     """
     import pyarrow as pa
 
-    from ragsweep.errors import pipeline_step
-    from ragsweep.llm import LLMSettings
-    from ragsweep.schemas import read_table, write_table
-    from ragsweep.space import SearchSpace
-    from ragsweep.sweep import evaluate as evaluate_all
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.steps import evaluate as evaluate_all
 
     with pipeline_step():
         answered, scored = evaluate_all(

@@ -17,14 +17,14 @@ def generate_qa(
 
     Output: ``questions``, an Arrow artifact of kind testset.
     """
-    from ragsweep.errors import pipeline_step
-    from ragsweep.llm import LLMSettings
-    from ragsweep.schemas import read_table, write_table
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.models.llm import LLMSettings
 
     with pipeline_step():
         table = read_table(given.path, "testset")
         if table.num_rows == 0:
-            from ragsweep.qagen import QASettings, generate_testset
+            from ragsweep.documents.qagen import QASettings, generate_testset
 
             table = generate_testset(
                 read_table(documents.path, "documents"),

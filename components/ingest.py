@@ -28,11 +28,11 @@ def ingest(
 
     Outputs: ``documents`` and ``questions``, Arrow artifacts of kinds documents and testset.
     """
-    from ragsweep.errors import pipeline_step
-    from ragsweep.sampling import sample_documents, sample_questions
-    from ragsweep.schemas import read_table, write_table
-    from ragsweep.sources import locations, read_locations
-    from ragsweep.testset import resolve_testset
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.documents.sampling import sample_documents, sample_questions
+    from ragsweep.documents.sources import locations, read_locations
+    from ragsweep.documents.testsets import resolve_testset
+    from ragsweep.kubeflow.step import pipeline_step
 
     with pipeline_step():
         docs_table = read_locations(locations(bucket_name, key, keys)).table

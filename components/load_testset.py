@@ -14,9 +14,9 @@ def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
 
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """
-    from ragsweep.curation import load_test_data
-    from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.curation import load_test_data
 
     with pipeline_step():
         write_table(load_test_data(bucket_name, key), testset.path, "testset")

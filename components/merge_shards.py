@@ -11,8 +11,8 @@ def merge_shards(shards: Input[List[Dataset]], embeddings: Output[Dataset]):
     """Gather the ``embed_shard`` steps' vectors into one folder in the embedding cache's
     layout (empty when no shard ran), read by every ``chunk_embed`` step before it embeds.
     """
-    from ragsweep.errors import pipeline_step
-    from ragsweep.fanout import merge_folders
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.fanout import merge_folders
 
     with pipeline_step():
         merge_folders([shard.path for shard in shards], embeddings.path)

@@ -11,12 +11,12 @@ def plan(
     """Validate the search space, and the LLM-call budget against the test set (a budget
     too small stops the run here, before any embedding); deal the chunk configurations
     into ``groups`` groups, one per fan-out branch (0: one configuration per group)."""
-    from ragsweep.errors import pipeline_step
-    from ragsweep.fanout import group_chunk_configs
-    from ragsweep.llm import LLMSettings
-    from ragsweep.schemas import read_table
-    from ragsweep.space import SearchSpace
-    from ragsweep.sweep import plan_evaluation
+    from ragsweep.core.schemas import read_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.fanout import group_chunk_configs
+    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.steps import plan_evaluation
 
     with pipeline_step():
         space = SearchSpace.from_dict(search_space)

@@ -9,10 +9,10 @@ def plan_shards(search_space: dict, documents: Input[Dataset], embedding_shard_b
     """List the shards embedded by parallel steps: every chunk configuration x run of
     documents of about ``embedding_shard_bytes`` bytes of text, when the documents exceed
     it (0: never; then the list is empty)."""
-    from ragsweep.errors import pipeline_step
-    from ragsweep.fanout import shard_items
-    from ragsweep.schemas import read_table
-    from ragsweep.space import SearchSpace
+    from ragsweep.core.schemas import read_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.fanout import shard_items
+    from ragsweep.sweep.space import SearchSpace
 
     with pipeline_step():
         chunk_configs = SearchSpace.from_dict(search_space).chunk_configs()

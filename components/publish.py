@@ -13,9 +13,9 @@ def publish(
 ) -> str:
     """Store the run in the results database named by the ``RAGSWEEP_STORE_URL`` environment
     variable (from a secret); skip when it is unset. Returns the stored run id, or ''."""
-    from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import read_table
-    from ragsweep.store import publish_from_step
+    from ragsweep.core.schemas import read_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.database import publish_from_step
 
     with pipeline_step():
         return publish_from_step(

@@ -43,20 +43,20 @@ def rank(
     (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
     (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
     best configuration's figures as ``best`` metrics; ``rag_patterns``, a folder holding
-    the ``patterns`` best configurations as runnable patterns (``ragsweep.patterns``).
+    the ``patterns`` best configurations as runnable patterns (``ragsweep.results.patterns``).
     """
     from pathlib import Path
 
-    from ragsweep.errors import pipeline_step
-    from ragsweep.leaderboard import build_board
-    from ragsweep.llm import LLMSettings
-    from ragsweep.patterns import write_patterns
-    from ragsweep.qagen import QASettings
-    from ragsweep.report import best_metrics, render_html, render_markdown
-    from ragsweep.schemas import read_table, write_table
-    from ragsweep.settings import RunSettings
-    from ragsweep.sources import location, locations
-    from ragsweep.space import SearchSpace
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.documents.qagen import QASettings
+    from ragsweep.documents.sources import location, locations
+    from ragsweep.evaluation.leaderboard import build_board
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.results.patterns import write_patterns
+    from ragsweep.results.report import best_metrics, render_html, render_markdown
+    from ragsweep.sweep.settings import RunSettings
+    from ragsweep.sweep.space import SearchSpace
 
     with pipeline_step():
         docs, *more_docs = locations(input_data_bucket_name, input_data_key, input_data_keys)

@@ -26,12 +26,12 @@ def retrieve(
     question: the retrieved chunks, their documents and texts, the store's recall against
     exact search, its query latency and index build time).
     """
-    from ragsweep.embedcache import EmbeddingCache
-    from ragsweep.errors import pipeline_step
-    from ragsweep.fanout import question_vectors
-    from ragsweep.schemas import read_table, write_table
-    from ragsweep.space import space_of
-    from ragsweep.sweep import retrieve_group
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.embeddings.cache import EmbeddingCache
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.fanout import question_vectors
+    from ragsweep.sweep.space import space_of
+    from ragsweep.sweep.steps import retrieve_group
 
     with pipeline_step():
         table = retrieve_group(

@@ -15,10 +15,10 @@ def track(
     a secret): a parent run with the settings, best configuration, ``leaderboard`` and
     ``report``, and a child run per configuration. Skip when neither is set; when MLflow
     fails, warn and keep the run. Returns the parent run's id, or ''."""
-    from ragsweep.errors import pipeline_step
-    from ragsweep.schemas import read_table
-    from ragsweep.store import current_run_id
-    from ragsweep.tracking import log_from_step
+    from ragsweep.core.schemas import read_table
+    from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.database import current_run_id
+    from ragsweep.results.tracking import log_from_step
 
     with pipeline_step():
         return log_from_step(

@@ -28,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 os.environ["GSK_DISABLE_ANALYTICS"] = "True"
 
-from ragsweep.sources import read_documents  # noqa: E402
-from ragsweep.text import locate  # noqa: E402
+from ragsweep.core.text import locate  # noqa: E402
+from ragsweep.documents.sources import read_documents  # noqa: E402
 
 OUTPUT = HERE / "testset-giskard-native.jsonl"
 NAMESPACE = uuid.UUID("5f1c0a3e-2b1d-4c55-9a7e-6b1f3d2e9c10")

@@ -2,7 +2,7 @@
 
 Reads top to bottom like the data flow in the README. Compile with ``make compile``; the
 compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's names where
-the concept is the same; ``ragsweep.platform`` says how each step runs on OpenShift AI.
+the concept is the same; ``ragsweep.kubeflow.tasks`` says how each step runs on OpenShift AI.
 """
 
 from typing import NamedTuple
@@ -10,7 +10,6 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset
 
-from ragsweep import platform
 from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
@@ -26,12 +25,14 @@ from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.components.track import track
-from ragsweep.fanout import DEFAULT_SHARD_BYTES
-from ragsweep.leaderboard import AUTO_METRIC
-from ragsweep.llm import LLMSettings
-from ragsweep.patterns import DEFAULT_PATTERNS
-from ragsweep.qagen import QASettings
-from ragsweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
+from ragsweep.documents.qagen import QASettings
+from ragsweep.evaluation.leaderboard import AUTO_METRIC
+from ragsweep.kubeflow import tasks
+from ragsweep.models.llm import LLMSettings
+from ragsweep.results.database import DEFAULT_STORE_CONNECTION
+from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
+from ragsweep.sweep.settings import DEFAULT_PATTERNS
+from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
 DEFAULT = SearchSpace().to_parameters()
 DEFAULT_LLM = LLMSettings().to_dict()
@@ -58,8 +59,8 @@ def sweep_pipeline(
     test_data_key: str = "",
     input_data_bucket_name: str = "",
     test_data_bucket_name: str = "",
-    input_data_secret_name: str = platform.DEFAULT_CONNECTION,
-    test_data_secret_name: str = platform.DEFAULT_CONNECTION,
+    input_data_secret_name: str = tasks.DEFAULT_CONNECTION,
+    test_data_secret_name: str = tasks.DEFAULT_CONNECTION,
     input_data_keys: list = [],  # noqa: B006 (a pipeline parameter's default)
     embedding_models: list = DEFAULT["embedding_models"],
     generation_models: list = [],  # noqa: B006 (a pipeline parameter's default)
@@ -75,21 +76,21 @@ def sweep_pipeline(
     cache_max_gb: float = 0.0,
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES,
     llm: dict = DEFAULT_LLM,
-    llm_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
+    llm_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     qa_generation: dict = DEFAULT_QA,
-    results_store_secret_name: str = platform.DEFAULT_STORE_CONNECTION,
-    vector_store_secret_name: str = platform.DEFAULT_VECTOR_STORE_CONNECTION,
+    results_store_secret_name: str = DEFAULT_STORE_CONNECTION,
+    vector_store_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
     keep_collections: bool = False,
     baseline: str = "",
     deployed_config: str = "",
     mlflow_tracking_uri: str = "",
-    mlflow_secret_name: str = platform.DEFAULT_MLFLOW_CONNECTION,
+    mlflow_secret_name: str = tasks.DEFAULT_MLFLOW_CONNECTION,
     patterns: int = DEFAULT_PATTERNS,
     preset: str = "",
     vector_io_provider_id: str = "",
-    ogx_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
-    maas_secret_name: str = platform.DEFAULT_LLM_CONNECTION,
-    vector_db_secret_name: str = platform.DEFAULT_VECTOR_STORE_CONNECTION,
+    ogx_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
+    maas_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
+    vector_db_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -188,14 +189,14 @@ def sweep_pipeline(
         "ogx_connection": ogx_secret_name,
         "maas_connection": maas_secret_name,
     }
-    testset = platform.step(
+    testset = tasks.step(
         load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
         s3_connection=test_data_secret_name,
         store_connection=results_store_secret_name,  # for test_data_key store:<name>
         retry=True,
         cache=False,
     )
-    inputs = platform.step(
+    inputs = tasks.step(
         ingest(
             bucket_name=input_data_bucket_name,
             key=input_data_key,
@@ -212,7 +213,7 @@ def sweep_pipeline(
     )
     # kfp.local runs no dsl.OneOf of artifacts, so this step always runs: it passes a given
     # test set through and generates one when none was given
-    questions = platform.step(
+    questions = tasks.step(
         generate_qa(
             documents=inputs.outputs["documents"],
             given=inputs.outputs["questions"],
@@ -222,7 +223,7 @@ def sweep_pipeline(
         **llm_secrets,
         retry=True,
     )
-    space = platform.step(
+    space = tasks.step(
         build_space(
             search_space=search_space,
             embedding_models=embedding_models,
@@ -232,13 +233,13 @@ def sweep_pipeline(
             vector_io_provider_id=vector_io_provider_id,
         )
     )
-    chunk_groups = platform.step(
+    chunk_groups = tasks.step(
         plan(
             search_space=space.outputs["search_space"],
             questions=questions.outputs["questions"],
             max_llm_calls=max_llm_calls,
             llm=llm,
-            groups=platform.loop_parallelism(),  # one group per branch that runs at once
+            groups=tasks.loop_parallelism(),  # one group per branch that runs at once
         )
     )
 
@@ -246,15 +247,15 @@ def sweep_pipeline(
     # one step each, and gathered by one merge that every chunk_embed reads before it embeds.
     # The loop is flat and never empty (kfp.local 2.17 collects from neither a nested nor
     # an empty loop, and no Collected can feed a task inside the next loop: hence the merge).
-    shards = platform.step(
+    shards = tasks.step(
         plan_shards(
             search_space=space.outputs["search_space"],
             documents=inputs.outputs["documents"],
             embedding_shard_bytes=embedding_shard_bytes,
         )
     )
-    with dsl.ParallelFor(shards.output, parallelism=platform.loop_parallelism()) as shard:
-        embedded = platform.step(
+    with dsl.ParallelFor(shards.output, parallelism=tasks.loop_parallelism()) as shard:
+        embedded = tasks.step(
             embed_shard(
                 documents=inputs.outputs["documents"],
                 shard=shard,
@@ -264,16 +265,14 @@ def sweep_pipeline(
             s3_connection=input_data_secret_name,
             **llm_secrets,
         )
-    sharded = platform.step(merge_shards(shards=dsl.Collected(embedded.outputs["embeddings"])))
+    sharded = tasks.step(merge_shards(shards=dsl.Collected(embedded.outputs["embeddings"])))
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
     # artifacts: retrieve reads the validated space from build_space's configs artifact.
-    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.platform); a
+    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.kubeflow.tasks); a
     # branch takes a group of chunk configurations, so each process loads its model once.
-    with dsl.ParallelFor(
-        chunk_groups.output, parallelism=platform.loop_parallelism()
-    ) as chunk_group:
-        chunks = platform.step(
+    with dsl.ParallelFor(chunk_groups.output, parallelism=tasks.loop_parallelism()) as chunk_group:
+        chunks = tasks.step(
             chunk_embed(
                 documents=inputs.outputs["documents"],
                 chunk_group=chunk_group,
@@ -285,7 +284,7 @@ def sweep_pipeline(
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
             **llm_secrets,  # for embedding models openai:<model>
         )
-        retrieved = platform.step(
+        retrieved = tasks.step(
             retrieve(
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
@@ -302,7 +301,7 @@ def sweep_pipeline(
 
     # one step answers and judges every configuration: answers are shared across chunk
     # sets, and successive halving needs every configuration's scores to promote
-    evaluated = platform.step(
+    evaluated = tasks.step(
         evaluate(
             retrievals=dsl.Collected(retrieved.outputs["retrievals"]),
             questions=questions.outputs["questions"],
@@ -315,7 +314,7 @@ def sweep_pipeline(
         **llm_secrets,
         retry=True,
     )
-    ranked = platform.step(
+    ranked = tasks.step(
         rank(
             scores=evaluated.outputs["scores"],
             answers=evaluated.outputs["answers"],
@@ -337,7 +336,7 @@ def sweep_pipeline(
             patterns=patterns,
         )
     )
-    stored = platform.step(
+    stored = tasks.step(
         publish(
             leaderboard=ranked.outputs["leaderboard"],
             results=ranked.outputs["results"],
@@ -347,7 +346,7 @@ def sweep_pipeline(
         store_connection=results_store_secret_name,
         retry=True,
     )
-    platform.step(
+    tasks.step(
         track(
             leaderboard=ranked.outputs["leaderboard"],
             report=ranked.outputs["report"],
@@ -358,7 +357,7 @@ def sweep_pipeline(
         cache=False,  # the tracking store lives outside the pipeline
     )
     with dsl.If(baseline != "", name="baseline-given"):
-        platform.step(
+        tasks.step(
             compare(
                 leaderboard=ranked.outputs["leaderboard"],
                 results=ranked.outputs["results"],

@@ -1,4 +1,5 @@
-"""Test-only vector stores, registered in ``ragsweep.stores.STORES`` by the tests that use
+"""Test-only vector stores, registered in ``ragsweep.retrieval.vector_stores.STORES`` by the tests
+that use
 them (``register``): real classes that follow the ``VectorStore`` protocol.
 
 ``approximate``: exact search in numpy, except that its ``hnsw`` index has lost every chunk
@@ -14,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ragsweep.stores import STORES, Hits, IndexSpec
-from ragsweep.stores.memory import MemoryStore
+from ragsweep.retrieval.vector_stores import STORES, Hits, IndexSpec
+from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
 EVENTS: list[tuple[str, str]] = []  # (created | dropped, collection)
 SECRET = "hunter2"

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ragsweep.leaderboard import Board, build_board
-from ragsweep.schemas import ANSWERS, SCORES
-from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace
+from ragsweep.core.schemas import ANSWERS, SCORES
+from ragsweep.evaluation.leaderboard import Board, build_board
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
 
 SPACE = SearchSpace(chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",))
 TOPICS = ["Install", "Backup", "API"]

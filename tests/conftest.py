@@ -98,10 +98,10 @@ def emptied(url: str) -> str:
     and each starts from an empty results store."""
     import sqlalchemy as sa
 
-    from ragsweep import store
+    from ragsweep.results import database
 
     engine = sa.create_engine(url)
-    store.metadata.drop_all(engine)
+    database.metadata.drop_all(engine)
     engine.dispose()
     return url
 

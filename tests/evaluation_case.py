@@ -18,8 +18,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ragsweep.space import SearchSpace
-from ragsweep.text import words
+from ragsweep.core.text import words
+from ragsweep.sweep.space import SearchSpace
 
 DOCUMENTS = {
     "ports.md": [

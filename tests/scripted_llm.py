@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ragsweep.text import words as text_words
+from ragsweep.core.text import words as text_words
 
 
 @dataclass

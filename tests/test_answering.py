@@ -1,4 +1,5 @@
-from ragsweep.answering import ANSWERERS, extractive, parse_history, with_history
+from ragsweep.answering.answerers import ANSWERERS, extractive
+from ragsweep.answering.answers import parse_history, with_history
 
 
 def test_extractive_answer_picks_the_sentences_that_match_the_question():
@@ -70,7 +71,7 @@ def test_extractive_answers_are_the_same_whatever_the_hash_seed():
 
     script = """
 import json, random
-from ragsweep.answering import extractive
+from ragsweep.answering.answerers import extractive
 rng = random.Random(0)
 vocab = [f"w{i}x" for i in range(40)]
 answers = []

@@ -9,7 +9,10 @@ import psycopg
 import pytest
 import yaml
 
-from ragsweep.autorag import (
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.sources import locations, read_locations
+from ragsweep.evaluation.leaderboard import check_metric
+from ragsweep.kubeflow.autorag import (
     PARAMETERS,
     README_BEGIN,
     README_END,
@@ -18,10 +21,7 @@ from ragsweep.autorag import (
     readme_table,
     store_of,
 )
-from ragsweep.errors import RagsweepError
-from ragsweep.leaderboard import check_metric
-from ragsweep.sources import locations, read_locations
-from ragsweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace
 
 REPO = Path(__file__).resolve().parent.parent
 # documents_rag_optimization_pipeline's parameters: Red Hat's (red-hat-data-services
@@ -50,7 +50,9 @@ def test_the_compiled_pipeline_has_every_autorag_parameter_of_the_table():
 def test_the_readme_table_is_the_one_generated_from_the_code():
     readme = (REPO / "README.md").read_text()
     assert readme.count(README_BEGIN) == 1 and readme.count(README_END) == 1
-    assert readme_table() in readme, "README out of date: paste ragsweep.autorag.readme_table()"
+    assert readme_table() in readme, (
+        "README out of date: paste ragsweep.kubeflow.autorag.readme_table()"
+    )
 
 
 def test_the_readme_parameter_table_names_every_pipeline_parameter():

@@ -11,9 +11,9 @@ from conftest import TEST_API_KEY
 from kfp import local
 from test_pipeline import example_subset
 
+from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.kubeflow.tasks import for_local_run
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-from ragsweep.platform import for_local_run
-from ragsweep.schemas import read_table, settings_of
 
 
 def split(docs: Path, into: tuple[Path, Path]) -> None:

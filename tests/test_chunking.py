@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep import embedding
-from ragsweep.chunking import CHUNKERS, bounded, chunk_documents
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.sources import read_documents
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunks
+from ragsweep.documents.chunking import CHUNKERS, bounded, chunk_documents
+from ragsweep.documents.sources import read_documents
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.models import embedding
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import build_chunks
 
 MODEL = "all-MiniLM-L6-v2"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "docs"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragsweep.errors import RagsweepError
-from ragsweep.testset import load_testset
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.testsets import load_testset
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
@@ -170,7 +170,7 @@ def test_a_local_run_never_shards_unless_asked(kb):
     the pipeline's own default, for the cluster, stays DEFAULT_SHARD_BYTES. A run folder's
     settings.json holds the pipeline's arguments, written before the pipeline starts: a test
     set that fails in ingest ends each run at its first step."""
-    from ragsweep.fanout import DEFAULT_SHARD_BYTES
+    from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 
     tmp, docs, _ = kb
     lost = giskard_testset(tmp / "lost.jsonl", {"lost": "Document 9: In no document."})
@@ -233,7 +233,7 @@ def test_baseline_without_a_store_is_refused(kb):
 
 
 def test_preflight_lists_an_s3_prefix_and_checks_the_ids_without_reading_documents(s3, bucket):
-    from ragsweep.runner import preflight
+    from ragsweep.kubeflow.local import preflight
 
     s3.put_object(Bucket=bucket, Key="kb/guides/a.md", Body=b"Port 8443.")
     s3.put_object(Bucket=bucket, Key="kb/logo.png", Body=b"\x89PNG")

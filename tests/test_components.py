@@ -8,7 +8,6 @@ import pytest
 from builders import make_board, make_testset
 from kfp import dsl
 
-from ragsweep import store
 from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
@@ -21,10 +20,11 @@ from ragsweep.components.plan_shards import plan_shards
 from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
-from ragsweep.fanout import NO_SHARD, read_chunk_set
-from ragsweep.regression import compare_runs
-from ragsweep.schemas import read_table, settings_of, write_table
-from ragsweep.space import SearchSpace
+from ragsweep.core.schemas import read_table, settings_of, write_table
+from ragsweep.results import database
+from ragsweep.results.regression import compare_runs
+from ragsweep.sweep.fanout import NO_SHARD, read_chunk_set
+from ragsweep.sweep.space import SearchSpace
 
 
 def artifact(tmp_path, name):
@@ -319,7 +319,7 @@ def test_publish_step_skips_without_a_store_and_stores_with_one(tmp_path, monkey
     url = f"sqlite:///{tmp_path / 'results.db'}"
     monkeypatch.setenv("RAGSWEEP_STORE_URL", url)
     assert publish.python_func(**paths, questions=questions, pipeline_run_id="k1") == "k1"
-    assert [r["run_id"] for r in store.list_runs(store.connect(url))] == ["k1"]
+    assert [r["run_id"] for r in database.list_runs(database.connect(url))] == ["k1"]
 
 
 def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
@@ -341,7 +341,7 @@ def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
     )
     table = read_table(comparison.path, "comparison")
     current = tuple(read_table(paths[n].path, n) for n in ("leaderboard", "results"))
-    expected = compare_runs(store.open_run("night-1"), current)  # the latest other run
+    expected = compare_runs(database.open_run("night-1"), current)  # the latest other run
     assert table.equals(expected.table.replace_schema_metadata(table.schema.metadata))
     assert verdict.metadata["best_regressed"] == float(expected.best_regressed)
     assert verdict.metadata["baseline_found"] == 1.0

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ragsweep.cron import normalise
-from ragsweep.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError
+from ragsweep.kubeflow.cron import normalise
 
 
 def test_a_5_field_cron_gets_a_seconds_field_and_a_note():

@@ -14,11 +14,11 @@ import sqlalchemy as sa
 from builders import make_testset
 from conftest import emptied
 
-from ragsweep import store
-from ragsweep.curation import DatabaseStore, add_question, delete_question, edit_question
-from ragsweep.errors import RagsweepError
-from ragsweep.schemas import TESTSET
-from ragsweep.testset import content_id, load_testset, resolve_testset
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import TESTSET
+from ragsweep.documents.testsets import content_id, load_testset, resolve_testset
+from ragsweep.results import database
+from ragsweep.results.curation import DatabaseStore, add_question, delete_question, edit_question
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -27,7 +27,7 @@ RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 @pytest.fixture(scope="module")
 def documents():
-    from ragsweep.sources import read_documents
+    from ragsweep.documents.sources import read_documents
 
     return read_documents(str(EXAMPLES / "docs")).table
 
@@ -41,8 +41,8 @@ def giskard_set(documents):
 def db(request, tmp_path):
     """An empty results database on each backend."""
     if request.param == "sqlite":
-        return DatabaseStore(store.connect(f"sqlite:///{tmp_path / 'results.db'}"))
-    return DatabaseStore(store.connect(emptied(request.getfixturevalue("postgres_server"))))
+        return DatabaseStore(database.connect(f"sqlite:///{tmp_path / 'results.db'}"))
+    return DatabaseStore(database.connect(emptied(request.getfixturevalue("postgres_server"))))
 
 
 def test_deleting_a_question_keeps_the_others_in_order(giskard_set):
@@ -105,7 +105,7 @@ def test_a_stored_test_set_keeps_every_field(db, giskard_set, documents):
 
 
 def test_a_runs_test_set_reads_back_as_stored_like_the_named_set(db):
-    """store.load_run_testset (the web UI's runs) and DatabaseStore.load (curation) build
+    """database.load_run_testset (the web UI's runs) and DatabaseStore.load (curation) build
     their rows alike: what was saved (a missing conversation history stays missing, not
     '[]'), and a question version computed where a store made before versions holds none."""
     import numpy as np
@@ -118,14 +118,14 @@ def test_a_runs_test_set_reads_back_as_stored_like_the_named_set(db):
     rows[2]["reference_context"] = "Tidewater listens on port 8443."
     rows[2]["gold_spans"] = [{"doc_id": "doc2.md", "start": 0, "end": 31}]
     testset = pa.Table.from_pylist(rows, schema=TESTSET)
-    store.publish(db.engine, "run-1", b.leaderboard, b.results, testset)
+    database.publish(db.engine, "run-1", b.leaderboard, b.results, testset)
 
-    assert store.load_run_testset(db.engine, "run-1").to_pylist() == rows
+    assert database.load_run_testset(db.engine, "run-1").to_pylist() == rows
     assert db.load("testset.json").to_pylist() == rows
 
     with db.engine.begin() as conn:  # as a store made before question versions holds them
-        conn.execute(sa.update(store.testset_items).values(question_version=None))
-    computed = store.load_run_testset(db.engine, "run-1").to_pylist()
+        conn.execute(sa.update(database.testset_items).values(question_version=None))
+    computed = database.load_run_testset(db.engine, "run-1").to_pylist()
     assert computed == db.load("testset.json").to_pylist()
     assert all(len(r["question_version"]) == 16 for r in computed)
     assert [{**r, "question_version": None} for r in computed] == [
@@ -290,14 +290,14 @@ def test_testset_mistakes_exit_2_with_a_clear_message(tmp_path):
 
 
 def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(giskard_set, tmp_path):
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
 
     old = tmp_path / "testsets" / "tw.arrow"  # as the folder store of earlier ragsweep kept it
     write_table(giskard_set, old, "testset")
     url = f"sqlite:///{tmp_path / 'results.db'}"
     result = ragsweep("testset", "add", "tw", str(old), url=url)
     assert result.returncode == 0, result.stderr
-    assert DatabaseStore(store.connect(url)).load("tw").to_pylist() == giskard_set.to_pylist()
+    assert DatabaseStore(database.connect(url)).load("tw").to_pylist() == giskard_set.to_pylist()
     exported = ragsweep("testset", "export", "tw", str(tmp_path / "again.arrow"), url=url)
     assert exported.returncode == 0, exported.stderr
     assert load_testset(str(tmp_path / "again.arrow")).to_pylist() == giskard_set.to_pylist()
@@ -334,21 +334,21 @@ def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
     result = ragsweep(*args, "--output", str(tmp_path / "runs"), url=url)
     assert result.returncode == 0, result.stderr
 
-    engine = store.connect(url)
+    engine = database.connect(url)
     testsets = DatabaseStore(engine)
     assert testsets.names() == ["tw"]  # the run's test set is the stored one
     assert testsets.load("tw").num_rows == 2  # the question left out of the sample stays
     with engine.connect() as conn:
         linked = (
             conn.execute(
-                sa.select(store.testsets.c.name).join(
-                    store.runs, store.runs.c.testset_id == store.testsets.c.id
+                sa.select(database.testsets.c.name).join(
+                    database.runs, database.runs.c.testset_id == database.testsets.c.id
                 )
             )
             .scalars()
             .all()
         )
-        versions = conn.execute(sa.select(store.results.c.item_version)).scalars().all()
+        versions = conn.execute(sa.select(database.results.c.item_version)).scalars().all()
     assert linked == ["tw"] and set(versions) == {1}
     for question_id in testsets.load("tw")["question_id"].to_pylist():
         assert [h["version"] for h in testsets.history("tw", question_id)] == [1]
@@ -360,7 +360,7 @@ def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
 
 
 def test_an_arrow_test_set_must_be_a_testset_artifact_with_its_columns(giskard_set, tmp_path):
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
 
     (tmp_path / "junk.arrow").write_bytes(b"not arrow")
     with pytest.raises(RagsweepError, match="junk.arrow: not a readable Arrow file"):
@@ -384,7 +384,7 @@ def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_
 ):
     import threading
 
-    db = DatabaseStore(store.connect(emptied(postgres_server)))
+    db = DatabaseStore(database.connect(emptied(postgres_server)))
     first = make_testset(["q1", "q2"])
     db.save("tw", first)
     mine = edit_question(first, "q1", question="Mine?")
@@ -398,7 +398,7 @@ def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_
             refused.append(str(exc))
 
     with db.engine.begin() as conn:
-        store.save_testset(conn, "tw", mine)  # q1's version 2, not committed yet
+        database.save_testset(conn, "tw", mine)  # q1's version 2, not committed yet
         with db.engine.connect() as watch:
             second = threading.Thread(target=save_theirs)
             second.start()

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ragsweep import embedding
-from ragsweep.embedcache import EmbeddingCache
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.models import embedding
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -70,7 +70,7 @@ def test_store_on_s3_is_shared_between_runs(bucket, model_calls):
 
 
 def test_store_on_a_missing_bucket_is_a_clear_error(s3):
-    from ragsweep.errors import RagsweepError
+    from ragsweep.core.errors import RagsweepError
 
     with pytest.raises(RagsweepError, match="bucket 'no-such-bucket' does not exist"):
         EmbeddingCache("s3://no-such-bucket/cache").embed(MODEL, ["x"])
@@ -94,7 +94,7 @@ def test_a_model_behind_an_openai_compatible_endpoint_embeds_each_text_once(
 def test_an_unreachable_embedding_endpoint_fails_fast_with_one_line(monkeypatch):
     from scripted_llm import free_port
 
-    from ragsweep.errors import RagsweepError
+    from ragsweep.core.errors import RagsweepError
 
     embedding.load_embedder.cache_clear()
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
@@ -189,7 +189,7 @@ def first_format_shard(hashes: list[str], vectors: np.ndarray) -> bytes:
 def test_shards_of_the_first_format_are_read_and_compacted_into_indexed_ones(endpoint, location):
     import hashlib
 
-    from ragsweep.embedcache import _model_key
+    from ragsweep.embeddings.cache import _model_key
 
     batch = texts(0, 300)
     vectors = EmbeddingCache().embed(ENDPOINT_MODEL, batch)
@@ -214,7 +214,7 @@ def test_shards_of_the_first_format_are_read_and_compacted_into_indexed_ones(end
 
 
 def test_compaction_merges_small_shards_and_keeps_every_vector(endpoint, location):
-    from ragsweep.embedcache import COMPACT_AT
+    from ragsweep.embeddings.cache import COMPACT_AT
 
     written = {}
     shards = COMPACT_AT - 1  # one short of a compaction on write
@@ -236,7 +236,7 @@ def test_compaction_merges_small_shards_and_keeps_every_vector(endpoint, locatio
 
 
 def test_a_write_that_leaves_many_small_shards_compacts_them(endpoint, location):
-    from ragsweep.embedcache import COMPACT_AT
+    from ragsweep.embeddings.cache import COMPACT_AT
 
     for shard in range(COMPACT_AT):
         EmbeddingCache(location).embed(ENDPOINT_MODEL, texts(shard * 10, 10))
@@ -329,7 +329,7 @@ def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
     vectors = EmbeddingCache(tmp_path).embed(MODEL, ["port 8443", "backups"], prefix="query: ")
     script = (
         "import json, sys\n"
-        "from ragsweep.embedcache import EmbeddingCache\n"
+        "from ragsweep.embeddings.cache import EmbeddingCache\n"
         f"cache = EmbeddingCache({str(tmp_path)!r})\n"
         "v = cache.embed('all-MiniLM-L6-v2', ['backups', 'port 8443'], prefix='query: ')\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
@@ -372,9 +372,9 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     from kfp import dsl
 
     from ragsweep.components.chunk_embed import chunk_embed
-    from ragsweep.fanout import read_chunk_set
-    from ragsweep.schemas import DOCUMENTS, write_table
-    from ragsweep.space import SearchSpace
+    from ragsweep.core.schemas import DOCUMENTS, write_table
+    from ragsweep.sweep.fanout import read_chunk_set
+    from ragsweep.sweep.space import SearchSpace
 
     documents = dsl.Dataset(uri=str(tmp_path / "documents"))
     text = "Tidewater listens on port 8443. The Pro plan keeps backups for 90 days."
@@ -411,7 +411,7 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
 
     script = (
         "import sys\n"
-        "from ragsweep.embedcache import EmbeddingCache\n"
+        "from ragsweep.embeddings.cache import EmbeddingCache\n"
         "first = int(sys.argv[1])\n"
         "for step in range(10):\n"
         "    texts = [f'chunk {i} says word{i}' for i in range(first + step * 30, "

@@ -7,12 +7,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ragsweep import sweep
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.embedding import WEB_SEARCH, Prefixes, family_prefixes
-from ragsweep.errors import RagsweepError
-from ragsweep.schemas import read_table, write_table
-from ragsweep.space import SearchSpace, config_id, configs_table, space_of
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import config_id, read_table, write_table
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.models.embedding import WEB_SEARCH, Prefixes, family_prefixes
+from ragsweep.sweep import steps
+from ragsweep.sweep.space import SearchSpace, configs_table, space_of
 
 E5 = Prefixes("query: ", "passage: ")
 BGE = Prefixes("Represent this sentence for searching relevant passages: ")
@@ -164,8 +164,8 @@ def test_an_endpoint_e5_model_reads_query_for_questions_and_passage_for_chunks(
     space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), embedding_models=("openai:e5-small-v2",))
     [chunk_config] = space.chunk_configs()
     cache = EmbeddingCache()
-    chunks = sweep.build_chunks(documents, chunk_config, cache)
-    sweep.retrieve(chunks, questions, space, chunk_config, cache)
+    chunks = steps.build_chunks(documents, chunk_config, cache)
+    steps.retrieve(chunks, questions, space, chunk_config, cache)
     chunk_texts = chunks["text"].to_pylist()
     assert llm_server.embedded == [f"passage: {t}" for t in chunk_texts] + [
         "query: Which port does the console use?"
@@ -174,8 +174,8 @@ def test_an_endpoint_e5_model_reads_query_for_questions_and_passage_for_chunks(
     plain = SearchSpace(chunk_sizes=(64,), top_ks=(1,), embedding_models=("openai:e5-small-v2",),
                         query_prefix="", passage_prefix="")  # fmt: skip
     [plain_config] = plain.chunk_configs()
-    sweep.retrieve(
-        sweep.build_chunks(documents, plain_config, cache), questions, plain, plain_config, cache
+    steps.retrieve(
+        steps.build_chunks(documents, plain_config, cache), questions, plain, plain_config, cache
     )
     assert llm_server.embedded[len(chunk_texts) + 1 :] == chunk_texts + [
         "Which port does the console use?"

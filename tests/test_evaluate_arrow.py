@@ -1,5 +1,5 @@
 """Evaluation on Arrow columns: contexts as ids, each distinct input scored once, document
-metrics on whole columns (``ragsweep.contexts``, ``ragsweep.judging``)."""
+metrics on whole columns (``ragsweep.answering.contexts``, ``ragsweep.evaluation.scoring``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ragsweep.contexts import Contexts
-from ragsweep.metrics import COLUMN_METRICS, METRICS, RETRIEVAL_METRICS, Answered, Ranked
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import evaluate
-from ragsweep.text import words
+from ragsweep.answering.contexts import Contexts
+from ragsweep.core.text import words
+from ragsweep.evaluation.metrics import COLUMN_METRICS, METRICS, RETRIEVAL_METRICS, Answered, Ranked
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import evaluate
 
 EXTRACTIVE = SearchSpace(**{**case.SPACE.__dict__, "answerers": ("extractive",)})
 
@@ -152,8 +152,8 @@ def test_retrievals_that_do_not_fit_the_test_set_are_refused():
 
 
 def test_scoring_the_answers_artifact_again_gives_the_same_scores(tmp_path):
-    from ragsweep.judging import score_answers
-    from ragsweep.schemas import read_table, write_table
+    from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.evaluation.scoring import score_answers
 
     answers, scores = extractive_run()
     stored = read_table(write_table(answers, tmp_path / "answers", "answers"), "answers")

@@ -51,8 +51,8 @@ def run(model, judge, budget: int) -> dict[str, list[dict]]:
     metadata."""
     import evaluation_case as case
 
-    from ragsweep.llm import LLMSettings
-    from ragsweep.sweep import evaluate
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.steps import evaluate
 
     model.context_window = CONTEXT_WINDOW
     model.responder = model_adds

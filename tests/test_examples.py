@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.chunking import chunk_documents
-from ragsweep.embedding import load_tokenizer
-from ragsweep.sources import read_documents
-from ragsweep.testset import load_testset, resolve_testset
+from ragsweep.documents.chunking import chunk_documents
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset, resolve_testset
+from ragsweep.models.embedding import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

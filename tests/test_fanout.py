@@ -3,11 +3,17 @@
 import pyarrow as pa
 import pytest
 
-from ragsweep import fanout
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.schemas import read_table, write_table
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunk_sets, build_chunks, embed_shard, retrieve, retrieve_group
+from ragsweep.core.schemas import read_table, write_table
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.sweep import fanout
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import (
+    build_chunk_sets,
+    build_chunks,
+    embed_shard,
+    retrieve,
+    retrieve_group,
+)
 
 CONFIGS = [
     {"chunk_config_id": f"c{i}", "embedding_model": model}
@@ -167,8 +173,8 @@ def test_a_chunks_folder_missing_a_set_names_it(tmp_path):
 
 
 def test_a_negative_shard_size_is_a_clear_error():
-    from ragsweep.errors import RagsweepError
-    from ragsweep.settings import RunSettings
+    from ragsweep.core.errors import RagsweepError
+    from ragsweep.sweep.settings import RunSettings
 
     with pytest.raises(RagsweepError, match=r"--embedding-shard-bytes\): must be 0"):
         RunSettings("docs", "testset.json", embedding_shard_bytes=-1)

@@ -6,14 +6,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ragsweep import halving, statistics
-from ragsweep.errors import RagsweepError
-from ragsweep.halving import Round
-from ragsweep.leaderboard import build_board
-from ragsweep.llm import LLMSettings
-from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import evaluate
+from ragsweep.core.errors import RagsweepError
+from ragsweep.evaluation import halving, statistics
+from ragsweep.evaluation.halving import Round
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import evaluate
 
 
 def test_the_full_grid_when_there_is_no_budget_no_llm_or_enough():

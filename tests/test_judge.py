@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 from scripted_llm import Step
 
-from ragsweep.errors import RagsweepError
-from ragsweep.judge import Judge, Judged, parse_verdict
-from ragsweep.judging import score_answers
-from ragsweep.llm import LLMSettings
-from ragsweep.prompts import JUDGE_OUT_OF_SCOPE, JUDGE_SYSTEM_PROMPT
+from ragsweep.core.errors import RagsweepError
+from ragsweep.evaluation.judge import Judge, Judged, parse_verdict
+from ragsweep.evaluation.scoring import score_answers
+from ragsweep.models.llm import LLMSettings
+from ragsweep.models.prompts import JUDGE_OUT_OF_SCOPE, JUDGE_SYSTEM_PROMPT
 
 JUDGE = LLMSettings(judge="judge", backoff_s=0.01, concurrency=1)
 RIGHT = Judged("Which port?", ["Port 9000."], "It uses port 9000.")

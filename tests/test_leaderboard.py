@@ -11,11 +11,11 @@ import pytest
 import yaml
 from builders import SPACE, make_answers, make_board, make_scores, make_testset
 
-from ragsweep.errors import RagsweepError
-from ragsweep.exports import best_spec, render
-from ragsweep.leaderboard import failure_reason, per_question
-from ragsweep.schemas import read_table, settings_of, write_table
-from ragsweep.space import SearchSpace
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table, settings_of, write_table
+from ragsweep.evaluation.leaderboard import failure_reason, per_question
+from ragsweep.results.exports import best_spec, render
+from ragsweep.sweep.space import SearchSpace
 
 
 def scores_matrix(seed=0, questions=80):
@@ -230,7 +230,7 @@ def test_pa_nulls_in_a_metric_are_left_out_of_its_mean():
 
 
 def test_results_keep_each_retrieved_chunks_span_and_export_it_to_csv(tmp_path):
-    from ragsweep.exports import export
+    from ragsweep.results.exports import export
 
     config_ids = [c["config_id"] for c in SPACE.all_configs()[:2]]
     question_ids = [f"q{i:03d}" for i in range(4)]

@@ -5,9 +5,9 @@ import pytest
 from conftest import TEST_API_KEY
 from scripted_llm import Step, free_port
 
-from ragsweep.errors import RagsweepError
-from ragsweep.generation import llm_answerer, prompt_messages
-from ragsweep.llm import MAX_WAIT_S, Endpoint, LLMSettings, check_reachable, retry_delay
+from ragsweep.answering.generation import llm_answerer, prompt_messages
+from ragsweep.core.errors import RagsweepError
+from ragsweep.models.llm import MAX_WAIT_S, Endpoint, LLMSettings, check_reachable, retry_delay
 
 FAST = LLMSettings(backoff_s=0.01, timeout_s=5)
 

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragsweep.openshift import DSPA_GROUP, default_image
-from ragsweep.platform import (
+from ragsweep.kubeflow.openshift import DSPA_GROUP, default_image
+from ragsweep.kubeflow.tasks import (
     DEFAULT_CONNECTION,
     DEFAULT_MLFLOW_CONNECTION,
-    DEFAULT_STORE_CONNECTION,
     DEFAULT_VECTOR_STORE_CONNECTION,
     MLFLOW_CONNECTION_KEYS,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
     VECTOR_STORE_CONNECTION_KEYS,
 )
-from ragsweep.store import ENV as STORE_ENV
+from ragsweep.results.database import DEFAULT_STORE_CONNECTION
+from ragsweep.results.database import ENV as STORE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"

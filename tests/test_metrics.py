@@ -1,6 +1,6 @@
 import pytest
 
-from ragsweep.metrics import (
+from ragsweep.evaluation.metrics import (
     Answered,
     answer_correctness,
     context_correctness,

@@ -3,7 +3,7 @@
 
 import pytest
 
-from ragsweep.metrics import Answered, answer_correctness, faithfulness, token_recall
+from ragsweep.evaluation.metrics import Answered, answer_correctness, faithfulness, token_recall
 
 
 def item(reference: str, answer: str, context: str | None = None) -> Answered:

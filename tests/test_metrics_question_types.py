@@ -3,8 +3,13 @@ metrics; questions without a reference document are left out of retrieval metric
 
 import pytest
 
-from ragsweep.metrics import RETRIEVAL_METRICS, Answered, answer_correctness, is_out_of_scope
-from ragsweep.refusal import refuses
+from ragsweep.evaluation.metrics import (
+    RETRIEVAL_METRICS,
+    Answered,
+    answer_correctness,
+    is_out_of_scope,
+)
+from ragsweep.evaluation.refusal import refuses
 
 # Giskard's reference answer for every out-of-scope question (giskard/rag/question_generators)
 GISKARD_OOS_ANSWER = (

@@ -7,14 +7,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.leaderboard import check_metric
-from ragsweep.metrics import Answered, merged, span_precision, span_recall
-from ragsweep.schemas import LEADERBOARD, METRICS
-from ragsweep.sources import read_documents
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunks, evaluate, retrieve
-from ragsweep.testset import load_testset, resolve_testset
+from ragsweep.core.schemas import LEADERBOARD, METRICS
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset, resolve_testset
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.evaluation.leaderboard import check_metric
+from ragsweep.evaluation.metrics import Answered, merged, span_precision, span_recall
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -46,4 +46,4 @@ def test_the_wheel_builds_without_warnings_and_carries_the_ui_files(tmp_path):
     }
     assert any(w.endswith(".html") for w in wanted) and any(w.endswith(".css") for w in wanted)
     assert wanted <= names, sorted(wanted - names)
-    assert {"ragsweep/cli.py", "ragsweep/components/rank.py"} <= names
+    assert {"ragsweep/cli/__init__.py", "ragsweep/components/rank.py"} <= names

@@ -13,10 +13,15 @@ import pytest
 from builders import tiny_cross_encoder
 from scripted_llm import ScriptedLLM
 
-from ragsweep import embedding, patterns, reranking, retrieval, sources, text
-from ragsweep.errors import RagsweepError
-from ragsweep.patterns import SCRIPTS, check_count, fill
-from ragsweep.schemas import read_table
+from ragsweep.core import text
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table
+from ragsweep.documents import sources
+from ragsweep.models import embedding
+from ragsweep.results import patterns
+from ragsweep.results.patterns import SCRIPTS, fill
+from ragsweep.retrieval import reranking, search
+from ragsweep.sweep.settings import check_count
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -265,14 +270,14 @@ def test_cross_encoder_pattern_scripts_reorder_the_candidates_exactly_as_the_swe
         reranked_run, dict.fromkeys([f.name for f in folders.values()], reranked_index)
     )
     plain = reranked_by(reranked_run, "none")
-    for search, folder in folders.items():
+    for search_type, folder in folders.items():
         reranked = json.loads((folder / "evaluation_results.json").read_text())
-        searched = json.loads((plain[search] / "evaluation_results.json").read_text())
+        searched = json.loads((plain[search_type] / "evaluation_results.json").read_text())
         changed = [
             a["answer_contexts"] != b["answer_contexts"]
             for a, b in zip(reranked, searched, strict=True)
         ]
-        assert sum(changed) >= len(changed) // 2, search  # not the search's own order
+        assert sum(changed) >= len(changed) // 2, search_type  # not the search's own order
 
 
 def assert_scripts_reproduce(
@@ -366,8 +371,8 @@ def test_the_scripts_copy_ragsweeps_constants():
     assert indexing["LINE_TAGS"] == sources._LINE_TAGS
     assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
     assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
-    assert inference["FUSION_DEPTH"] == retrieval.FUSION_DEPTH
+    assert inference["FUSION_DEPTH"] == search.FUSION_DEPTH
     assert inference["CROSS_ENCODER_BATCH"] == reranking.CROSS_ENCODER_BATCH
     assert inference["STOPWORDS"] == text.STOPWORDS
-    rrf_k = inspect.signature(retrieval.hybrid).parameters["rrf_k"].default
+    rrf_k = inspect.signature(search.hybrid).parameters["rrf_k"].default
     assert rrf_k == patterns.RRF_K

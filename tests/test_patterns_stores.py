@@ -19,8 +19,8 @@ from test_patterns import (
     template_constants,
 )
 
-from ragsweep.patterns import fill, oracle_index
-from ragsweep.stores import oracle, pgvector
+from ragsweep.results.patterns import fill, oracle_index
+from ragsweep.retrieval.vector_stores import oracle, pgvector
 
 PGVECTOR_SEARCHES = {"similarity", "mmr", "hybrid"}
 
@@ -102,7 +102,7 @@ def test_pgvector_scripts_without_a_server_or_a_table_are_clear_errors(
 
 
 def test_the_scripts_search_pgvector_with_the_stores_statements():
-    """The SQL the scripts copy from ragsweep/stores/pgvector.py is the store's."""
+    """The SQL the scripts copy from ragsweep/retrieval/vector_stores/pgvector.py is the store's."""
     indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
     for name in ("CREATE_TABLE", "CREATE_TEXT_INDEX", "CREATE_HNSW", "CREATE_IVF", "DROP_TABLE"):
         assert indexing[name] == getattr(pgvector, name), name
@@ -154,7 +154,8 @@ def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts):
 
 
 def test_the_scripts_search_oracle_with_the_stores_statements(oracle_scripts, monkeypatch):
-    """The SQL the scripts copy from ragsweep/stores/oracle.py is the store's, and so is the
+    """The SQL the scripts copy from ragsweep/retrieval/vector_stores/oracle.py is the store's, and
+    so is the
     Oracle Text query they build from a question."""
     statements = template_constants("indexing.py")["ORACLE_SQL"]
     for name, statement in oracle.SQL.items():

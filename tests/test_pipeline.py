@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import yaml
 from kfp import compiler
 
+from ragsweep.core.schemas import read_table
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-from ragsweep.schemas import read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ragsweep.schemas import read_table
+from ragsweep.core.schemas import read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")

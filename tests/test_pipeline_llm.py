@@ -12,15 +12,15 @@ import yaml
 from conftest import TEST_API_KEY
 from scripted_llm import free_port
 
-from ragsweep import sweep
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.errors import RagsweepError
-from ragsweep.exports import render
-from ragsweep.leaderboard import build_board
-from ragsweep.llm import LLMSettings
-from ragsweep.report import render_html
-from ragsweep.schemas import read_table, settings_of
-from ragsweep.space import SearchSpace
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.models.llm import LLMSettings
+from ragsweep.results.exports import render
+from ragsweep.results.report import render_html
+from ragsweep.sweep import steps
+from ragsweep.sweep.space import SearchSpace
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -212,7 +212,7 @@ def test_answers_the_model_refuses_count_against_their_configuration(llm_server)
     llm_server.context_window = 400
     retrievals, testset, configs = overflowing_sweep()
     judge = LLMSettings(judge="judge", backoff_s=0.01)
-    answers, scores = sweep.evaluate(retrievals, testset, configs, "auto", judge)
+    answers, scores = steps.evaluate(retrievals, testset, configs, "auto", judge)
     board = build_board(scores, answers, testset, configs, "auto")
     ranked = board.leaderboard.to_pylist()
     assert [r["label"] for r in ranked] == ["sharp", "steady", "overflow"]
@@ -256,10 +256,10 @@ def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
     [chunk_config] = space.chunk_configs()
     cache = EmbeddingCache()
-    chunks = sweep.build_chunks(documents, chunk_config, cache)
-    retrievals = sweep.retrieve(chunks, questions, space, chunk_config, cache)
+    chunks = steps.build_chunks(documents, chunk_config, cache)
+    retrievals = steps.retrieve(chunks, questions, space, chunk_config, cache)
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
-        sweep.evaluate(retrievals, questions, space.all_configs(), "auto")
+        steps.evaluate(retrievals, questions, space.all_configs(), "auto")
 
 
 def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():

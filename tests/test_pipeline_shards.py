@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_pipeline import example_subset, ragsweep
 
-from ragsweep.schemas import read_table
+from ragsweep.core.schemas import read_table
 
 
 def step_logs(log: str, task: str) -> list[str]:

@@ -7,23 +7,42 @@ import sys
 
 import pytest
 
-from ragsweep.errors import RagsweepError, pipeline_step
-from ragsweep.platform import count_setting
-from ragsweep.runner import LOCAL_MAX_BRANCHES, thread_environment
+from ragsweep.core.errors import RagsweepError
+from ragsweep.kubeflow.local import LOCAL_MAX_BRANCHES, thread_environment
+from ragsweep.kubeflow.step import pipeline_step
+from ragsweep.kubeflow.tasks import count_setting
 
 # The library modules each step that embeds nothing imports (components/*.py).
 NOT_EMBEDDING = {
-    "load_testset": ["ragsweep.schemas", "ragsweep.sources", "ragsweep.testset"],
-    "ingest": ["ragsweep.sampling", "ragsweep.sources", "ragsweep.testset"],
-    "build_space": ["ragsweep.schemas", "ragsweep.space"],
-    "plan": ["ragsweep.fanout", "ragsweep.llm", "ragsweep.space", "ragsweep.sweep"],
-    "plan_shards": ["ragsweep.fanout", "ragsweep.schemas", "ragsweep.space"],
-    "merge_shards": ["ragsweep.fanout"],
-    "embed_shard (nothing sharded)": ["ragsweep.fanout"],
-    "evaluate": ["ragsweep.llm", "ragsweep.space", "ragsweep.sweep"],
-    "rank": ["ragsweep.leaderboard", "ragsweep.report", "ragsweep.settings", "ragsweep.qagen"],
-    "publish": ["ragsweep.store"],
-    "compare": ["ragsweep.regression"],
+    "load_testset": [
+        "ragsweep.core.schemas",
+        "ragsweep.documents.sources",
+        "ragsweep.documents.testsets",
+    ],
+    "ingest": [
+        "ragsweep.documents.sampling",
+        "ragsweep.documents.sources",
+        "ragsweep.documents.testsets",
+    ],
+    "build_space": ["ragsweep.core.schemas", "ragsweep.sweep.space"],
+    "plan": [
+        "ragsweep.sweep.fanout",
+        "ragsweep.models.llm",
+        "ragsweep.sweep.space",
+        "ragsweep.sweep.steps",
+    ],
+    "plan_shards": ["ragsweep.sweep.fanout", "ragsweep.core.schemas", "ragsweep.sweep.space"],
+    "merge_shards": ["ragsweep.sweep.fanout"],
+    "embed_shard (nothing sharded)": ["ragsweep.sweep.fanout"],
+    "evaluate": ["ragsweep.models.llm", "ragsweep.sweep.space", "ragsweep.sweep.steps"],
+    "rank": [
+        "ragsweep.evaluation.leaderboard",
+        "ragsweep.results.report",
+        "ragsweep.sweep.settings",
+        "ragsweep.documents.qagen",
+    ],
+    "publish": ["ragsweep.results.database"],
+    "compare": ["ragsweep.results.regression"],
 }
 EMBEDDING_STACK = ("torch", "transformers", "sentence_transformers", "llama_index.core")
 
@@ -43,7 +62,7 @@ def test_steps_that_embed_nothing_start_without_the_embedding_stack(step):
 def test_the_steps_inside_the_fan_out_start_without_readers_and_scipy_stats():
     code = (
         "import sys\n"
-        "import ragsweep.embedcache, ragsweep.sweep\n"
+        "import ragsweep.embeddings.cache, ragsweep.sweep.steps\n"
         "print([m for m in ('pypdf', 'docx', 'scipy.stats') if m in sys.modules])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -54,7 +73,7 @@ def test_the_steps_inside_the_fan_out_start_without_readers_and_scipy_stats():
 def test_chunking_still_splits_with_llama_index_once_asked():
     import pyarrow as pa
 
-    from ragsweep.chunking import chunk_documents
+    from ragsweep.documents.chunking import chunk_documents
 
     documents = pa.table({"doc_id": ["a.md"], "text": ["One sentence here. " * 40]})
     chunks = chunk_documents(documents, "sentence", 16, 0, lambda text: text.split())
@@ -64,7 +83,7 @@ def test_chunking_still_splits_with_llama_index_once_asked():
 
 def test_each_step_ends_with_its_peak_memory_and_time():
     code = (
-        "from ragsweep.errors import pipeline_step\n"
+        "from ragsweep.kubeflow.step import pipeline_step\n"
         "with pipeline_step('demo'):\n"
         "    ballast = bytearray(200 << 20)\n"
         "    ballast[::4096] = b'x' * len(ballast[::4096])  # touched: resident\n"

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragsweep.autorag import PARAMETERS
-from ragsweep.errors import RagsweepError
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-from ragsweep.platform import (
+from ragsweep.core.errors import RagsweepError
+from ragsweep.kubeflow.autorag import PARAMETERS
+from ragsweep.kubeflow.tasks import (
     LLM_CONNECTION_KEYS,
     MAAS_CONNECTION_KEYS,
     MLFLOW_CONNECTION_KEYS,
@@ -24,10 +23,13 @@ from ragsweep.platform import (
     for_local_run,
     load_resources,
 )
+from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "pipelines" / "sweep_pipeline.yaml"
-AUTORAG = [p.name for p in PARAMETERS]  # Red Hat AutoRAG's parameters (ragsweep/autorag.py)
+AUTORAG = [
+    p.name for p in PARAMETERS
+]  # Red Hat AutoRAG's parameters (ragsweep/kubeflow/autorag.py)
 
 
 def documents(path: Path) -> tuple[dict, dict]:

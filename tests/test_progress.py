@@ -16,9 +16,8 @@ import pytest
 from scripted_llm import Step
 from test_pipeline import example_subset
 
-from ragsweep import progress
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-from ragsweep.terminal import (
+from ragsweep.core import progress
+from ragsweep.kubeflow.terminal import (
     Counter,
     LineView,
     Monitor,
@@ -28,6 +27,7 @@ from ragsweep.terminal import (
     format_eta,
     format_rate,
 )
+from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
@@ -64,7 +64,7 @@ def test_a_counter_rates_its_recent_progress_and_says_the_time_left():
 
 STEP = """
 import sys
-from ragsweep import progress
+from ragsweep.core import progress
 progress.plan(progress.LLM_CALLS, 10)
 progress.expect(progress.LLM_CALLS, 4)
 progress.advance(progress.LLM_CALLS, 3)

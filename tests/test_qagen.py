@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from conftest import TEST_API_KEY
 
-from ragsweep.errors import RagsweepError
-from ragsweep.qagen import QASettings, generate_testset
-from ragsweep.sources import read_documents
-from ragsweep.testset import load_testset, resolve_testset
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.qagen import QASettings, generate_testset
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset, resolve_testset
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -44,8 +44,8 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
     generated = load_testset(str(out))
     assert generated.num_rows == 6
-    from ragsweep.curation import DatabaseStore
-    from ragsweep.store import connect
+    from ragsweep.results.curation import DatabaseStore
+    from ragsweep.results.database import connect
 
     stored = DatabaseStore(connect(f"sqlite:///{tmp_path / 'results.db'}")).load("gen")
     for field in ("question_id", "question", "reference_context", "topic", "question_type"):

@@ -10,14 +10,14 @@ import pyarrow.compute as pc
 import pytest
 from builders import SPACE, make_answers, make_board, make_scores, make_testset
 
-from ragsweep import store
-from ragsweep.errors import RagsweepError
-from ragsweep.exports import best_spec
-from ragsweep.leaderboard import build_board
-from ragsweep.regression import compare_runs, render, resolve_deployed, verdict_metrics
-from ragsweep.schemas import write_table
-from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import write_table
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.results import database
+from ragsweep.results.exports import best_spec
+from ragsweep.results.regression import compare_runs, render, resolve_deployed, verdict_metrics
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
@@ -276,12 +276,12 @@ def test_compare_command_exits_1_on_a_regression_0_otherwise_2_on_a_mistake(tmp_
 
 def test_compare_reads_stored_runs_by_id(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    engine = store.connect(url)
+    engine = database.connect(url)
     values = baseline_values()
     for run_id, night in [("a", values), ("b", values), ("c", np.zeros_like(values))]:
         b = make_board(night)
         questions = make_testset(b.results["question_id"].unique().to_pylist())
-        store.publish(engine, run_id, b.leaderboard, b.results, questions)
+        database.publish(engine, run_id, b.leaderboard, b.results, questions)
     result = cli("compare", "a", "b", "--store", url, "--format", "markdown")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| verdict |")
@@ -289,7 +289,7 @@ def test_compare_reads_stored_runs_by_id(tmp_path):
 
 
 def test_matrix_leaves_out_rows_of_unlisted_configurations_and_questions():
-    from ragsweep.leaderboard import matrix
+    from ragsweep.evaluation.leaderboard import matrix
 
     ids = [f"q{i:03d}" for i in range(10)]
     _, results = board(outcomes(SPACE, ids), ids)

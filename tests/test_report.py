@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from builders import make_board, make_reranked_board, rerank_latencies
 
-from ragsweep.leaderboard import Board
-from ragsweep.report import best_metrics, pareto_front, render_html, render_markdown
+from ragsweep.evaluation.leaderboard import Board
+from ragsweep.results.report import best_metrics, pareto_front, render_html, render_markdown
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -13,14 +13,14 @@ from builders import tiny_cross_encoder
 from conftest import TEST_API_KEY
 from scripted_llm import Step, free_port, overlap_score
 
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.errors import RagsweepError
-from ragsweep.llm import Endpoint
-from ragsweep.reranking import EndpointReranker, Reranking, get_reranker
-from ragsweep.schemas import read_table
-from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunks, retrieve
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.models.llm import Endpoint
+from ragsweep.retrieval.reranking import EndpointReranker, Reranking, get_reranker
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import build_chunks, retrieve
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")

@@ -1,7 +1,7 @@
 import numpy as np
 
-from ragsweep.retrieval import BM25, Index, rank_chunks
-from ragsweep.stores import IndexSpec, open_store
+from ragsweep.retrieval.search import BM25, Index, rank_chunks
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
 
 
 def unit(rows):

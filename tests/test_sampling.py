@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from ragsweep.sampling import sample_documents, sample_questions
+from ragsweep.documents.sampling import sample_documents, sample_questions
 
 DOCS = pa.table(
     {

@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from ragsweep.errors import RagsweepError
-from ragsweep.schemas import read_table, write_table
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table, write_table
 
 
 def scores(n=2):

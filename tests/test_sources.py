@@ -14,8 +14,8 @@ import boto3
 import docx
 import pytest
 
-from ragsweep.errors import RagsweepError
-from ragsweep.sources import read_bytes, read_documents
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.sources import read_bytes, read_documents
 
 HTML = b"""<!doctype html>
 <html><head><title> Install
@@ -351,7 +351,7 @@ def test_half_set_credentials_are_an_error(s3, monkeypatch) -> None:
 
 
 def test_autorag_bucket_and_key_name_a_location_and_back() -> None:
-    from ragsweep.sources import location, split_location
+    from ragsweep.documents.sources import location, split_location
 
     assert location("docs", "kb/") == "s3://docs/kb/"
     assert location("", "/data/kb") == "/data/kb"  # no bucket: the key is the location

@@ -1,7 +1,8 @@
 import pytest
 
-from ragsweep.errors import RagsweepError
-from ragsweep.space import SearchSpace, chunk_config_from, config_id
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import config_id
+from ragsweep.sweep.space import SearchSpace, chunk_config_from
 
 
 def test_config_ids_are_stable_and_independent_of_key_order():

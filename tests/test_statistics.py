@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
-from ragsweep.statistics import (
+from ragsweep.evaluation.statistics import (
     best_of_sweep_pvalue,
     bootstrap_intervals,
     cluster_ids,

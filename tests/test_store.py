@@ -13,8 +13,8 @@ from conftest import emptied
 from sqlalchemy.dialects import oracle
 from sqlalchemy.schema import CreateTable
 
-from ragsweep import store
-from ragsweep.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError
+from ragsweep.results import database
 
 ORACLE_DSN = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
 
@@ -52,7 +52,13 @@ def same_rows(got, want):
 
 
 def counts(engine):
-    tables = [store.runs, store.results, store.leaderboards, store.testsets, store.testset_items]
+    tables = [
+        database.runs,
+        database.results,
+        database.leaderboards,
+        database.testsets,
+        database.testset_items,
+    ]
     with engine.connect() as conn:
         return {
             t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar() for t in tables
@@ -66,7 +72,7 @@ def publish(engine, b, run_id="run-1", testset=None):
         else make_testset(b.results["question_id"].unique().to_pylist())
     )
     started = datetime(2026, 11, 30, 2, 0, 0, 123456, tzinfo=UTC)
-    return store.publish(engine, run_id, b.leaderboard, b.results, testset, "kfp-123", started)
+    return database.publish(engine, run_id, b.leaderboard, b.results, testset, "kfp-123", started)
 
 
 def test_a_published_run_reads_back_as_it_was_written(url):
@@ -79,14 +85,14 @@ def test_a_published_run_reads_back_as_it_was_written(url):
         b.breakdown,
         b.failures,
     )
-    engine = store.connect(url)
+    engine = database.connect(url)
     publish(engine, b)
 
-    leaderboard = store.load_leaderboard(engine, "run-1")
+    leaderboard = database.load_leaderboard(engine, "run-1")
     assert same_rows(leaderboard.to_pylist(), b.leaderboard.to_pylist())
-    assert same_rows(store.load_results(engine, "run-1").to_pylist(), b.results.to_pylist())
+    assert same_rows(database.load_results(engine, "run-1").to_pylist(), b.results.to_pylist())
     assert leaderboard.schema.metadata  # the settings came back with it
-    [run] = store.list_runs(engine)
+    [run] = database.list_runs(engine)
     assert run["run_id"] == "run-1" and run["status"] == "succeeded"
     assert run["pipeline_run_id"] == "kfp-123"
     assert run["started_at"].replace(tzinfo=run["started_at"].tzinfo or UTC).microsecond == 123456
@@ -94,31 +100,31 @@ def test_a_published_run_reads_back_as_it_was_written(url):
 
 
 def test_a_crash_mid_publish_leaves_no_partial_run(url, monkeypatch):
-    engine = store.connect(url)
+    engine = database.connect(url)
 
     def crash(*args):
         raise RuntimeError("disk full, say")
 
-    monkeypatch.setattr(store, "_insert_leaderboard", crash)  # after the results went in
+    monkeypatch.setattr(database, "_insert_leaderboard", crash)  # after the results went in
     with pytest.raises(RuntimeError, match="disk full"):
         publish(engine, board())
     assert set(counts(engine).values()) == {0}
 
 
 def test_test_set_edits_and_deletions_are_kept_as_versions(url):
-    engine = store.connect(url)
+    engine = database.connect(url)
     first = make_testset(["q1", "q2", "q3"])
     with engine.begin() as conn:
-        testset_id, versions = store.save_testset(conn, "tests.json", first)
+        testset_id, versions = database.save_testset(conn, "tests.json", first)
     assert versions == {"q1": 1, "q2": 1, "q3": 1}
     rows = first.to_pylist()
     rows[0]["question"] = "What about q1, edited?"
     edited = type(first).from_pylist(rows[:2], schema=first.schema)  # q3 deleted
     with engine.begin() as conn:
-        again, versions = store.save_testset(conn, "tests.json", edited)
-        assert store.save_testset(conn, "tests.json", edited)[1] == versions  # no change
+        again, versions = database.save_testset(conn, "tests.json", edited)
+        assert database.save_testset(conn, "tests.json", edited)[1] == versions  # no change
     assert again == testset_id and versions == {"q1": 2, "q2": 1}
-    items = store.testset_items
+    items = database.testset_items
     with engine.connect() as conn:
         stored = conn.execute(
             sa.select(
@@ -135,35 +141,37 @@ def test_test_set_edits_and_deletions_are_kept_as_versions(url):
 
 
 def test_republishing_a_run_id_replaces_it(tmp_path):
-    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     publish(engine, board(seed=1))
     second = board(seed=2)
     publish(engine, second)
     assert counts(engine)["ragsweep_runs"] == 1
-    assert store.load_results(engine, "run-1").to_pylist() == second.results.to_pylist()
+    assert database.load_results(engine, "run-1").to_pylist() == second.results.to_pylist()
 
 
 def test_latest_successful_run_skips_failures_other_sweeps_and_the_current_run(tmp_path):
-    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     b = board()
-    key = store.settings_of(b.leaderboard)["sweep_key"]
+    key = database.settings_of(b.leaderboard)["sweep_key"]
     publish(engine, b, "night-1")
-    store.record_failed(engine, "night-2", {"sweep_key": key}, datetime.now(UTC))
-    store.record_failed(engine, "other", {"sweep_key": "elsewhere"}, datetime.now(UTC))
+    database.record_failed(engine, "night-2", {"sweep_key": key}, datetime.now(UTC))
+    database.record_failed(engine, "other", {"sweep_key": "elsewhere"}, datetime.now(UTC))
     publish(engine, b, "night-3")
-    assert store.latest_successful(engine, key) == "night-3"
-    assert store.latest_successful(engine, key, exclude="night-3") == "night-1"
-    assert store.latest_successful(engine, "elsewhere") is None
+    assert database.latest_successful(engine, key) == "night-3"
+    assert database.latest_successful(engine, key, exclude="night-3") == "night-1"
+    assert database.latest_successful(engine, "elsewhere") is None
     with pytest.raises(RagsweepError, match="run 'night-2' failed"):
-        store.load_leaderboard(engine, "night-2")
+        database.load_leaderboard(engine, "night-2")
     with pytest.raises(RagsweepError, match="no run 'nope'"):
-        store.load_results(engine, "nope")
+        database.load_results(engine, "nope")
 
 
 def test_publish_step_skips_cleanly_without_a_store_url(caplog):
     b = board()
     with caplog.at_level("INFO", logger="ragsweep"):
-        assert store.publish_from_step(b.leaderboard, b.results, make_testset(["q000"]), "k") == ""
+        assert (
+            database.publish_from_step(b.leaderboard, b.results, make_testset(["q000"]), "k") == ""
+        )
     assert "RAGSWEEP_STORE_URL is unset" in caplog.text
 
 
@@ -174,7 +182,7 @@ def test_publish_step_stores_under_the_local_run_id_and_never_logs_the_password(
     monkeypatch.setenv("RAGSWEEP_RUN_ID", "20261130-020000-000000")
     b = board()
     with caplog.at_level("INFO", logger="ragsweep"):
-        run_id = store.publish_from_step(
+        run_id = database.publish_from_step(
             b.leaderboard,
             b.results,
             make_testset(b.results["question_id"].unique().to_pylist()),
@@ -182,8 +190,8 @@ def test_publish_step_stores_under_the_local_run_id_and_never_logs_the_password(
         )
     assert run_id == "20261130-020000-000000"
     assert "pw-not-checked" not in caplog.text and "***" in caplog.text
-    engine = store.connect(postgres_server)
-    assert store.load_leaderboard(engine, run_id).num_rows == b.leaderboard.num_rows
+    engine = database.connect(postgres_server)
+    assert database.load_leaderboard(engine, run_id).num_rows == b.leaderboard.num_rows
 
 
 @pytest.mark.parametrize(
@@ -198,7 +206,7 @@ def test_a_dead_server_fails_fast_with_a_clear_message_and_no_password(dead):
 
     url = dead.format(port=free_port())  # nothing listens there
     with pytest.raises(RagsweepError) as info:
-        store.connect(url)
+        database.connect(url)
     message = str(info.value)
     assert "cannot connect" in message and "127.0.0.1" in message
     assert "s3cret-pw" not in message and "***" in message
@@ -206,43 +214,44 @@ def test_a_dead_server_fails_fast_with_a_clear_message_and_no_password(dead):
 
 def test_a_malformed_url_or_unknown_driver_is_a_clear_error():
     with pytest.raises(RagsweepError, match="not a database URL"):
-        store.connect("results.db")
+        database.connect("results.db")
     with pytest.raises(RagsweepError, match="no driver"):
-        store.connect("nosuchdb://u:p@h/x")
+        database.connect("nosuchdb://u:p@h/x")
 
 
 def test_a_store_written_by_a_newer_ragsweep_is_refused(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    engine = store.connect(url)
+    engine = database.connect(url)
     with engine.begin() as conn:
-        conn.execute(sa.update(store.meta_table).values(setting="99"))
+        conn.execute(sa.update(database.meta_table).values(setting="99"))
     with pytest.raises(RagsweepError, match="newer ragsweep"):
-        store.connect(url)
+        database.connect(url)
 
 
 def test_default_store_is_a_sqlite_file_in_the_user_data_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    assert store.resolve_url() == f"sqlite:///{tmp_path / 'ragsweep' / 'results.db'}"
+    assert database.resolve_url() == f"sqlite:///{tmp_path / 'ragsweep' / 'results.db'}"
     monkeypatch.setenv("RAGSWEEP_STORE_URL", "sqlite:///elsewhere.db")
-    assert store.resolve_url() == "sqlite:///elsewhere.db"
-    assert store.resolve_url("sqlite:///given.db") == "sqlite:///given.db"
+    assert database.resolve_url() == "sqlite:///elsewhere.db"
+    assert database.resolve_url("sqlite:///given.db") == "sqlite:///given.db"
 
 
 def test_oracle_ddl_compiles_with_native_json_zoned_timestamps_and_sized_strings():
     ddl = "\n".join(
-        str(CreateTable(t).compile(dialect=oracle.dialect())) for t in store.metadata.sorted_tables
+        str(CreateTable(t).compile(dialect=oracle.dialect()))
+        for t in database.metadata.sorted_tables
     )
     assert "GENERATED BY DEFAULT AS IDENTITY" in ddl
     assert "NUMBER(19)" in ddl
     assert "TIMESTAMP WITH TIME ZONE" in ddl and " DATE" not in ddl
     assert re.search(r"\bJSON\b", ddl) and "CLOB" in ddl
     assert not re.search(r"VARCHAR2(?!\(\d+ CHAR\))", ddl)  # every string has a length
-    query = sa.select(store.runs.c.run_id).order_by(store.runs.c.id.desc()).limit(1)
+    query = sa.select(database.runs.c.run_id).order_by(database.runs.c.id.desc()).limit(1)
     assert "FETCH FIRST" in str(query.compile(dialect=oracle.dialect()))
 
 
 def test_sqlite_keys_are_integer_primary_keys():
-    ddl = str(CreateTable(store.runs).compile(dialect=sa.create_engine("sqlite://").dialect))
+    ddl = str(CreateTable(database.runs).compile(dialect=sa.create_engine("sqlite://").dialect))
     assert "id INTEGER NOT NULL" in ddl
 
 
@@ -251,16 +260,18 @@ def test_sqlite_keys_are_integer_primary_keys():
 
 def test_question_versions_are_stored_with_the_results(url):
     b = board()
-    engine = store.connect(url)
+    engine = database.connect(url)
     publish(engine, b)
 
-    results = store.load_results(engine, "run-1")
+    results = database.load_results(engine, "run-1")
 
     versions = results["question_version"].to_pylist()
     assert None not in versions and versions == b.results["question_version"].to_pylist()
     with engine.connect() as conn:
         items = conn.execute(
-            sa.select(store.testset_items.c.question_id, store.testset_items.c.question_version)
+            sa.select(
+                database.testset_items.c.question_id, database.testset_items.c.question_version
+            )
         ).all()
     assert {q: v for q, v in items} == dict(
         zip(b.results["question_id"].to_pylist(), versions, strict=True)
@@ -272,7 +283,7 @@ def old_ddl(dialect) -> list[str]:
     (and before test-set curation moved into it)."""
     newer = ("question_version", "gold_spans", "conversation_history", "item_position")
     statements = []
-    for table in store.metadata.sorted_tables:
+    for table in database.metadata.sorted_tables:
         ddl = str(CreateTable(table).compile(dialect=dialect))
         statements.append("\n".join(x for x in ddl.splitlines() if not x.strip().startswith(newer)))
     return statements
@@ -285,13 +296,13 @@ def make_old_store(url, b) -> None:
     with engine.begin() as conn:
         for statement in old_ddl(engine.dialect):
             conn.execute(sa.text(statement))
-        conn.execute(store.meta_table.insert().values(name="store_version", setting="1"))
+        conn.execute(database.meta_table.insert().values(name="store_version", setting="1"))
         testset_id = conn.execute(
-            store.testsets.insert().values(name="/data/tests.json", created_at=now)
+            database.testsets.insert().values(name="/data/tests.json", created_at=now)
         ).inserted_primary_key[0]
-        settings = store.settings_of(b.leaderboard)
+        settings = database.settings_of(b.leaderboard)
         run_pk = conn.execute(
-            store.runs.insert().values(
+            database.runs.insert().values(
                 run_id="old-run",
                 sweep_key=settings["sweep_key"],
                 testset_id=testset_id,
@@ -300,7 +311,7 @@ def make_old_store(url, b) -> None:
                 settings=settings,
             )
         ).inserted_primary_key[0]
-        store._insert_leaderboard(conn, run_pk, b.leaderboard)
+        database._insert_leaderboard(conn, run_pk, b.leaderboard)
         old_rows = [
             {
                 "run_pk": run_pk,
@@ -313,13 +324,13 @@ def make_old_store(url, b) -> None:
             }
             for row in b.results.to_pylist()
         ]
-        conn.execute(store.results.insert(), old_rows)
+        conn.execute(database.results.insert(), old_rows)
         old_items = [
             {
                 "testset_id": testset_id,
                 "question_id": row["question_id"],
                 "version": 1,
-                "content_hash": store._item_hash(row),
+                "content_hash": database._item_hash(row),
                 "deleted": False,
                 **{k: row[k] for k in ("question", "reference_answers", "reference_doc_ids")},
                 **{k: row[k] for k in ("topic", "question_type")},
@@ -327,7 +338,7 @@ def make_old_store(url, b) -> None:
             }
             for row in make_testset(["q2", "q1"]).to_pylist()
         ]
-        conn.execute(store.testset_items.insert(), old_items)
+        conn.execute(database.testset_items.insert(), old_items)
     engine.dispose()
 
 
@@ -335,22 +346,22 @@ def test_a_store_made_before_question_versions_still_reads_and_takes_new_runs(ur
     b = board()
     make_old_store(url, b)
 
-    engine = store.connect(url)
+    engine = database.connect(url)
 
-    old = store.load_results(engine, "old-run")
+    old = database.load_results(engine, "old-run")
     assert old["question_version"].null_count == old.num_rows == b.results.num_rows
     assert old["answer_correctness"].to_pylist() == b.results["answer_correctness"].to_pylist()
-    assert store.load_leaderboard(engine, "old-run").num_rows == b.leaderboard.num_rows
+    assert database.load_leaderboard(engine, "old-run").num_rows == b.leaderboard.num_rows
     publish(engine, b, "new-run")
-    assert store.load_results(engine, "new-run")["question_version"].null_count == 0
-    assert [r["run_id"] for r in store.list_runs(engine)] == ["new-run", "old-run"]
+    assert database.load_results(engine, "new-run")["question_version"].null_count == 0
+    assert [r["run_id"] for r in database.list_runs(engine)] == ["new-run", "old-run"]
 
 
 def test_a_test_set_stored_before_curation_moved_here_loads_and_takes_edits(url):
-    from ragsweep.curation import DatabaseStore, edit_question
+    from ragsweep.results.curation import DatabaseStore, edit_question
 
     make_old_store(url, board())
-    testsets = DatabaseStore(store.connect(url))
+    testsets = DatabaseStore(database.connect(url))
     old = testsets.load("/data/tests.json")
     assert old["question_id"].to_pylist() == ["q1", "q2"]  # no stored order: by id
     assert old["gold_spans"].to_pylist() == [[], []]
@@ -380,24 +391,26 @@ def test_the_cli_reads_a_store_made_before_question_versions(tmp_path):
 
 @pytest.mark.parametrize("name", ["", "   ", None])
 def test_a_test_set_without_a_name_is_refused_on_every_backend(url, name):
-    engine = store.connect(url)
+    engine = database.connect(url)
     with engine.begin() as conn, pytest.raises(RagsweepError, match="a test set needs a name"):
-        store.save_testset(conn, name, make_testset(["q1"]))
+        database.save_testset(conn, name, make_testset(["q1"]))
     assert counts(engine)["ragsweep_testsets"] == 0
 
 
 def test_stored_test_sets_are_named_by_file_name_or_as_generated(url):
     b = board()
     given = b.leaderboard
-    settings = {**store.settings_of(given), "testset": ""}
-    generated = given.replace_schema_metadata({store.SETTINGS_KEY: store.json.dumps(settings)})
-    engine = store.connect(url)
+    settings = {**database.settings_of(given), "testset": ""}
+    generated = given.replace_schema_metadata(
+        {database.SETTINGS_KEY: database.json.dumps(settings)}
+    )
+    engine = database.connect(url)
 
     publish(engine, b, "from-file")
     publish(engine, type(b)(generated, b.results, b.breakdown, b.failures), "generated")
 
     with engine.connect() as conn:
-        names = conn.execute(sa.select(store.testsets.c.name).order_by(store.testsets.c.id))
+        names = conn.execute(sa.select(database.testsets.c.name).order_by(database.testsets.c.id))
         names = names.scalars().all()
     assert names[0] == "testset.json"
     assert re.fullmatch(r"generated-20261130-[0-9a-f]{8}", names[1])
@@ -409,14 +422,14 @@ def test_stored_test_sets_are_named_by_file_name_or_as_generated(url):
 def documents_table(texts: dict[str, str]):
     import pyarrow as pa
 
-    from ragsweep.schemas import DOCUMENTS
+    from ragsweep.core.schemas import DOCUMENTS
 
     rows = [{"doc_id": k, "source": k, "format": "md", "text": v} for k, v in texts.items()]
     return pa.Table.from_pylist(rows, schema=DOCUMENTS)
 
 
 def test_the_sweep_key_follows_the_content_not_the_locations():
-    from ragsweep.settings import RunSettings
+    from ragsweep.sweep.settings import RunSettings
 
     questions = make_testset(["q1", "q2", "q3"])
     docs = documents_table({"a.md": "Alpha.", "b.md": "Beta."})

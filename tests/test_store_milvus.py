@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep import embedding
-from ragsweep.chunking import chunk_documents
-from ragsweep.errors import RagsweepError
-from ragsweep.retrieval import BM25, Index, rank_chunks
-from ragsweep.sources import read_documents
-from ragsweep.stores import IndexSpec, open_store
-from ragsweep.stores.memory import MemoryStore
-from ragsweep.stores.milvus import MAX_TEXT_BYTES, collection_name
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.chunking import chunk_documents
+from ragsweep.documents.sources import read_documents
+from ragsweep.models import embedding
+from ragsweep.retrieval.search import BM25, Index, rank_chunks
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+from ragsweep.retrieval.vector_stores.memory import MemoryStore
+from ragsweep.retrieval.vector_stores.milvus import MAX_TEXT_BYTES, collection_name
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -233,7 +233,7 @@ def test_no_queries_and_searches_deeper_than_the_collection():
 FORK_WHILE_SEARCHING = """
 import multiprocessing, threading
 import numpy as np
-from ragsweep.stores import IndexSpec, open_store
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
 
 store = open_store("milvus", "fork")
 vectors = np.random.default_rng(0).normal(size=(2000, 32)).astype(np.float32)

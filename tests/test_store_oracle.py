@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from conftest import free_port
 
-from ragsweep.errors import RagsweepError
-from ragsweep.stores import IndexSpec, open_store
-from ragsweep.stores import oracle as store
-from ragsweep.stores.memory import MemoryStore
+from ragsweep.core.errors import RagsweepError
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+from ragsweep.retrieval.vector_stores import oracle as store
+from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
 
 def unit(rng, rows, dim=24):

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from conftest import free_port
 
-from ragsweep.errors import RagsweepError
-from ragsweep.retrieval import BM25, Index, rank_chunks
-from ragsweep.stores import IndexSpec, open_store
-from ragsweep.stores.memory import MemoryStore
-from ragsweep.stores.pgvector import PgvectorStore, table_name
+from ragsweep.core.errors import RagsweepError
+from ragsweep.retrieval.search import BM25, Index, rank_chunks
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+from ragsweep.retrieval.vector_stores.memory import MemoryStore
+from ragsweep.retrieval.vector_stores.pgvector import PgvectorStore, table_name
 
 
 def unit(rng, rows, dim=24):

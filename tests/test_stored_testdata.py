@@ -15,18 +15,18 @@ import sqlalchemy as sa
 from conftest import emptied
 from kfp import dsl, local
 
-from ragsweep import store
 from ragsweep.components.load_testset import load_testset
-from ragsweep.curation import DatabaseStore, delete_question, edit_question, load_test_data
-from ragsweep.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import TESTSET, read_table
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset as read_testset
+from ragsweep.documents.testsets import resolve_testset, stored_name
+from ragsweep.kubeflow.tasks import for_local_run
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-from ragsweep.platform import for_local_run
-from ragsweep.schemas import TESTSET, read_table
-from ragsweep.settings import RunSettings
-from ragsweep.sources import read_documents
-from ragsweep.space import SearchSpace
-from ragsweep.testset import load_testset as read_testset
-from ragsweep.testset import resolve_testset, stored_name
+from ragsweep.results import database
+from ragsweep.results.curation import DatabaseStore, delete_question, edit_question, load_test_data
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -47,8 +47,8 @@ def stored(request, tmp_path, monkeypatch) -> DatabaseStore:
         url = f"sqlite:///{tmp_path / 'results.db'}"
     else:
         url = emptied(request.getfixturevalue("postgres_server"))
-    monkeypatch.setenv(store.ENV, url)
-    return DatabaseStore(store.connect(url))
+    monkeypatch.setenv(database.ENV, url)
+    return DatabaseStore(database.connect(url))
 
 
 def step_output(tmp_path: Path, key: str, bucket: str = "") -> pa.Table:
@@ -98,8 +98,8 @@ def test_stored_test_data_mistakes_are_one_line_errors(tmp_path, monkeypatch, ca
     assert "results_store_secret_name, default 'ragsweep-results-store'" in message
 
     url = f"sqlite:///{tmp_path / 'results.db'}"
-    monkeypatch.setenv(store.ENV, url)
-    testsets = DatabaseStore(store.connect(url))
+    monkeypatch.setenv(database.ENV, url)
+    testsets = DatabaseStore(database.connect(url))
     testsets.save("faq", read_testset(str(EXAMPLES / "testset.json")))
     testsets.save("empty", read_testset(str(EXAMPLES / "testset.json")).slice(0, 0))
     unknown = user_error(capsys, tmp_path, "store:nope")
@@ -137,22 +137,22 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
     ]
     (tmp_path / "tw.json").write_text(json.dumps(records))
     url = f"sqlite:///{tmp_path / 'results.db'}"
-    engine = store.connect(url)
+    engine = database.connect(url)
     testsets = DatabaseStore(engine)
     documents = read_documents(str(docs)).table
     testsets.save("tw", resolve_testset(read_testset(str(tmp_path / "tw.json")), documents))
     space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",))
     arguments = RunSettings(docs=str(docs), testset="store:tw", space=space).pipeline_arguments()
-    monkeypatch.setenv(store.ENV, url)  # the results-store Secret, on a cluster
+    monkeypatch.setenv(database.ENV, url)  # the results-store Secret, on a cluster
     local.init(
         runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "pipeline")
     )
 
     def night(run_id: str) -> dict:
-        monkeypatch.setenv(store.RUN_ID_ENV, run_id)
+        monkeypatch.setenv(database.RUN_ID_ENV, run_id)
         task = for_local_run(sweep_pipeline)(**arguments)
         assert task.outputs["run_id"] == run_id
-        return store.run_info(engine, run_id)
+        return database.run_info(engine, run_id)
 
     first = night("night-1")
     assert first["testset_name"] == "tw" and first["settings"]["testset"] == "store:tw"
@@ -165,16 +165,18 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
     with engine.connect() as conn:
         versions = conn.execute(
             sa.select(
-                store.runs.c.run_id, store.results.c.question_id, store.results.c.item_version
+                database.runs.c.run_id,
+                database.results.c.question_id,
+                database.results.c.item_version,
             )
-            .join(store.runs, store.runs.c.id == store.results.c.run_pk)
-            .order_by(store.runs.c.run_id, store.results.c.question_id)
+            .join(database.runs, database.runs.c.id == database.results.c.run_pk)
+            .order_by(database.runs.c.run_id, database.results.c.question_id)
         ).all()
     maker = next(q for q in testsets.load("tw")["question_id"].to_pylist() if q != port)
     assert sorted(versions) == sorted(
         [("night-1", port, 1), ("night-1", maker, 1), ("night-2", port, 2), ("night-2", maker, 1)]
     )
-    ran = store.load_run_testset(engine, "night-2")
+    ran = database.load_run_testset(engine, "night-2")
     assert dict(zip(ran["question_id"].to_pylist(), ran["question"].to_pylist(), strict=True)) == {
         port: "Which port?",
         maker: "Maker?",

@@ -7,10 +7,10 @@ skipping there when its server cannot run here (and setting up its connection).
 import numpy as np
 import pytest
 
-from ragsweep.errors import RagsweepError
-from ragsweep.retrieval import BM25, Index, rank_chunks
-from ragsweep.stores import IndexSpec, open_store, store_class
-from ragsweep.stores import memory as memory_store
+from ragsweep.core.errors import RagsweepError
+from ragsweep.retrieval.search import BM25, Index, rank_chunks
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store, store_class
+from ragsweep.retrieval.vector_stores import memory as memory_store
 
 
 def unit(rng, rows, dim=16):
@@ -52,7 +52,7 @@ def test_bm25_top_by_blocks_is_the_dense_ranking_of_positive_scores(monkeypatch)
     bm25 = BM25(texts)
     dense = bm25.scores(queries).toarray()
     monkeypatch.setattr(memory_store, "BLOCK_BYTES", 4 * 300 * 4)
-    monkeypatch.setattr("ragsweep.retrieval.BLOCK_BYTES", 4 * 300 * 4)
+    monkeypatch.setattr("ragsweep.retrieval.search.BLOCK_BYTES", 4 * 300 * 4)
     hits = bm25.top(queries, 8)
     for q in range(len(queries)):
         ids = hits.ids[q][hits.ids[q] >= 0]

@@ -3,13 +3,16 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragsweep import answering, embedding, retrieval
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.leaderboard import build_board
-from ragsweep.metrics import RETRIEVAL_METRICS
-from ragsweep.schemas import read_table, write_table
-from ragsweep.space import SearchSpace
-from ragsweep.sweep import build_chunks, evaluate, retrieve
+from ragsweep.answering import answerers
+from ragsweep.answering.answers import Answer
+from ragsweep.core.schemas import read_table, write_table
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.evaluation.metrics import RETRIEVAL_METRICS
+from ragsweep.models import embedding
+from ragsweep.retrieval import search
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
     {
@@ -46,9 +49,9 @@ def test_configurations_that_retrieve_the_same_context_share_one_answer(monkeypa
 
     def counting(batch):
         calls.extend(batch)
-        return [answering.Answer(f"answer to {question}") for question, *_ in batch]
+        return [Answer(f"answer to {question}") for question, *_ in batch]
 
-    monkeypatch.setitem(answering.ANSWERERS, "extractive", counting)
+    monkeypatch.setitem(answerers.ANSWERERS, "extractive", counting)
     # two short documents: with chunks of a whole document, k=2 and k=3 retrieve the same two
     # chunk sets, and the sentence and token chunkers cut both documents the same way
     space = SearchSpace(
@@ -115,15 +118,15 @@ def test_a_sweep_embeds_each_distinct_text_once_per_model_and_a_rerun_none(tmp_p
 
 def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
     rankings = []
-    rank = retrieval.rank_chunks
+    rank = search.rank_chunks
 
     def counting(index, search_type, depth, **params):
         rankings.append((search_type, depth, params))
         return rank(index, search_type, depth, **params)
 
-    import ragsweep.store_search
+    import ragsweep.retrieval.store_search
 
-    monkeypatch.setattr(ragsweep.store_search, "rank_chunks", counting)
+    monkeypatch.setattr(ragsweep.retrieval.store_search, "rank_chunks", counting)
     space = SearchSpace(
         chunk_sizes=(16,),
         chunk_overlaps=(4,),

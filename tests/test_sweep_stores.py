@@ -14,16 +14,16 @@ import pytest
 from approximate_store import EVENTS, SECRET, register
 from builders import complete
 
-from ragsweep import store_search
-from ragsweep.embedcache import EmbeddingCache
-from ragsweep.errors import RagsweepError
-from ragsweep.exports import render
-from ragsweep.leaderboard import build_board
-from ragsweep.report import cost_axis, render_html
-from ragsweep.schemas import CONFIG_DEFAULTS, LEADERBOARD, METRICS, RETRIEVALS, TESTSET
-from ragsweep.settings import RunSettings
-from ragsweep.space import SearchSpace, configs_table, space_of
-from ragsweep.sweep import build_chunks, evaluate, retrieve
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import CONFIG_DEFAULTS, LEADERBOARD, METRICS, RETRIEVALS, TESTSET
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.results.exports import render
+from ragsweep.results.report import cost_axis, render_html
+from ragsweep.retrieval import store_search
+from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace, configs_table, space_of
+from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
     {
@@ -280,8 +280,8 @@ def test_a_failing_store_stops_retrieval_naming_it_without_its_secret_and_drops_
 
 
 def test_collection_names_fit_every_stores_identifiers(monkeypatch):
-    from ragsweep.store import RUN_ID_ENV
-    from ragsweep.stores import IndexSpec
+    from ragsweep.results.database import RUN_ID_ENV
+    from ragsweep.retrieval.vector_stores import IndexSpec
 
     assert store_search.RUN_ID_ENV == RUN_ID_ENV  # the run id `ragsweep run` sets
     hnsw = IndexSpec("hnsw", {"m": 16})

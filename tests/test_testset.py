@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ragsweep.errors import RagsweepError
-from ragsweep.schemas import DOCUMENTS, TESTSET
-from ragsweep.testset import (
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import DOCUMENTS, TESTSET
+from ragsweep.documents.testsets import (
     check_references,
     content_id,
     export_testset,
@@ -593,10 +593,10 @@ def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> No
     """examples/testset-giskard-native.jsonl is what giskard's QATestset.save wrote for the
     example questions over another tool's paragraph chunks (examples/make_giskard_native.py):
     integer seeds, ``Document N:`` contexts, HTML and PDF text with white space collapsed."""
-    from ragsweep.embedcache import EmbeddingCache
-    from ragsweep.sources import read_documents
-    from ragsweep.space import SearchSpace
-    from ragsweep.sweep import build_chunks, evaluate, retrieve
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.embeddings.cache import EmbeddingCache
+    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
     docs = read_documents(str(EXAMPLES / "docs")).table
     native_file = EXAMPLES / "testset-giskard-native.jsonl"

@@ -1,4 +1,4 @@
-from ragsweep.text import locate, sentences, words
+from ragsweep.core.text import locate, sentences, words
 
 
 def test_locate_finds_a_passage_whose_white_space_differs_and_maps_back():

@@ -16,9 +16,9 @@ from conftest import free_port
 from mlflow.tracking import MlflowClient
 from test_cli import assert_user_error, ragsweep
 
-from ragsweep.errors import RagsweepError
-from ragsweep.schemas import CONFIG_FIELDS, METRICS, read_table
-from ragsweep.tracking import log_sweep, safe_uri
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
+from ragsweep.results.tracking import log_sweep, safe_uri
 
 REPO = Path(__file__).resolve().parent.parent
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
@@ -194,7 +194,7 @@ def test_ragsweep_run_stops_before_the_sweep_when_mlflow_does_not_answer(tmp_pat
 
 
 def test_mlflow_failing_in_the_pipeline_is_a_warning_and_the_run_goes_on(board, tmp_path, caplog):
-    from ragsweep.tracking import log_from_step
+    from ragsweep.results.tracking import log_from_step
 
     caplog.set_level("WARNING", logger="ragsweep")
     dead = f"http://carol:pw-9@127.0.0.1:{free_port()}"
@@ -205,7 +205,7 @@ def test_mlflow_failing_in_the_pipeline_is_a_warning_and_the_run_goes_on(board, 
 
 
 def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path):
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
 
     run_dir = tmp_path / "20261201-000000-000000"
     run_dir.mkdir()
@@ -227,7 +227,7 @@ def test_track_step_skips_without_a_uri_and_logs_with_the_secrets_variable(
     from kfp import dsl
 
     from ragsweep.components.track import track
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
 
     monkeypatch.chdir(tmp_path)
     leaderboard = dsl.Dataset(uri=str(tmp_path / "leaderboard"))

@@ -20,8 +20,8 @@ from conftest import emptied, free_port
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from ragsweep import store
-from ragsweep.curation import DatabaseStore
+from ragsweep.results import database
+from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def engine(request, tmp_path_factory):
         url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}"
     else:
         url = emptied(request.getfixturevalue("postgres_server"))
-    found = store.connect(url)
+    found = database.connect(url)
     ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
     yield found
     found.dispose()
@@ -109,7 +109,7 @@ def test_runs_filter_by_status_and_date(page, base_url):
 
 @needs_chromium
 def test_a_run_page_shows_its_best_configuration_and_sorts_by_any_metric(page, base_url, engine):
-    best = store.load_leaderboard(engine, "night-2").to_pylist()[0]
+    best = database.load_leaderboard(engine, "night-2").to_pylist()[0]
     page.goto(base_url)
     follow(page, "text=night-2")
     assert page.locator("#best-config").inner_text().startswith(best["label"])
@@ -127,7 +127,7 @@ def test_a_run_page_shows_its_best_configuration_and_sorts_by_any_metric(page, b
 
 @needs_chromium
 def test_the_leaderboard_filters_by_search_setting(page, base_url, engine):
-    board = store.load_leaderboard(engine, "night-1")
+    board = database.load_leaderboard(engine, "night-1")
     page.goto(f"{base_url}/runs/night-1")
     page.select_option("select[name=chunker]", board["chunker"][0].as_py())
     follow(page, "form.filters button")
@@ -182,12 +182,12 @@ def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
     from ragsweep.ui.documents import document_text
 
     document_text.cache_clear()
-    docs = store.run_info(engine, "night-1")["settings"]["docs"]
+    docs = database.run_info(engine, "night-1")["settings"]["docs"]
     moved = tmp_path / "moved"
     Path(docs).rename(moved)
     try:
         client = TestClient(create_app(engine))
-        config_id = store.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
+        config_id = database.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
         page = client.get(f"/runs/night-1/configs/{config_id}/questions/q001").text
         assert "The text of doc1.md cannot be read here" in page
         assert "holds a gold span" in page
@@ -427,14 +427,14 @@ def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
 def test_a_run_stored_again_under_its_id_is_read_again(tmp_path):
     from builders import make_board
 
-    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     testset = ui_demo.testset_rows()
     client = TestClient(create_app(engine))
     for best in (0, 3):  # a retried publish step replaces the run
         scores = ui_demo.night_scores(0)
         scores[best] = 1.0
         board = make_board(scores)
-        store.publish(engine, "retried", board.leaderboard, board.results, testset)
+        database.publish(engine, "retried", board.leaderboard, board.results, testset)
         label = board.leaderboard["label"][0].as_py()
         page = client.get("/runs/retried").text
         assert re.search(r'id="best-config"><b><a [^>]+>([^<]+)</a>', page).group(1) == label
@@ -443,11 +443,13 @@ def test_a_run_stored_again_under_its_id_is_read_again(tmp_path):
 def test_a_run_page_lists_the_failed_answers_like_the_report(tmp_path):
     from builders import make_board
 
-    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     scores = ui_demo.night_scores(0)
     failed = ["<b>HTTP 500</b> from the model" if i % 7 == 0 else None for i in range(scores.size)]
     board = make_board(scores, answer_error=failed)
-    store.publish(engine, "with-errors", board.leaderboard, board.results, ui_demo.testset_rows())
+    database.publish(
+        engine, "with-errors", board.leaderboard, board.results, ui_demo.testset_rows()
+    )
     page = TestClient(create_app(engine)).get("/runs/with-errors").text
     assert page.count('<tr class="error-row">') == failed.count(failed[0])
     assert "&lt;b&gt;HTTP 500&lt;/b&gt; from the model" in page
@@ -458,11 +460,11 @@ def test_a_run_page_lists_the_failed_answers_like_the_report(tmp_path):
 def test_a_run_page_shows_rerank_latency_only_when_a_configuration_reranks(tmp_path):
     from builders import make_board, make_reranked_board, rerank_latencies
 
-    engine = store.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     scores = ui_demo.night_scores(0)
     client = TestClient(create_app(engine))
     board = make_reranked_board(scores)
-    store.publish(engine, "reranked", board.leaderboard, board.results, ui_demo.testset_rows())
+    database.publish(engine, "reranked", board.leaderboard, board.results, ui_demo.testset_rows())
     page = client.get("/runs/reranked").text
     assert ">rerank latency p50 ms</a>" in page and ">rerank latency p95 ms</a>" in page
     shown = dict(
@@ -484,7 +486,7 @@ def test_a_run_page_shows_rerank_latency_only_when_a_configuration_reranks(tmp_p
     assert "<dt>rerank_fetch_k</dt><dd>5</dd>" in config
 
     plain = make_board(scores)
-    store.publish(engine, "plain", plain.leaderboard, plain.results, ui_demo.testset_rows())
+    database.publish(engine, "plain", plain.leaderboard, plain.results, ui_demo.testset_rows())
     page = client.get("/runs/plain").text
     assert "rerank latency" not in page and "cost-rerank" not in page
     assert 'class="num cost-context_chars"' in page  # the costs measured are still shown

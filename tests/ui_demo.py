@@ -16,9 +16,9 @@ import uvicorn
 from builders import make_board, make_testset
 from sqlalchemy.engine import Engine
 
-from ragsweep import store
-from ragsweep.curation import DatabaseStore
-from ragsweep.schemas import SETTINGS_KEY, SPAN, settings_of
+from ragsweep.core.schemas import SETTINGS_KEY, SPAN, settings_of
+from ragsweep.results import database
+from ragsweep.results.curation import DatabaseStore
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
 FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
@@ -78,7 +78,7 @@ def fill(engine: Engine, docs: Path) -> None:
     write_documents(docs)
     for i, run_id in enumerate(NIGHTS):
         leaderboard, results = with_chunks(make_board(night_scores(i)), docs)
-        store.publish(
+        database.publish(
             engine,
             run_id,
             leaderboard,
@@ -88,7 +88,7 @@ def fill(engine: Engine, docs: Path) -> None:
             FIRST_NIGHT + timedelta(days=i),
         )
     settings = {"sweep_key": "other-sweep", "optimization_metric": "answer_correctness"}
-    store.record_failed(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
+    database.record_failed(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
     DatabaseStore(engine).save("curated.json", testset.slice(0, 5))
 
 

@@ -23,17 +23,18 @@ from conftest import free_port  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from ui_demo import NIGHTS, fill, serving  # noqa: E402
 
-from ragsweep import store  # noqa: E402
+from ragsweep.core.errors import safe_url  # noqa: E402
+from ragsweep.results import database  # noqa: E402
 from ragsweep.ui import create_app  # noqa: E402
 
 
 def main(url: str) -> None:
-    engine = store.connect(url)
-    runs = [r["run_id"] for r in store.find_runs(engine, status="succeeded")]
+    engine = database.connect(url)
+    runs = [r["run_id"] for r in database.find_runs(engine, status="succeeded")]
     if not runs:
-        raise SystemExit(f"{store.safe_url(url)}: no succeeded run to show")
+        raise SystemExit(f"{safe_url(url)}: no succeeded run to show")
     with tempfile.TemporaryDirectory() as folder:
-        nightly = store.connect(f"sqlite:///{folder}/nightly.db")
+        nightly = database.connect(f"sqlite:///{folder}/nightly.db")
         fill(nightly, Path(folder) / "docs")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"))

@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ragsweep.report import CSS
-from ragsweep.store import safe_url
+from ragsweep.core.errors import safe_url
+from ragsweep.results.report import CSS
 from ragsweep.ui import jobs, runs, security, testsets
 from ragsweep.ui.data import Data
 

@@ -1,4 +1,4 @@
-"""What the pages read, through ragsweep.store's API, with the derived tables (breakdown,
+"""What the pages read, through ragsweep.results.database's API, with the derived tables (breakdown,
 failures, comparisons) computed once per run and kept while the app runs."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 from sqlalchemy.engine import Engine
 
-from ragsweep import leaderboard, store
-from ragsweep.errors import RagsweepError
-from ragsweep.regression import Comparison, compare_runs
+from ragsweep.core.errors import RagsweepError
+from ragsweep.evaluation import leaderboard
+from ragsweep.results import database
+from ragsweep.results.regression import Comparison, compare_runs
 
 TREND_RUNS = 30  # nights drawn per sweep
 
@@ -39,7 +40,7 @@ class Data:
         self._compare = lru_cache(maxsize=64)(self._compared)
 
     def _version(self, run_id: str) -> tuple[str, Any]:
-        return run_id, store.run_info(self.engine, run_id)["finished_at"]
+        return run_id, database.run_info(self.engine, run_id)["finished_at"]
 
     def run(self, run_id: str) -> RunData:
         return self._run(self._version(run_id))
@@ -54,10 +55,10 @@ class Data:
     def _load(self, version: tuple[str, Any]) -> RunData:
         run_id = version[0]
         return RunData(
-            store.run_info(self.engine, run_id),
-            store.load_leaderboard(self.engine, run_id),
-            store.load_results(self.engine, run_id),
-            store.load_run_testset(self.engine, run_id),
+            database.run_info(self.engine, run_id),
+            database.load_leaderboard(self.engine, run_id),
+            database.load_results(self.engine, run_id),
+            database.load_run_testset(self.engine, run_id),
         )
 
     def _derive(self, version: tuple[str, Any]) -> tuple[pa.Table, pa.Table]:
@@ -74,7 +75,7 @@ class Data:
     def trend(self, sweep_key: str) -> list[dict[str, Any]]:
         """The sweep's last nights, each marked ``regressed`` when the alarm of the
         comparison with the night before fired."""
-        points = store.sweep_trend(self.engine, sweep_key)[-TREND_RUNS:]
+        points = database.sweep_trend(self.engine, sweep_key)[-TREND_RUNS:]
         for point in points:
             point["regressed"] = None  # the first night has nothing to compare with
         for before, after in zip(points, points[1:], strict=False):

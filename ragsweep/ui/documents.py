@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ragsweep.sources import EXTRACTORS, read_bytes
+from ragsweep.documents.sources import EXTRACTORS, read_bytes
 
 log = logging.getLogger("ragsweep")
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ragsweep.store import ENV as STORE_ENV
+from ragsweep.results.database import ENV as STORE_ENV
 from ragsweep.ui.security import checked_form
 
 LOG_TAIL = 30  # log lines shown
@@ -122,7 +122,7 @@ async def start_form(request: Request) -> Response:
 
 
 async def start(request: Request) -> Response:
-    from ragsweep.schemas import write_table
+    from ragsweep.core.schemas import write_table
     from ragsweep.ui.testsets import stored
 
     form = await checked_form(request)

@@ -1,12 +1,12 @@
 """The nightly trend: the best configuration's score per run with its interval, in the
-report's inline-SVG style (ragsweep/report.py draws the other plots)."""
+report's inline-SVG style (ragsweep/results/report.py draws the other plots)."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
-from ragsweep.report import present
+from ragsweep.results.report import present
 
 
 def trend(points: list[dict[str, Any]], width: int = 720, height: int = 220) -> str:

@@ -12,12 +12,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ragsweep import report
-from ragsweep.errors import RagsweepError
-from ragsweep.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
-from ragsweep.leaderboard import Board, failure_reason
-from ragsweep.schemas import METRICS, settings_of
-from ragsweep.store import find_runs
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.evaluation.leaderboard import Board, failure_reason
+from ragsweep.results import report
+from ragsweep.results.database import find_runs
+from ragsweep.results.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
 from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 

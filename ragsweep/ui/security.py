@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ragsweep.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError
 
 TOKEN_ENV = "RAGSWEEP_UI_TOKEN"
 TOKEN_COOKIE, CSRF_COOKIE, CSRF_FIELD = "ragsweep_token", "ragsweep_csrf", "csrf"

@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ragsweep import curation
-from ragsweep.errors import RagsweepError
-from ragsweep.store import check_name
-from ragsweep.testset import export_testset, load_testset
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.testsets import export_testset, load_testset
+from ragsweep.results import curation
+from ragsweep.results.database import check_name
 from ragsweep.ui.security import checked_form
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}

@@ -1,0 +1,841 @@
+"""The ``ragsweep`` command."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragsweep.cli.openshift import schedule_app, submit
+from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.evaluation.leaderboard import AUTO_METRIC
+from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
+from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
+from ragsweep.sweep.space import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MAX_CONFIGS,
+    SearchSpace,
+    answerer_of,
+)
+
+if TYPE_CHECKING:
+    from ragsweep.results.curation import DatabaseStore
+
+LLM_DEFAULTS = LLMSettings()
+
+app = typer.Typer(
+    help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+testset_app = typer.Typer(
+    help="Test sets (Red Hat AutoRAG JSON, Giskard JSONL): convert them, and curate them in "
+    "the results database (add, list, show, edit, add-question, delete, export)."
+)
+app.add_typer(testset_app, name="testset")
+app.command()(submit)
+app.add_typer(schedule_app, name="schedule")
+
+
+def main() -> None:
+    """Entry point: a user's mistake is one line on stderr and exit status 2. Red Hat
+    AutoRAG's Secret keys in the environment stand in for ragsweep's unset ones, as in the
+    pipeline's steps."""
+    from ragsweep.kubeflow.autorag import adopt_connections
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        adopt_connections()
+        app()
+    except RagsweepError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
+def values(text: str) -> list:
+    """Comma-separated values; numbers become numbers, for the search space to check."""
+    out: list = []
+    for item in (v.strip() for v in text.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(int(item))
+        except ValueError:
+            try:
+                out.append(float(item))
+            except ValueError:
+                out.append(item)
+    return out
+
+
+def text_or_file(value: str | None, flag: str) -> str | None:
+    """The option's text, or the contents of the file it names as ``@path``."""
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RagsweepError(f"{flag}: {value[1:]}: {exc.strerror}") from None
+
+
+STORE = typer.Option(
+    None,
+    help="Results database URL, where test sets are kept "
+    "(default: $RAGSWEEP_STORE_URL, else a SQLite file).",
+)
+
+
+def testsets_in(url: str | None) -> DatabaseStore:
+    """The test sets of the results database at ``url`` (else the default one)."""
+    from ragsweep.results import database
+    from ragsweep.results.curation import DatabaseStore
+
+    return DatabaseStore(database.connect(url))
+
+
+def check_endpoints(models: list[str], judge: str, rerankers: tuple[str, ...] = ()) -> None:
+    """Fail before the pipeline starts when an endpoint (of a model, the judge, or a
+    ``rerank:<model>`` reranker) is unconfigured or unreachable."""
+    from ragsweep.models.llm import Endpoint, check_reachable
+
+    endpoints = [Endpoint.from_env(m) for m in models]
+    endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    endpoints += [
+        Endpoint.from_env(name.partition(":")[2], role="RERANK")
+        for name in rerankers
+        if name.startswith("rerank:")
+    ]
+    for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
+        check_reachable(endpoint)
+
+
+@app.command()
+def run(
+    docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
+    testset: str = typer.Option(
+        "",
+        help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key. "
+        "None: generate one with Giskard (--qa-llm).",
+    ),
+    testset_name: str = typer.Option(
+        "",
+        "--testset-name",
+        help="Instead of --testset: a test set stored in the results database "
+        "(`ragsweep testset list`); the run's results join its versions.",
+    ),
+    space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
+    chunkers: str = typer.Option(None, help="Chunkers: sentence, token. [default: sentence]"),
+    chunk_sizes: str = typer.Option(
+        None, help="Chunk sizes in model tokens. [default: 64,128,192]"
+    ),
+    chunk_overlaps: str = typer.Option(
+        None, help="Overlaps: tokens, or a fraction of the size below 1. [default: 16]"
+    ),
+    embedding_models: str = typer.Option(None, help=f"[default: {DEFAULT_EMBEDDING_MODEL}]"),
+    query_prefix: str = typer.Option(
+        None,
+        help="Text before each question, for every embedding model ('' for none). "
+        "[default: the model family's, e.g. 'query: ' for e5]",
+    ),
+    passage_prefix: str = typer.Option(
+        None, help="Text before each chunk, likewise. [default: the model family's]"
+    ),
+    top_k: str = typer.Option(None, help="Top K values. [default: 1,3,5]"),
+    search_types: str = typer.Option(
+        None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
+    ),
+    mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
+    rerankers: str = typer.Option(
+        None,
+        help="Rerankers of the search's first rerank_fetch_k candidates: none, "
+        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
+        "LLM's). [default: none]",
+    ),
+    vector_stores: str = typer.Option(
+        None,
+        help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
+        "oracle; indexes per store in --space. [default: memory]",
+    ),
+    keep_collections: bool = typer.Option(
+        False,
+        "--keep-collections",
+        help="Keep the vector stores' collections after retrieval (their names are logged).",
+    ),
+    metric: str = typer.Option(
+        AUTO_METRIC,
+        help="Metric to rank by; auto: the judge's correctness with --judge, else "
+        "answer_correctness.",
+    ),
+    max_configs: int = typer.Option(
+        DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
+    ),
+    max_document_bytes: int = typer.Option(
+        0, help="Document budget in bytes of text; cited documents first. 0: all."
+    ),
+    max_questions: int = typer.Option(0, help="Evaluate a random sample of questions. 0: all."),
+    max_llm_calls: int = typer.Option(
+        0,
+        help="LLM calls (answers and verdicts) the evaluation may make; above it, successive "
+        "halving. 0: no limit, the full grid.",
+    ),
+    seed: int = typer.Option(42, help="Seed of the samples and of successive halving."),
+    skip_unresolved: bool = typer.Option(
+        False,
+        "--skip-unresolved",
+        help="Leave out (with a warning) the questions whose reference documents or context "
+        "match no document, instead of stopping.",
+    ),
+    cache: str = typer.Option(
+        None,
+        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
+        "[default: ~/.cache/ragsweep]",
+    ),
+    cache_max_gb: float = typer.Option(
+        0.0,
+        help="Cap the embedding cache at this many GB; the least recently used shards are "
+        "evicted. 0: no cap.",
+    ),
+    parallelism: int = typer.Option(
+        1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
+    ),
+    embedding_shard_bytes: int = typer.Option(
+        LOCAL_SHARD_BYTES,
+        min=0,
+        help="When the documents hold more bytes of text than this, embed each chunk set "
+        "in shards of about this size, one step each. 0 (the default here): never; on one "
+        "machine the shards run one after another, each loading the model, and only add "
+        f"time. submit and schedule: the pipeline's default, {DEFAULT_SHARD_BYTES}.",
+    ),
+    output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
+    patterns: int = typer.Option(
+        DEFAULT_PATTERNS,
+        help="Write the best N configurations as runnable patterns (pattern.json, "
+        "evaluation_results.json, indexing.py, inference.py) under patterns/. 0: none.",
+    ),
+    top: int = typer.Option(20, help="Leaderboard rows to print."),
+    llm: str = typer.Option(
+        "",
+        "--generation-models",
+        "--llm",
+        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
+        "'extractive' among them keeps the offline answerer. --llm is the older name.",
+    ),
+    judge: str = typer.Option(
+        "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
+    ),
+    temperature: float = typer.Option(LLM_DEFAULTS.temperature, help="Answer temperature."),
+    max_tokens: int = typer.Option(LLM_DEFAULTS.max_tokens, help="Longest answer, in tokens."),
+    system_prompt: str = typer.Option(None, help="Answer system prompt: text, or @file."),
+    prompt_template: str = typer.Option(
+        None, help="Answer prompt with {context} and {question}: text, or @file."
+    ),
+    concurrency: int = typer.Option(LLM_DEFAULTS.concurrency, help="Requests in flight."),
+    qa_llm: str = typer.Option(
+        "", help="Without --testset: the model that generates one (default: the first --llm)."
+    ),
+    num_questions: int = typer.Option(20, help="Without --testset: questions to generate."),
+    question_types: str = typer.Option(
+        "simple,complex", help="Without --testset: Giskard question types to generate."
+    ),
+    store: str = typer.Option(
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not store the run."),
+    baseline: str = typer.Option(
+        "", help="Compare with this stored run id, or `latest` run of the same sweep."
+    ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        help="Print kfp.local's lines and every step's output as they come (always in the "
+        "run folder's pipeline.log).",
+    ),
+    mlflow: str = typer.Option(
+        None,
+        "--mlflow",
+        help="Log the sweep to this MLflow tracking URI: a parent run, a child run per "
+        "configuration. [default: $MLFLOW_TRACKING_URI, else none]",
+    ),
+) -> None:
+    """Sweep the configurations through the pipeline on this machine and print the leaderboard.
+
+    The run is stored in the results database (unless --no-store); with --baseline the
+    exit status is 1 when the best configuration regressed (see `ragsweep compare`).
+    Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
+    """
+    check_count(patterns)
+    from ragsweep.answering.answerers import uses_model
+
+    answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
+    models = [a.partition(":")[2] for a in answerers if uses_model(a)]
+    options = {  # search-space field -> the option's text; an option given overrides --space
+        "chunkers": chunkers,
+        "chunk_sizes": chunk_sizes,
+        "chunk_overlaps": chunk_overlaps,
+        "embedding_models": embedding_models,
+        "top_ks": top_k,
+        "search_types": search_types,
+        "mmr_lambdas": mmr_lambdas,
+        "rerankers": rerankers,
+        "vector_stores": vector_stores,
+    }
+    data = SearchSpace.from_yaml(space).to_dict() if space else {}
+    data.update({field: values(text) for field, text in options.items() if text is not None})
+    prefixes = {"query_prefix": query_prefix, "passage_prefix": passage_prefix}
+    data.update({field: text for field, text in prefixes.items() if text is not None})
+    if answerers:
+        data["answerers"] = answerers
+    llm_settings = LLMSettings.from_dict(
+        {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "system_prompt": text_or_file(system_prompt, "--system-prompt"),
+            "prompt_template": text_or_file(prompt_template, "--prompt-template"),
+            "judge": judge,
+            "concurrency": concurrency,
+        },
+        source="options",
+    )
+    if metric == "correctness" and not judge:
+        raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
+    qa_llm = qa_llm or (models[0] if models else "")
+    from ragsweep.documents.testsets import STORE_PREFIX
+
+    if testset.startswith(STORE_PREFIX):  # submit's test data; locally, --testset-name
+        raise RagsweepError(
+            f"--testset {testset!r}: run a stored test set with --testset-name "
+            f"{testset.removeprefix(STORE_PREFIX)!r}"
+        )
+    if testset_name:
+        if testset:
+            raise RagsweepError("--testset and --testset-name: give one of them")
+        testset = str(stored_testset_file(testset_name, store, output))
+    if not testset and not qa_llm:
+        raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
+
+    from ragsweep.kubeflow.local import preflight
+
+    # the inputs before the heavier work (the space checks its models' limits): a bad test set
+    # or folder fails in a moment
+    preflight(docs, testset, skip_unresolved)
+
+    from ragsweep.documents.qagen import QASettings
+    from ragsweep.kubeflow.local import run_local
+    from ragsweep.models.replies import cache_dir
+    from ragsweep.results import database as results_store
+    from ragsweep.sweep.settings import RunSettings
+
+    settings = RunSettings(
+        docs=docs,
+        testset=testset,
+        space=SearchSpace.from_dict(data, source=str(space or "options")),
+        optimization_metric=metric,
+        max_configs=max_configs,
+        max_document_bytes=max_document_bytes,
+        max_questions=max_questions,
+        max_llm_calls=max_llm_calls,
+        seed=seed,
+        skip_unresolved=skip_unresolved,
+        embedding_cache="" if cache == "none" else str(cache or cache_dir()),
+        cache_max_gb=cache_max_gb,
+        baseline=baseline,
+        keep_collections=keep_collections,
+        llm=llm_settings,
+        qa_generation=QASettings.from_dict(
+            {"model": qa_llm, "num_questions": num_questions, "question_types": question_types},
+            source="options",
+        ),
+        parallelism=parallelism,
+        patterns=patterns,
+        embedding_shard_bytes=embedding_shard_bytes,
+    )
+    if baseline and no_store:
+        raise RagsweepError("--baseline reads the results database: drop --no-store")
+    url = None if no_store else results_store.resolve_url(store)
+    if url:
+        results_store.connect(url)  # a dead database fails now, not after the sweep
+    check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
+    from ragsweep.kubeflow.local import environment
+    from ragsweep.results import tracking
+
+    tracking_uri = tracking.resolve_uri(mlflow)
+    if tracking_uri:
+        tracking.check_reachable(tracking_uri)  # a dead server fails now, not after the sweep
+    with environment({tracking.URI_ENV: tracking_uri} if tracking_uri else {}):
+        run_dir = run_local(settings, output, store_url=url, verbose=verbose)
+    show(run_dir, top)
+    typer.echo(f"report: {run_dir / 'report.html'}")
+    if patterns:
+        typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
+    if baseline:
+        from ragsweep.core.schemas import read_table
+        from ragsweep.results.regression import NO_BASELINE, resolve_baseline
+
+        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+        engine = results_store.connect(url)
+        baseline = resolve_baseline(engine, baseline, board, run_dir.name)
+        if baseline is None:
+            typer.echo(f"\n{NO_BASELINE}")
+            return
+        typer.echo(f"\ncompared with run {baseline}:")
+        compare(baseline, str(run_dir), metric=None, format="table", store=url)
+
+
+def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
+    """The stored test set ``name`` written losslessly to ``<output>/testsets/<hash>/<name>
+    .arrow`` for the pipeline (the folder is named by its content, so a later edit never
+    changes the file an earlier run read); a run stores its test set back under ``name``.
+
+    A local run reads the set here, as it starts, rather than as ``store:<name>`` in its
+    ``load_testset`` step (as ``submit`` does): the step's ``RAGSWEEP_STORE_URL`` also
+    turns publishing on, and ``--no-store`` runs a stored set without publishing."""
+    import hashlib
+    import json
+
+    from ragsweep.documents.testsets import export_testset
+    from ragsweep.results.curation import live_questions
+
+    if "/" in name or name.startswith("."):
+        raise RagsweepError(
+            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
+            "`ragsweep testset export` it and pass the file as --testset"
+        )
+    table = live_questions(testsets_in(url), name)
+    content = json.dumps(table.to_pylist(), sort_keys=True).encode()
+    folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
+    return export_testset(table, folder / f"{name}.arrow")
+
+
+@app.command()
+def leaderboard(
+    run: str = typer.Argument(
+        ..., help="A run folder, a leaderboard artifact file, or a run id in the results database."
+    ),
+    top: int = typer.Option(20, help="Rows to print (0: all)."),
+    sort: str = typer.Option(None, help="Sort by a metric (best first) or a cost column."),
+    format: str = typer.Option("table", "--format", help="table, csv, json or markdown."),
+    store: str = typer.Option(None, help="Results database URL, for a run id."),
+) -> None:
+    """Print the leaderboard of a finished run."""
+    from ragsweep.core.schemas import settings_of
+    from ragsweep.results.exports import render
+    from ragsweep.results.report import evaluation_summary
+
+    table = load_leaderboard(run, store)
+    typer.echo(render(table, format, top or None, sort))
+    if format == "table":
+        typer.echo(f"\n{table.num_rows} configurations")
+        evaluated = evaluation_summary(settings_of(table))
+        if evaluated:
+            typer.echo(evaluated)
+
+
+@app.command()
+def best(
+    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
+    store: str = typer.Option(None, help="Results database URL, for a run id."),
+) -> None:
+    """Print the winning configuration as a search-space YAML that reproduces it."""
+    from ragsweep.results.exports import best_spec
+
+    typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
+
+
+@app.command()
+def track(
+    run: Path = typer.Argument(..., help="A run folder (`ragsweep run` made it)."),
+    mlflow: str = typer.Option(
+        None, "--mlflow", help="MLflow tracking URI. [default: $MLFLOW_TRACKING_URI]"
+    ),
+) -> None:
+    """Log a finished run to MLflow: a parent run, a child run per configuration."""
+    from ragsweep.core.schemas import read_table
+    from ragsweep.results.tracking import log_sweep, resolve_uri
+
+    uri = resolve_uri(mlflow)
+    if not uri:
+        raise RagsweepError("--mlflow: no tracking URI given, and MLFLOW_TRACKING_URI is unset")
+    board = run / "leaderboard.arrow"
+    if not board.is_file():
+        raise RagsweepError(f"{run}: not a run folder (no leaderboard.arrow)")
+    report = run / "report.html"
+    parent = log_sweep(
+        read_table(board, "leaderboard"),
+        uri,
+        run.resolve().name,
+        report=report if report.is_file() else None,
+    )
+    typer.echo(f"MLflow run {parent}")
+
+
+@app.command()
+def runs(
+    store: str = typer.Option(None, help="Results database URL."),
+    limit: int = typer.Option(20, help="How many runs, latest first."),
+) -> None:
+    """List the runs in the results database, latest first."""
+    from ragsweep.results import database as results_store
+
+    url = results_store.resolve_url(store)
+    rows = results_store.list_runs(results_store.connect(url), limit)
+    if not rows:
+        typer.echo(f"no runs in {safe_url(url)}")
+        return
+    for r in rows:
+        started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
+        typer.echo(
+            f"{r['run_id']:<28} {r['status']:<9} {started}  {r['optimization_metric'] or '-'}: "
+            f"{r['best_label'] or '-'}"
+        )
+
+
+@app.command()
+def compare(
+    baseline: str = typer.Argument(..., help="Baseline: a run folder or a stored run id."),
+    candidate: str = typer.Argument(..., help="Candidate: a run folder or a stored run id."),
+    metric: str = typer.Option(
+        None, help="Metric to compare (default: the baseline's ranking metric)."
+    ),
+    format: str = typer.Option("table", "--format", help="table or markdown."),
+    store: str = typer.Option(None, help="Results database URL, for run ids."),
+    deployed: Annotated[
+        str,
+        typer.Option(
+            help="The configuration you deployed, whose regression is the alarm: a config id, "
+            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "sweep's best got worse."
+        ),
+    ] = "",
+) -> None:
+    """Paired comparison per configuration on what both runs share, with verdicts.
+
+    Configurations are paired by config id, questions by id and version; what only one run
+    holds is listed. The alarm tests one hypothesis decided in advance: the --deployed
+    configuration (one-sided paired sign-flip test, 5%), else "the sweep's best got worse"
+    (best of sweep against best of sweep, a permutation test that swaps the nights, 5%).
+
+    Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
+    2 on a usage error (unknown run, nothing shared, metric without values).
+    """
+    from ragsweep.results.database import open_run
+    from ragsweep.results.regression import compare_runs, render, resolve_deployed
+
+    if format not in ("table", "markdown"):
+        raise RagsweepError(f"--format: unknown format {format!r}; choose from table, markdown")
+    config = resolve_deployed(deployed) if deployed else None
+    result = compare_runs(open_run(baseline, store), open_run(candidate, store), metric, config)
+    typer.echo(render(result, format))
+    if result.best_regressed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def ui(
+    store: str = typer.Option(
+        None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    port: int = typer.Option(8765, help="Port to listen on."),
+    token: str = typer.Option(
+        None,
+        envvar="RAGSWEEP_UI_TOKEN",
+        help="Access token every request must carry (required with a non-loopback --host).",
+    ),
+    output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+) -> None:
+    """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
+    comparisons, test sets, local runs."""
+    from ragsweep.results import database as results_store
+    from ragsweep.ui.security import check_exposure, is_loopback
+
+    check_exposure(host, token)
+    import uvicorn
+
+    from ragsweep.ui import create_app
+
+    url = results_store.resolve_url(store)
+    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
+    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
+    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {safe_url(url)}")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def load_leaderboard(run: str, store: str | None):
+    from ragsweep.core.schemas import read_table
+    from ragsweep.results.database import connect, load_leaderboard
+
+    folder = Path(run)
+    if folder.is_file():  # a leaderboard artifact downloaded from a pipeline run
+        return read_table(folder, "leaderboard")
+    if folder.is_dir():
+        path = folder / "leaderboard.arrow"
+        if not path.is_file():
+            raise RagsweepError(f"{run}: no leaderboard.arrow here; is it a ragsweep run folder?")
+        return read_table(path, "leaderboard")
+    if "/" in run or folder.suffix:
+        raise RagsweepError(f"{run}: no such run folder")
+    return load_leaderboard(connect(store), run)
+
+
+def show(run_dir: Path, top: int) -> None:
+    from ragsweep.core.schemas import read_table, settings_of
+    from ragsweep.results.exports import render
+    from ragsweep.results.report import evaluation_summary
+
+    table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    typer.echo(render(table, top=top or None))
+    settings = settings_of(table)
+    judge = settings.get("judge")
+    judged = (
+        f"; judged by {judge['model']} at {judge['endpoint']}" if isinstance(judge, dict) else ""
+    )
+    typer.echo(
+        f"\n{table.num_rows} configurations ranked by {settings.get('optimization_metric')}"
+        f"{judged}; results in {run_dir}"
+    )
+    evaluated = evaluation_summary(settings)
+    if evaluated:
+        typer.echo(evaluated)
+
+
+@testset_app.command("convert")
+def convert(
+    source: str = typer.Argument(..., help="AutoRAG .json or Giskard .jsonl (path or s3://)."),
+    target: Path = typer.Argument(..., help="Output file: .json (AutoRAG) or .jsonl (Giskard)."),
+    docs: str = typer.Option(
+        None, help="Documents to resolve IDs against and locate reference spans in."
+    ),
+) -> None:
+    """Convert a test set between the AutoRAG and Giskard formats."""
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.documents.testsets import export_testset, load_testset
+
+    table = load_testset(source)
+    if docs:
+        from ragsweep.documents.testsets import resolve_testset
+
+        table = resolve_testset(table, read_documents(docs).table)
+    export_testset(table, target)
+    typer.echo(f"wrote {table.num_rows} questions to {target}")
+
+
+@app.command()
+def generate(
+    docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
+    out: Path = typer.Option(
+        None, help="Test set to write: .jsonl (Giskard), .json (AutoRAG) or .arrow."
+    ),
+    name: str = typer.Option(
+        None, help="Store it in the results database under this name (`ragsweep testset`)."
+    ),
+    store: str = STORE,
+    llm: str = typer.Option(..., help="The model that writes the questions (RAGSWEEP_LLM_*)."),
+    num_questions: int = typer.Option(20, help="Questions to generate."),
+    question_types: str = typer.Option(
+        "simple,complex",
+        help="Giskard question types: simple, complex, distracting, situational, double, "
+        "conversational, out-of-scope.",
+    ),
+    agent_description: str = typer.Option(
+        None, help="What the assistant under test does; Giskard writes questions for it."
+    ),
+    language: str = typer.Option("en", help="Language of the questions and answers."),
+    chunk_size: int = typer.Option(256, help="Chunk size for Giskard's knowledge base, in tokens."),
+) -> None:
+    """Generate a Q&A test set from the documents with Giskard RAGET."""
+    from ragsweep.documents.qagen import QASettings, generate_testset
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.documents.testsets import export_testset
+
+    if out is None and not name:
+        raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
+        raise RagsweepError(
+            f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"
+        )
+    testsets = testsets_in(store) if name else None  # a dead database fails now
+    settings = QASettings.from_dict(
+        {
+            "model": llm,
+            "num_questions": num_questions,
+            "question_types": question_types,
+            "agent_description": agent_description,
+            "language": language,
+            "chunk_size": chunk_size,
+        },
+        source="options",
+    )
+    table = generate_testset(read_documents(docs).table, settings)
+    topics = ", ".join(sorted({t for t in table.column("topic").to_pylist() if t}))
+    if out is not None:
+        export_testset(table, out)
+        typer.echo(f"wrote {table.num_rows} questions to {out}; topics: {topics}")
+    if testsets is not None:
+        testsets.save(name, table)
+        typer.echo(f"stored {table.num_rows} questions as {name!r}; topics: {topics}")
+
+
+@testset_app.command("add")
+def testset_add(
+    name: str = typer.Argument(..., help="Name to store it under."),
+    source: str = typer.Argument(
+        ..., help="AutoRAG .json, Giskard .jsonl or a ragsweep .arrow test set (path or s3://)."
+    ),
+    docs: str = typer.Option(
+        None, help="Documents to resolve IDs against and locate reference spans in."
+    ),
+    store: str = STORE,
+) -> None:
+    """Store a test set in the results database for curation.
+
+    Under a name already stored, it replaces that set: a new version of each question that
+    changed, a deletion of each question it no longer has.
+    """
+    from ragsweep.documents.sources import read_documents
+    from ragsweep.documents.testsets import load_testset, resolve_testset
+
+    table = load_testset(source)
+    if docs:
+        table = resolve_testset(table, read_documents(docs).table)
+    testsets_in(store).save(name, table)
+    typer.echo(f"stored {table.num_rows} questions as {name!r}")
+
+
+@testset_app.command("list")
+def testset_list(
+    name: str = typer.Argument(None, help="A stored test set: list its questions."),
+    store: str = STORE,
+) -> None:
+    """List the stored test sets, or the questions of one."""
+    stored = testsets_in(store)
+    if name is None:
+        summaries = stored.summaries()
+        if not summaries:
+            typer.echo("no test sets stored; `ragsweep testset add NAME FILE` stores one")
+        for each in summaries:
+            when = f"{each['changed_at']:%Y-%m-%d %H:%M} UTC" if each["changed_at"] else "-"
+            versions = f"{each['versions']} version{'s' * (each['versions'] != 1)}"
+            typer.echo(f"{each['name']}  {each['questions']} questions  {versions}  {when}")
+        return
+    for row in stored.load(name).to_pylist():
+        kind = row["question_type"] or "-"
+        typer.echo(f"{row['question_id']}  {kind:<12} {row['topic'] or '-'}: {row['question']}")
+
+
+def _show(row: dict) -> None:
+    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"] or [])
+    for label, value in [
+        ("id", row["question_id"]),
+        ("question", row["question"]),
+        ("reference answers", " | ".join(row["reference_answers"] or [])),
+        ("reference documents", ", ".join(row["reference_doc_ids"] or [])),
+        ("type", row["question_type"]),
+        ("topic", row["topic"]),
+        ("gold spans", spans),
+        ("reference context", row["reference_context"]),
+        ("version", row["question_version"]),
+    ]:
+        typer.echo(f"{label}: {value or '-'}")
+
+
+@testset_app.command("show")
+def testset_show(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question's id."),
+    history: bool = typer.Option(
+        False, "--history", help="Every stored version of the question, newest first."
+    ),
+    store: str = STORE,
+) -> None:
+    """Show one question with its references and metadata (or its every version)."""
+    from ragsweep.results.curation import row_of
+
+    stored = testsets_in(store)
+    if history:
+        for number, each in enumerate(stored.history(name, question_id)):
+            typer.echo(
+                ("\n" if number else "") + f"# version {each['version']}, "
+                f"{each['created_at']:%Y-%m-%d %H:%M:%S} UTC"
+                + (": deleted" if each["deleted"] else "")
+            )
+            if not each["deleted"]:
+                _show(each)
+        return
+    table = stored.load(name)
+    _show(table.slice(row_of(table, question_id), 1).to_pylist()[0])
+
+
+@testset_app.command("add-question")
+def testset_add_question(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question: str = typer.Option(..., help="The question."),
+    answer: list[str] = typer.Option(..., help="A reference answer (repeat for several)."),
+    doc: list[str] = typer.Option(
+        [], help="A reference document id, as the documents name it (repeat for several)."
+    ),
+    topic: str = typer.Option(None, help="Its topic."),
+    question_type: str = typer.Option(None, "--type", help="Its question type, e.g. simple."),
+    store: str = STORE,
+) -> None:
+    """Add a question to a stored test set; its id is derived from its text and answers."""
+    from ragsweep.results.curation import add_question
+
+    stored = testsets_in(store)
+    table = add_question(stored.load(name), question, answer, doc, topic, question_type)
+    stored.save(name, table)
+    added = table["question_id"][-1].as_py()
+    typer.echo(f"added {added}; {table.num_rows} questions in {name!r}")
+
+
+@testset_app.command("delete")
+def testset_delete(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to delete."),
+    store: str = STORE,
+) -> None:
+    """Delete a question from a stored test set (kept in its history)."""
+    from ragsweep.results.curation import delete_question
+
+    stored = testsets_in(store)
+    table = delete_question(stored.load(name), question_id)
+    stored.save(name, table)
+    typer.echo(f"deleted {question_id}; {table.num_rows} questions left in {name!r}")
+
+
+@testset_app.command("edit")
+def testset_edit(
+    name: str = typer.Argument(..., help="A stored test set."),
+    question_id: str = typer.Argument(..., help="The question to edit."),
+    question: str = typer.Option(None, help="The new question text."),
+    answer: list[str] = typer.Option(
+        None, help="The new reference answer (repeat for several); replaces the old ones."
+    ),
+    store: str = STORE,
+) -> None:
+    """Edit a question's text or reference answers; its context and metadata stay."""
+    from ragsweep.results.curation import edit_question
+
+    if question is None and not answer:
+        raise RagsweepError("edit: give --question and/or --answer")
+    stored = testsets_in(store)
+    stored.save(name, edit_question(stored.load(name), question_id, question, answer or None))
+    typer.echo(f"edited {question_id} in {name!r}")
+
+
+@testset_app.command("export")
+def testset_export(
+    name: str = typer.Argument(..., help="A stored test set."),
+    target: Path = typer.Argument(
+        ..., help="Output file: .json (AutoRAG), .jsonl (Giskard) or .arrow (everything)."
+    ),
+    store: str = STORE,
+) -> None:
+    """Export a stored test set as AutoRAG JSON, Giskard JSONL or a ragsweep .arrow file."""
+    from ragsweep.documents.testsets import export_testset
+
+    table = testsets_in(store).load(name)
+    export_testset(table, target)
+    typer.echo(f"wrote {table.num_rows} questions to {target}")

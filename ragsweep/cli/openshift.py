@@ -1,0 +1,251 @@
+"""The OpenShift AI commands: ``ragsweep submit`` and ``ragsweep schedule``."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.kubeflow import openshift
+from ragsweep.kubeflow.cron import normalise
+from ragsweep.kubeflow.tasks import DEFAULT_CONNECTION, load_resources
+
+schedule_app = typer.Typer(
+    help="Recurring (nightly) runs on OpenShift AI: create, list, pause, resume, delete.",
+    no_args_is_help=True,
+)
+
+# Where the pipelines are (flags, then environment, then the kubeconfig: see
+# ragsweep.kubeflow.openshift)
+HOST = typer.Option(
+    None, help="Pipelines API URL (default: RAGSWEEP_KFP_HOST, or found from the kubeconfig)"
+)
+TOKEN = typer.Option(
+    None, help="Bearer token (default: RAGSWEEP_KFP_TOKEN, or the kubeconfig's)", show_default=False
+)
+NAMESPACE = typer.Option(
+    None, "--namespace", "-n", help="Project (default: the kubeconfig context's)"
+)
+DSPA = typer.Option(None, help="Pipeline server, when the project has several.")
+KUBECONFIG = typer.Option(None, help="kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
+CA_CERT = typer.Option(None, help="CA bundle that signed the pipelines route's certificate.")
+# What to run
+DOCS = typer.Option(..., help="Documents: s3://bucket/prefix, or a folder inside the image.")
+TESTSET = typer.Option(
+    None, help="Test data: s3://bucket/key.json(l), or a file in the image.", show_default=False
+)
+TESTSET_NAME = typer.Option(
+    None,
+    "--testset-name",
+    help="Instead of --testset: a test set stored in the results database, read as it is "
+    "when each run starts (test_data_key store:NAME; the results-store Secret names the "
+    "database).",
+    show_default=False,
+)
+DOCS_SECRET = typer.Option(DEFAULT_CONNECTION, help="S3 connection (Secret) for the documents.")
+TESTSET_SECRET = typer.Option(
+    None, help="S3 connection for the test data (default: --docs-secret)", show_default=False
+)
+PARAM = typer.Option(
+    [],
+    "--param",
+    "-p",
+    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (README: Parameters)",
+)
+EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
+IMAGE = typer.Option(
+    None,
+    help="Image for the steps (default: RAGSWEEP_IMAGE, else the project's ragsweep ImageStream)",
+)
+RESOURCES = typer.Option(None, help="YAML file of per-step CPU and memory (RAGSWEEP_RESOURCES).")
+PACKAGE = typer.Option(None, help="A compiled pipeline YAML to use instead of compiling one.")
+PARALLELISM = typer.Option(
+    0, min=0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
+)
+GPU = typer.Option(
+    0,
+    "--gpu",
+    min=0,
+    help="NVIDIA GPUs for each embedding step (0: none); compiled into the pipeline.",
+)
+
+
+@contextmanager
+def prepared(
+    package: Path | None,
+    image: str | None,
+    resources: str | None,
+    namespace: str | None,
+    parallelism: int = 0,
+    gpus: int = 0,
+) -> Iterator[Path]:
+    """The compiled pipeline: ``package`` as given, or one compiled for the image (with the
+    fan-out's ``parallelism`` and each embedding step's ``gpus``)."""
+    if package is not None:
+        if not package.is_file():
+            raise RagsweepError(f"--package {package}: no such file")
+        if parallelism or gpus:
+            raise RagsweepError(
+                "--parallelism and --gpu are compiled into the pipeline: "
+                "drop them with --package, or drop --package"
+            )
+        yield package
+        return
+    load_resources(resources)  # a bad file first: it needs no cluster to find out
+    with tempfile.TemporaryDirectory() as tmp:
+        image = image or openshift.default_image(namespace)
+        target = Path(tmp) / "ragsweep.yaml"
+        yield openshift.compile_pipeline(target, image, resources, parallelism, gpus)
+
+
+def test_data_location(testset: str | None, testset_name: str | None) -> str:
+    """The test data of ``--testset`` (a file), or of ``--testset-name`` (``store:<name>``)."""
+    from ragsweep.documents.testsets import STORE_PREFIX
+
+    if testset is not None and testset_name is not None:
+        raise RagsweepError("--testset and --testset-name: give one of them")
+    if testset_name is not None:
+        if not testset_name.strip():
+            raise RagsweepError("--testset-name: name a test set stored in the results database")
+        return STORE_PREFIX + testset_name
+    if testset is None:
+        raise RagsweepError(
+            "no test data: give --testset (a file) or --testset-name (a stored test set)"
+        )
+    return testset
+
+
+def submit(
+    docs: str = DOCS,
+    testset: str = TESTSET,
+    testset_name: str = TESTSET_NAME,
+    docs_secret: str = DOCS_SECRET,
+    testset_secret: str = TESTSET_SECRET,
+    param: list[str] = PARAM,
+    experiment: str = EXPERIMENT,
+    run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
+    wait: bool = typer.Option(False, help="Follow the run to its end."),
+    poll_seconds: float = typer.Option(30.0, help="With --wait: seconds between looks."),
+    image: str = IMAGE,
+    resources: str = RESOURCES,
+    parallelism: int = PARALLELISM,
+    gpu: int = GPU,
+    package: Path = PACKAGE,
+    host: str = HOST,
+    token: str = TOKEN,
+    namespace: str = NAMESPACE,
+    dspa: str = DSPA,
+    kubeconfig: str = KUBECONFIG,
+    ca_cert: str = CA_CERT,
+) -> None:
+    """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
+    test_data = test_data_location(testset, testset_name)
+    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+    pipelines = openshift.Pipelines(endpoint)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
+        openshift.preflight(compiled, arguments)
+        run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
+    typer.echo(f"run {run_id} in experiment '{experiment}'")
+    typer.echo(f"  {endpoint.run_url(run_id)}")
+    if not wait:
+        return
+    run = pipelines.wait(run_id, poll_seconds, lambda line: typer.echo(f"  {line}"))
+    if run.state != "SUCCEEDED":
+        raise RagsweepError(f"run {run_id} ended {run.state}: {openshift.failure(run)}")
+    typer.echo(
+        "the leaderboard is output 'leaderboard' of step 'rank' (every score: output 'results'): "
+        "download it from the run's page and print it with `ragsweep leaderboard FILE`"
+    )
+
+
+@schedule_app.command("create")
+def schedule_create(
+    cron: str = typer.Option(
+        ..., help="When, in UTC: '0 2 * * *' (5 fields) or '0 0 2 * * *' (seconds first)."
+    ),
+    name: str = typer.Option("ragsweep-nightly", help="Schedule name."),
+    docs: str = DOCS,
+    testset: str = TESTSET,
+    testset_name: str = TESTSET_NAME,
+    docs_secret: str = DOCS_SECRET,
+    testset_secret: str = TESTSET_SECRET,
+    param: list[str] = PARAM,
+    experiment: str = EXPERIMENT,
+    image: str = IMAGE,
+    resources: str = RESOURCES,
+    parallelism: int = PARALLELISM,
+    gpu: int = GPU,
+    package: Path = PACKAGE,
+    host: str = HOST,
+    token: str = TOKEN,
+    namespace: str = NAMESPACE,
+    dspa: str = DSPA,
+    kubeconfig: str = KUBECONFIG,
+    ca_cert: str = CA_CERT,
+) -> None:
+    """Run the sweep on a cron schedule, one run at a time, never catching up missed runs."""
+    schedule = normalise(cron)
+    if schedule.note:
+        typer.echo(f"note: {schedule.note}")
+    test_data = test_data_location(testset, testset_name)
+    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+    pipelines = openshift.Pipelines(endpoint)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
+        openshift.preflight(compiled, arguments)
+        created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)
+    typer.echo(
+        f"schedule '{name}' ({created.recurring_run_id}) runs {schedule.describe()}: "
+        f"cron '{schedule.expression}'"
+    )
+
+
+@schedule_app.command("list")
+def schedule_list(
+    host: str = HOST,
+    token: str = TOKEN,
+    namespace: str = NAMESPACE,
+    dspa: str = DSPA,
+    kubeconfig: str = KUBECONFIG,
+    ca_cert: str = CA_CERT,
+) -> None:
+    """List the schedules of the pipeline server."""
+    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+    schedules = openshift.Pipelines(endpoint).schedules()
+    for s in schedules:
+        state = "paused" if str(s.mode).endswith("DISABLE") else "active"
+        cron = s.trigger.cron_schedule.cron if s.trigger and s.trigger.cron_schedule else "-"
+        typer.echo(f"{s.display_name}  {s.recurring_run_id}  {state}  cron '{cron}' (UTC)")
+    typer.echo(f"{len(schedules)} schedule(s)")
+
+
+def _change(action: str):
+    def command(
+        schedule: str = typer.Argument(..., help="Schedule name or id."),
+        host: str = HOST,
+        token: str = TOKEN,
+        namespace: str = NAMESPACE,
+        dspa: str = DSPA,
+        kubeconfig: str = KUBECONFIG,
+        ca_cert: str = CA_CERT,
+    ) -> None:
+        endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+        changed = openshift.Pipelines(endpoint).set_schedule(schedule, action)
+        done = {"pause": "paused", "resume": "resumed", "delete": "deleted"}[action]
+        typer.echo(f"{done} schedule '{changed.display_name}' ({changed.recurring_run_id})")
+
+    command.__doc__ = {
+        "pause": "Pause a schedule: no runs until it is resumed, and none to catch up then.",
+        "resume": "Resume a paused schedule.",
+        "delete": "Delete a schedule (its past runs stay).",
+    }[action]
+    return command
+
+
+for _action in ("pause", "resume", "delete"):
+    schedule_app.command(_action)(_change(_action))

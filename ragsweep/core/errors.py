@@ -1,0 +1,19 @@
+"""The one exception type for a user's mistake: the CLI prints it as one line and exits non-zero."""
+
+
+class RagsweepError(Exception):
+    """Bad input or an unreachable source, with a message that says what to fix.
+
+    Name the file, the record and the field where there is one, e.g.
+    ``testset.json: record 3: field 'question': expected a string, got 42``.
+    """
+
+
+def safe_url(url: object) -> str:
+    """A database URL for messages and logs, its password hidden."""
+    import sqlalchemy as sa
+
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "<unparseable URL>"

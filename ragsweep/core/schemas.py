@@ -1,0 +1,354 @@
+"""Arrow schemas of every artifact passed between steps, and their checked read/write.
+
+Every artifact is an Arrow IPC file whose schema metadata names the artifact kind and the
+schema version, so a step fails with a clear message when handed the wrong file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from ragsweep.core.errors import RagsweepError
+
+# a configuration's search where it names none: exact search in memory, cosine distance
+DEFAULT_STORE = "memory"
+DEFAULT_INDEX = "exact"
+DEFAULT_DISTANCE = "cosine"
+SETTINGS_KEY = "ragsweep.settings"
+SCHEMA_VERSION = "6"  # 6: rerankers (reranker, rerank_fetch_k, rerank latency), retrieved spans
+
+SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+
+DOCUMENTS = pa.schema(
+    [
+        ("doc_id", pa.string()),  # key relative to the docs folder or S3 prefix, '/'-separated
+        ("source", pa.string()),  # where it was read: a local path or s3://bucket/key
+        ("format", pa.string()),  # file suffix without the dot: md, txt, html, pdf, ...
+        ("text", pa.string()),
+    ]
+)
+
+TESTSET = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("reference_answers", pa.list_(pa.string())),
+        ("reference_doc_ids", pa.list_(pa.string())),  # as given, or resolved to doc_ids
+        ("reference_context", pa.string()),  # Giskard's; null when the source has none
+        ("gold_spans", pa.list_(SPAN)),  # where the reference context lies in the documents
+        ("question_type", pa.string()),
+        ("topic", pa.string()),
+        ("conversation_history", pa.string()),  # JSON text, as Giskard gives it
+        ("question_version", pa.string()),  # hash of the content it is scored against
+    ]
+)
+
+CHUNKS = pa.schema(
+    [
+        ("chunk_id", pa.int64()),  # position in this chunk set
+        ("doc_id", pa.string()),
+        ("start", pa.int64()),  # text == document text[start:end]
+        ("end", pa.int64()),
+        ("text", pa.string()),
+        ("embedding", pa.list_(pa.float32())),
+    ]
+)
+
+# What each configuration retrieved for each question, before any answer.
+RETRIEVALS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first, within the chunk set
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        # the retrieved chunks' texts, each stored once: a dictionary of the chunk set's texts
+        ("passages", pa.list_(pa.dictionary(pa.int32(), pa.string()))),
+        ("retrieved_spans", pa.list_(SPAN)),  # where each retrieved chunk lies, best first
+        # the share of exact search's top k (same search setting) the store found
+        ("recall_vs_exact", pa.float64()),
+        ("query_latency_ms", pa.float64()),  # the similarity search alone; null: not timed
+        ("index_build_s", pa.float64()),  # the store's index of this chunk set
+        ("rerank_latency_ms", pa.float64()),  # the reranker's time for the question; null: none
+    ]
+)
+
+ANSWERS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("retrieved_chunk_ids", pa.list_(pa.int64())),  # best first
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        ("context", pa.string()),
+        ("round", pa.int64()),  # the evaluation round that answered it; null: not answered
+        ("answer", pa.string()),  # null when not answered (a configuration eliminated early)
+        ("latency_s", pa.float64()),  # of the model request that answered; null: no model
+        ("prompt_tokens", pa.int64()),  # as the server's usage reports them
+        ("completion_tokens", pa.int64()),
+        ("llm_calls", pa.int64()),  # requests sent for this answer, retries included
+        ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
+        ("answer_error", pa.string()),  # why the model gave no answer; null when it did
+        ("retrieved_spans", pa.list_(SPAN)),  # best first
+        ("recall_vs_exact", pa.float64()),  # as retrieved (RETRIEVALS)
+        ("query_latency_ms", pa.float64()),
+        ("index_build_s", pa.float64()),
+        ("rerank_latency_ms", pa.float64()),
+    ]
+)
+
+SCORES = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("question_id", pa.string()),
+        ("context_correctness", pa.float64()),
+        ("document_recall", pa.float64()),
+        ("span_recall", pa.float64()),  # null: no gold span
+        ("span_precision", pa.float64()),
+        ("recall_vs_exact", pa.float64()),  # 1.0: the store found exact search's top k
+        ("answer_correctness", pa.float64()),
+        ("faithfulness", pa.float64()),
+        ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
+        ("correctness_reason", pa.string()),
+        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
+        ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
+    ]
+)
+
+CONFIG_FIELDS = [
+    ("config_id", pa.string()),
+    ("label", pa.string()),
+    ("chunker", pa.string()),
+    ("chunk_size", pa.int64()),
+    ("chunk_overlap", pa.int64()),
+    ("embedding_model", pa.string()),
+    ("query_prefix", pa.string()),  # what the model read before each question; null: none
+    ("passage_prefix", pa.string()),  # and before each chunk
+    ("top_k", pa.int64()),
+    ("search_type", pa.string()),
+    ("mmr_lambda", pa.float64()),  # null unless search_type is mmr
+    ("mmr_fetch_k", pa.int64()),
+    ("answerer", pa.string()),
+    ("vector_store", pa.string()),  # in a table, filled with CONFIG_DEFAULTS where absent
+    ("index", pa.string()),  # IndexSpec.label(): exact, hnsw(ef_search=64,m=16)
+    ("distance", pa.string()),
+    ("reranker", pa.string()),  # none, cross-encoder:/folder, rerank:<model>
+    ("rerank_fetch_k", pa.int64()),  # candidates the reranker reorders; null: no reranker
+]
+# A configuration holds these only when not the default, which keeps its id as it was.
+CONFIG_DEFAULTS = {
+    "vector_store": DEFAULT_STORE,
+    "index": DEFAULT_INDEX,
+    "distance": DEFAULT_DISTANCE,
+    "reranker": "none",
+}
+
+CONFIGS = pa.schema(CONFIG_FIELDS)
+
+# Every float column of the scores is a metric: one added there (e.g. an LLM judge's
+# nullable ``correctness``) gets its mean and interval on the leaderboard without more code.
+METRICS = [f.name for f in SCORES if f.type == pa.float64()]
+
+# What answering one question cost; null when not measured (the offline answerer calls no LLM).
+# Taken from the answers (or scores) when a step records them; context_chars always exists.
+COSTS = [
+    ("latency_s", pa.float64()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("llm_calls", pa.int64()),
+    ("context_chars", pa.int64()),
+    ("query_latency_ms", pa.float64()),  # the store's similarity search, timed alone
+    ("index_build_s", pa.float64()),  # the same for every question of a configuration
+    ("rerank_latency_ms", pa.float64()),  # the reranker's time for the question's candidates
+]
+
+
+def _with_intervals(metrics: list[str]) -> list[tuple[str, pa.DataType]]:
+    fields = []
+    for m in metrics:
+        fields += [(m, pa.float64()), (f"{m}_low", pa.float64()), (f"{m}_high", pa.float64())]
+    return fields
+
+
+LEADERBOARD = pa.schema(
+    [("rank", pa.int64())]
+    + CONFIG_FIELDS
+    + [
+        ("questions", pa.int64()),  # scored on the ranking metric
+        ("round", pa.int64()),  # the last evaluation round it reached (successive halving)
+    ]
+    + _with_intervals(METRICS)
+    + [
+        # adjusted p of "worse than the leader" on the ranking metric, aware that the leader
+        # is the post-hoc best (max-statistic test: statistics.worse_than_best_pvalues)
+        ("p_value", pa.float64()),
+        ("tied_with_best", pa.bool_()),  # not significantly worse than the leader (p >= 0.05)
+        ("latency_p50_s", pa.float64()),
+        ("latency_p95_s", pa.float64()),
+        ("prompt_tokens", pa.int64()),  # totals over the questions
+        ("completion_tokens", pa.int64()),
+        ("llm_calls", pa.int64()),
+        ("context_chars", pa.float64()),  # mean retrieved context per question
+        ("query_latency_p50_ms", pa.float64()),  # over the questions timed
+        ("query_latency_p95_ms", pa.float64()),
+        ("index_build_s", pa.float64()),  # of its store's index of its chunk set
+        ("rerank_latency_p50_ms", pa.float64()),  # per question; null: no reranker
+        ("rerank_latency_p95_ms", pa.float64()),
+        ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
+        ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
+    ]
+)
+
+# One row per configuration x question: scores, costs, and what the answer was.
+RESULTS = pa.schema(
+    list(SCORES)
+    + [
+        pa.field("cluster", pa.string()),  # the question's first reference document
+        pa.field("topic", pa.string()),
+        pa.field("question_type", pa.string()),
+        pa.field("question_version", pa.string()),  # null in results stored before it
+        pa.field("round", pa.int64()),
+        pa.field("answer", pa.string()),
+        pa.field("retrieved_doc_ids", pa.list_(pa.string())),
+        pa.field("answer_error", pa.string()),  # why the model gave no answer; null when it did
+    ]
+    + [pa.field(name, kind) for name, kind in COSTS]
+    # where each retrieved chunk lies in its document, best first; null in older results
+    + [pa.field("retrieved_spans", pa.list_(SPAN))]
+)
+
+BREAKDOWN = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("dimension", pa.string()),  # topic or question_type
+        ("value", pa.string()),
+        ("questions", pa.int64()),
+    ]
+    + _with_intervals(METRICS)
+)
+
+FAILURES = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("topic", pa.string()),
+        ("reference_answer", pa.string()),
+        ("reference_doc_ids", pa.list_(pa.string())),
+        ("answer", pa.string()),
+        ("retrieved_doc_ids", pa.list_(pa.string())),
+        ("reason", pa.string()),
+        ("answer_error", pa.string()),  # why the answer failed; null when it did not
+        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
+    ]
+    + [(m, pa.float64()) for m in METRICS]
+)
+
+# A candidate run against a baseline, per configuration both evaluated.
+COMPARISON = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("is_best", pa.bool_()),  # the baseline's best (the alarm: regression.Alarm)
+        ("questions", pa.int64()),  # shared by both runs
+        ("baseline", pa.float64()),
+        ("candidate", pa.float64()),
+        ("difference", pa.float64()),  # candidate - baseline, paired
+        ("difference_low", pa.float64()),
+        ("difference_high", pa.float64()),
+        ("p_value", pa.float64()),  # one-sided, in the direction of the difference; Holm-
+        # adjusted over the shared configurations but the deployed one (tested alone)
+        ("verdict", pa.string()),  # regressed | improved | unchanged
+        ("flipped_to_wrong", pa.int64()),
+        ("flipped_to_right", pa.int64()),
+        ("deployed", pa.bool_()),  # the configuration given with --deployed: tested alone
+    ]
+)
+
+FLIPS = pa.schema(
+    [
+        ("config_id", pa.string()),
+        ("label", pa.string()),
+        ("question_id", pa.string()),
+        ("direction", pa.string()),  # to wrong | to right
+        ("baseline", pa.float64()),
+        ("candidate", pa.float64()),
+        ("reason", pa.string()),  # why the candidate's answer fails, when it does
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "documents": DOCUMENTS,
+    "testset": TESTSET,
+    "chunks": CHUNKS,
+    "retrievals": RETRIEVALS,
+    "answers": ANSWERS,
+    "scores": SCORES,
+    "configs": CONFIGS,
+    "leaderboard": LEADERBOARD,
+    "results": RESULTS,
+    "breakdown": BREAKDOWN,
+    "failures": FAILURES,
+    "comparison": COMPARISON,
+    "flips": FLIPS,
+}
+
+
+def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | None = None) -> Path:
+    """Write ``table`` as an Arrow IPC file of artifact ``kind``, cast to its declared schema.
+
+    Metadata the table carries (e.g. the judge that produced it) is kept; the run's
+    ``settings`` (JSON-serialisable; by default those ``table`` carries) travel in it too.
+    """
+    schema = SCHEMAS[kind]
+    settings = settings if settings is not None else settings_of(table) or None
+    meta = dict(table.schema.metadata or {})
+    table = table.select(schema.names).cast(schema)
+    meta.update(
+        {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    )
+    if settings is not None:
+        meta[SETTINGS_KEY.encode()] = json.dumps(settings, sort_keys=True).encode()
+    table = table.replace_schema_metadata(meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+    return path
+
+
+def read_table(path: str | Path, kind: str) -> pa.Table:
+    """Read an Arrow IPC artifact and check that it is of ``kind`` and of this schema version."""
+    try:
+        with ipc.open_file(pa.memory_map(str(path))) as reader:
+            table = reader.read_all()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise RagsweepError(f"{path}: not a readable Arrow artifact ({exc})") from None
+    meta = table.schema.metadata or {}
+    found = meta.get(b"ragsweep.kind", b"").decode()
+    version = meta.get(b"ragsweep.schema_version", b"").decode()
+    if found != kind:
+        raise RagsweepError(f"{path}: expected a {kind} artifact, found {found or 'no kind'}")
+    if version != SCHEMA_VERSION:
+        raise RagsweepError(
+            f"{path}: {kind} schema version {version}, this ragsweep reads {SCHEMA_VERSION}"
+        )
+    return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))
+
+
+def settings_of(table: pa.Table) -> dict:
+    """The run settings an artifact carries in its metadata (empty when it has none)."""
+    raw = (table.schema.metadata or {}).get(SETTINGS_KEY.encode())
+    return json.loads(raw) if raw else {}
+
+
+def config_id(config: dict[str, Any]) -> str:
+    """A stable id: the hash of the configuration's canonical JSON form."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

@@ -1,0 +1,540 @@
+"""Test sets: load and validate, resolve reference documents, locate gold spans, export.
+
+Two formats, chosen by suffix:
+
+- ``.json``, Red Hat AutoRAG: a list of ``{"question", "correct_answers": [...],
+  "correct_answer_document_ids": [...]}`` (ai4rag 0.25 names the last field
+  ``correct_answer_document_keys``).
+- ``.jsonl``, Giskard RAGET: one ``{"id", "question", "reference_answer", "reference_context",
+  "conversation_history": [...], "metadata": {"question_type", "seed_document_id", "topic"}}``
+  a line, as ragsweep or Giskard's ``QATestset.save`` writes it (there ``seed_document_id``
+  is Giskard's knowledge-base index and the context reads ``Document <index>: <text>``).
+- ``.arrow``, ragsweep's own test set artifact (lossless: every answer, document, gold span
+  and version); ``ragsweep run --testset-name`` hands a stored test set to the pipeline so.
+
+Test data may also be ``store:<name>``, a test set in the results database, read when the
+pipeline's ``load_testset`` step runs (``ragsweep.results.curation.load_test_data``).
+
+A question's identity: ``question_id`` is the source's id, else ``q-`` and a hash of the
+question and its reference answers (so inserting a question moves no other id);
+``question_version`` hashes everything it is scored against, so an edit is a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import date
+from itertools import accumulate
+from pathlib import Path, PurePosixPath
+from typing import Any, NoReturn
+
+import pyarrow as pa
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import TESTSET
+from ragsweep.core.text import locate
+from ragsweep.documents.sources import read_bytes
+
+# test data naming a test set in the results database: store:<name>
+STORE_PREFIX = "store:"
+
+log = logging.getLogger("ragsweep")
+
+_DOC_ID_FIELDS = ("correct_answer_document_ids", "correct_answer_document_keys")
+_MISSING = object()
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class _Record:
+    """One JSON object under validation; errors name the file, the record and the field."""
+
+    def __init__(self, where: str, data: object, prefix: str = "") -> None:
+        if not isinstance(data, dict):
+            raise RagsweepError(f"{where}: expected an object, got {_type_name(data)}")
+        self.where, self.data, self.prefix = where, data, prefix
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        raise RagsweepError(f"{self.where}: field '{self.prefix}{field}': {problem}")
+
+    def _get(self, field: str, required: bool) -> Any:
+        value = self.data.get(field, _MISSING)
+        if value is _MISSING and required:
+            raise RagsweepError(f"{self.where}: missing field '{self.prefix}{field}'")
+        return None if value is _MISSING else value
+
+    def text(self, field: str, required: bool = True) -> str | None:
+        """A non-empty string; an optional field may be absent or null."""
+        value = self._get(field, required)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str):
+            self.fail(field, f"expected a string, got {_type_name(value)}")
+        if required and not value.strip():
+            self.fail(field, "is empty")
+        return value
+
+    def scalar(self, field: str) -> str | None:
+        """An optional JSON scalar (string, number, boolean) as text; null or '' is None."""
+        value = self._get(field, False)
+        if isinstance(value, (list, dict)):
+            self.fail(field, f"expected a string or a number, got {_type_name(value)}")
+        return None if value is None or value == "" else str(value)
+
+    def texts(self, field: str, allow_empty: bool = False) -> list[str]:
+        """A list of non-empty strings."""
+        value = self._get(field, True)
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list of strings, got {_type_name(value)}")
+        for number, item in enumerate(value, 1):
+            if not isinstance(item, str):
+                self.fail(field, f"expected a list of strings, item {number} is {_type_name(item)}")
+            if not item.strip():
+                self.fail(field, f"item {number} is empty")
+        if not value and not allow_empty:
+            self.fail(field, "is empty")
+        return value
+
+    def value(self, field: str, kind: type, default: Any) -> Any:
+        """An optional field of JSON type ``kind`` (list or dict)."""
+        value = self._get(field, False)
+        if value is None:
+            return default
+        if not isinstance(value, kind):
+            expected = "a list" if kind is list else "an object"
+            self.fail(field, f"expected {expected}, got {_type_name(value)}")
+        return value
+
+
+def _digest(content: object) -> str:
+    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def content_id(question: str, answers: list[str]) -> str:
+    """The id of a question its source gives none: ``q-`` and 12 hex of its content."""
+    return "q-" + _digest({"question": question, "reference_answers": answers})[:12]
+
+
+def question_version(row: dict) -> str:
+    """16 hex of a hash over what a question is scored against: its text, reference answers,
+    reference documents (as given), reference context and conversation history."""
+    content = {
+        "question": row["question"],
+        "reference_answers": row["reference_answers"],
+        "reference_doc_ids": row["reference_doc_ids"],
+        "reference_context": row.get("reference_context") or None,
+        "conversation_history": json.loads(row.get("conversation_history") or "[]"),
+    }
+    return _digest(content)[:16]
+
+
+def fingerprint(testset: pa.Table) -> str:
+    """A hash of the test set's content: its questions' ids and versions, in any order."""
+    ids, versions = testset["question_id"].to_pylist(), testset["question_version"].to_pylist()
+    return _digest(sorted(zip(ids, versions, strict=True), key=str))
+
+
+def stored_name(uri: str, testset: pa.Table, day: date) -> str:
+    """The name a test set is stored under: the name of a ``store:<name>`` location, else
+    its file name (an ``.arrow`` one's without the suffix: the stored set ``--testset-name``
+    ran), or for a generated one (no ``uri``) ``generated-<YYYYMMDD>-<hash8>``, the hash of
+    its content."""
+    if uri.startswith(STORE_PREFIX):
+        return uri.removeprefix(STORE_PREFIX)
+    name = PurePosixPath(uri.rstrip("/")).name.strip() if uri else ""
+    name = name.removesuffix(".arrow")
+    return name or f"generated-{day:%Y%m%d}-{fingerprint(testset)[:8]}"
+
+
+def _row(
+    question_id: str | None, question: str, answers: list[str], doc_ids: list[str], **extra: Any
+) -> dict:
+    row = dict.fromkeys(TESTSET.names)
+    row.update(question=question, gold_spans=[], **extra)
+    row.update(reference_answers=answers, reference_doc_ids=doc_ids)
+    row["question_id"] = question_id or content_id(question, answers)
+    row["question_version"] = question_version(row)
+    return row
+
+
+class _Ids:
+    """Each question id once in a file; a repeated one names both records."""
+
+    def __init__(self, name: str, unit: str) -> None:
+        self.name, self.unit, self.seen = name, unit, {}
+
+    def add(self, row: dict, number: int, given: bool) -> None:
+        qid, unit = row["question_id"], self.unit
+        first = self.seen.setdefault(qid, number)
+        if first == number:
+            return
+        if given:
+            problem = f"duplicate id '{qid}' (first on {unit} {first})"
+        else:
+            problem = (
+                f"the same question and reference answers as {unit} {first}: remove one "
+                "(a question's id is derived from them)"
+            )
+        raise RagsweepError(f"{self.name}: {unit} {number}: {problem}")
+
+
+# ---- formats ---------------------------------------------------------------------------------
+
+
+def _read_autorag(name: str, text: str) -> list[dict]:
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RagsweepError(
+            f"{name}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    if not isinstance(items, list):
+        raise RagsweepError(f"{name}: expected a JSON list of test items, got {_type_name(items)}")
+    rows, ids = [], _Ids(name, "record")
+    for number, item in enumerate(items, 1):
+        record = _Record(f"{name}: record {number}", item)
+        ids_field = next((f for f in _DOC_ID_FIELDS if f in record.data), _DOC_ID_FIELDS[0])
+        question = record.text("question")
+        answers = record.texts("correct_answers")
+        doc_ids = record.texts(ids_field, allow_empty=True)
+        rows.append(_row(None, question, answers, doc_ids))
+        ids.add(rows[-1], number, given=False)
+    return rows
+
+
+def _read_giskard(name: str, text: str) -> list[dict]:
+    rows, ids = [], _Ids(name, "line")
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON may hold U+2028
+        if not line.strip():
+            continue
+        where = f"{name}: line {number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RagsweepError(
+                f"{where}: malformed JSON at column {exc.colno}: {exc.msg}"
+            ) from None
+        record = _Record(where, item)
+        question_id = record.scalar("id")
+        question, answer = record.text("question"), record.text("reference_answer")
+        context = record.text("reference_context", required=False)
+        history = record.value("conversation_history", list, [])
+        metadata = _Record(where, record.value("metadata", dict, {}), prefix="metadata.")
+        seed = metadata.scalar("seed_document_id")  # Giskard's own: an index or a uuid
+        rows.append(
+            _row(
+                question_id,
+                question,
+                [answer],
+                [seed] if seed else [],
+                reference_context=context,
+                question_type=metadata.text("question_type", required=False),
+                topic=metadata.text("topic", required=False),
+                conversation_history=json.dumps(history, ensure_ascii=False),
+            )
+        )
+        ids.add(rows[-1], number, given=question_id is not None)
+    return rows
+
+
+def _autorag_text(rows: list[dict]) -> str:
+    items = [
+        {
+            "question": row["question"],
+            "correct_answers": row["reference_answers"],
+            "correct_answer_document_ids": row["reference_doc_ids"],
+        }
+        for row in rows
+    ]
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _giskard_text(rows: list[dict]) -> str:
+    def item(row: dict) -> dict:
+        answers, doc_ids = row["reference_answers"], row["reference_doc_ids"]
+        return {
+            "id": row["question_id"],
+            "question": row["question"],
+            "reference_answer": answers[0] if answers else "",
+            "reference_context": row["reference_context"],
+            "conversation_history": json.loads(row["conversation_history"] or "[]"),
+            "metadata": {
+                "question_type": row["question_type"],
+                "seed_document_id": doc_ids[0] if doc_ids else None,
+                "topic": row["topic"],
+            },
+        }
+
+    return "".join(json.dumps(item(row), ensure_ascii=False) + "\n" for row in rows)
+
+
+_READERS: dict[str, Callable[[str, str], list[dict]]] = {
+    ".json": _read_autorag,
+    ".jsonl": _read_giskard,
+}
+_WRITERS: dict[str, Callable[[list[dict]], str]] = {".json": _autorag_text, ".jsonl": _giskard_text}
+
+
+def _format_of(name: str) -> str:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in _READERS and suffix != ".arrow":
+        raise RagsweepError(
+            f"{name}: unknown test set format '{suffix}': use .json (Red Hat AutoRAG), "
+            ".jsonl (Giskard RAGET) or .arrow (a ragsweep test set artifact)"
+        )
+    return suffix
+
+
+def _read_arrow(uri: str, data: bytes) -> pa.Table:
+    """A test set artifact of any schema version that has the TESTSET columns."""
+    try:
+        with pa.ipc.open_file(pa.BufferReader(data)) as reader:
+            table = reader.read_all()
+    except pa.ArrowInvalid as exc:
+        raise RagsweepError(f"{uri}: not a readable Arrow file ({exc})") from None
+    kind = (table.schema.metadata or {}).get(b"ragsweep.kind", b"").decode()
+    if kind != "testset":
+        raise RagsweepError(
+            f"{uri}: expected a ragsweep testset artifact, found {kind or 'no kind'}"
+        )
+    missing = [n for n in TESTSET.names if n not in table.schema.names]
+    if missing:
+        raise RagsweepError(f"{uri}: the test set artifact lacks column(s) {', '.join(missing)}")
+    try:
+        table = table.select(TESTSET.names).cast(TESTSET)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise RagsweepError(
+            f"{uri}: a column of the test set artifact has another type ({exc})"
+        ) from None
+    ids = _Ids(uri, "row")
+    for number, row in enumerate(table.to_pylist(), 1):
+        if not row["question_id"] or not (row["question"] or "").strip():
+            raise RagsweepError(f"{uri}: row {number}: no question id or an empty question")
+        ids.add(row, number, given=True)
+    return table
+
+
+def load_testset(uri: str) -> pa.Table:
+    """Read and validate a test set from a local file or S3 object (a TESTSET table)."""
+    suffix = _format_of(uri)
+    if suffix == ".arrow":
+        table = _read_arrow(uri, read_bytes(uri))
+        if not table.num_rows:
+            raise RagsweepError(f"{uri}: the test set is empty")
+        return table
+    try:
+        text = read_bytes(uri).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RagsweepError(f"{uri}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    rows = _READERS[suffix](uri, text)
+    if not rows:
+        raise RagsweepError(f"{uri}: the test set is empty")
+    return pa.Table.from_pylist(rows, schema=TESTSET)
+
+
+def export_testset(testset: pa.Table, path: str | Path) -> Path:
+    """Write ``testset`` as AutoRAG ``.json`` or Giskard ``.jsonl``, by the suffix of ``path``.
+
+    Giskard holds one answer and one seed document per item: the first of each is written;
+    ``.arrow`` (ragsweep's test set artifact) keeps everything.
+    """
+    path = Path(path)
+    if _format_of(str(path)) == ".arrow":
+        from ragsweep.core.schemas import write_table
+
+        return write_table(testset, path, "testset")
+    text = _WRITERS[_format_of(str(path))](testset.to_pylist())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---- document ids and gold spans -------------------------------------------------------------
+
+
+class _Unresolved(Exception):
+    pass
+
+
+class _Collection:
+    """The documents' texts, found by doc_id or by a file name unique in the collection; and
+    passages searched across all of them (one ``str.find`` over the joined texts)."""
+
+    def __init__(self, documents: pa.Table) -> None:
+        self.ids = documents.column("doc_id").to_pylist()
+        self.texts = dict(zip(self.ids, documents.column("text").to_pylist(), strict=True))
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+        for doc_id in self.ids:
+            self.by_name[PurePosixPath(doc_id).name].append(doc_id)
+        self.example = min(self.ids, default="")
+        self._joined: list[tuple[str, list[int]]] = []  # verbatim, then white space collapsed
+
+    def resolve(self, ref: str) -> str:
+        if ref in self.texts:
+            return ref
+        matches = self.by_name.get(ref, [])
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise _Unresolved(
+                f"reference document '{ref}' is ambiguous, it names {', '.join(sorted(matches))}: "
+                "give the key relative to the docs folder"
+            )
+        raise _Unresolved(
+            f"reference document '{ref}' matches no document (ids are keys relative to the "
+            f"docs folder, e.g. '{self.example}', or file names unique in it)"
+        )
+
+    def span(self, doc_id: str, passage: str, unique: bool = False) -> dict | None:
+        found = locate(self.texts[doc_id], passage, unique)
+        return {"doc_id": doc_id, "start": found[0], "end": found[1]} if found else None
+
+    def find(self, passage: str, prefer: list[str]) -> dict | None:
+        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document."""
+        for doc_id in prefer:
+            if span := self.span(doc_id, passage):
+                return span
+        doc_id = self._search(passage)
+        return self.span(doc_id, passage) if doc_id else None
+
+    def _search(self, passage: str) -> str | None:
+        """The first document holding ``passage`` verbatim, else up to white space."""
+        if not self._joined:
+            for texts in (self.texts.values(), (" ".join(t.split()) for t in self.texts.values())):
+                texts = list(texts)
+                starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+                self._joined.append(("\0".join(texts), starts))
+        for (joined, starts), target in zip(
+            self._joined, (passage.strip(), " ".join(passage.split())), strict=True
+        ):
+            at = joined.find(target) if target else -1
+            if at >= 0:
+                return self.ids[bisect_right(starts, at) - 1]
+        return None
+
+
+def resolve_testset(
+    testset: pa.Table, documents: pa.Table, skip_unresolved: bool = False
+) -> pa.Table:
+    """Resolve every reference document id to a doc_id of ``documents`` and locate gold spans.
+
+    An id resolves to the document whose doc_id it is, else to the one document of that file
+    name. A Giskard reference context is located block by block (``Document N:`` prefixes
+    dropped), in the question's documents first, else in any: the documents it is found in
+    are references too, so an id that resolves nowhere (Giskard's own knowledge-base index)
+    is replaced by them. An AutoRAG correct answer gives a span where it occurs in one of its
+    reference documents exactly once. A question whose references are found nowhere is an
+    error naming it, or with ``skip_unresolved`` is left out with a warning.
+    """
+    collection = _Collection(documents)
+    rows, kept, problems = testset.to_pylist(), [], []
+    for number, row in enumerate(rows, 1):
+        try:
+            _resolve(row, collection)
+        except _Unresolved as exc:
+            problems.append(_problem(row, number, exc))
+        else:
+            kept.append(row)
+    if problems and not skip_unresolved:
+        _fail(problems)
+    if problems:
+        log.warning(
+            "skipped %d of %d questions whose references match no document; the first: %s",
+            len(problems),
+            len(rows),
+            problems[0],
+        )
+        if not kept:
+            raise RagsweepError(f"no question left: all {len(rows)} are unresolved")
+    return pa.Table.from_pylist(kept, schema=TESTSET)
+
+
+def check_references(testset: pa.Table, doc_ids: list[str]) -> None:
+    """Fail as ``resolve_testset`` would when a question's reference document id names none
+    of ``doc_ids``: a check needing no document text, so a question with a reference context
+    (which the texts may resolve) is left to ``resolve_testset``."""
+    collection = _Collection(pa.table({"doc_id": doc_ids, "text": [""] * len(doc_ids)}))
+    problems = []
+    for number, row in enumerate(testset.to_pylist(), 1):
+        if not row["reference_context"]:
+            try:
+                [collection.resolve(ref) for ref in row["reference_doc_ids"]]
+            except _Unresolved as exc:
+                problems.append(_problem(row, number, exc))
+    if problems:
+        _fail(problems)
+
+
+def _problem(row: dict, number: int, exc: _Unresolved) -> str:
+    head = row["question"] if len(row["question"]) <= 60 else row["question"][:57] + "..."
+    return f"question {row['question_id']} (item {number}, {head!r}): {exc}"
+
+
+def _fail(problems: list[str]) -> NoReturn:
+    others = len(problems) - 1
+    more = f" (and {others} more unresolved question{'s' * (others > 1)})" if others else ""
+    raise RagsweepError(
+        f"{problems[0]}{more}; `ragsweep run --skip-unresolved` leaves such questions out"
+    )
+
+
+def _resolve(row: dict, collection: _Collection) -> None:
+    """Resolve ``row``'s reference documents and locate its gold spans, in place."""
+    resolved, unresolved = [], []
+    for ref in row["reference_doc_ids"]:
+        try:
+            resolved.append(collection.resolve(ref))
+        except _Unresolved as exc:
+            unresolved.append(exc)
+    if row["reference_context"]:
+        spans = []
+        for named, block in _context_blocks(row["reference_context"]):
+            prefer = resolved
+            with suppress(_Unresolved):  # Giskard names its own index, not always our ids
+                prefer = [collection.resolve(named), *resolved] if named else resolved
+            spans.append(collection.find(block, prefer))
+        located = [span for span in spans if span]
+        if unresolved and not located:
+            raise _Unresolved(f"{unresolved[0]}, and its reference context is in no document")
+        resolved += [span["doc_id"] for span in located]
+    elif unresolved:
+        raise unresolved[0]
+    else:
+        spans = [
+            collection.span(doc_id, answer, unique=True)
+            for answer in row["reference_answers"]
+            for doc_id in resolved
+        ]
+        located = [span for span in spans if span]
+    if len(located) < len(spans):
+        log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
+    row["reference_doc_ids"] = list(dict.fromkeys(resolved))
+    row["gold_spans"] = list({tuple(span.values()): span for span in located}.values())
+
+
+# Giskard writes a reference context as "Document <id>: <text>" blocks joined by blank lines.
+_DOCUMENT_PREFIX = re.compile(r"(?:\A|\n\n)Document (\S+?): ")
+
+
+def _context_blocks(context: str) -> list[tuple[str | None, str]]:
+    """(document id named in the prefix, text) for each block of a reference context."""
+    marks = list(_DOCUMENT_PREFIX.finditer(context))
+    if not marks or marks[0].start() != 0:
+        return [(None, context)]
+    ends = [mark.start() for mark in marks[1:]] + [len(context)]
+    return [
+        (mark.group(1), context[mark.end() : end]) for mark, end in zip(marks, ends, strict=True)
+    ]

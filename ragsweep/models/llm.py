@@ -1,0 +1,329 @@
+"""Talk to any OpenAI-compatible endpoint through llama-index's ``OpenAILike``.
+
+A model is named on its own; where it is served comes from the environment:
+``RAGSWEEP_LLM_BASE_URL`` and ``RAGSWEEP_LLM_API_KEY`` for the answering models, and
+``RAGSWEEP_JUDGE_BASE_URL`` / ``RAGSWEEP_JUDGE_API_KEY`` for the judge (the generator's
+endpoint and key when unset). Keys never leave the environment: they are not parameters,
+and every message that could quote one is redacted.
+
+``Chat`` keeps ``concurrency`` requests in flight, retries 408/409/429/5xx, timeouts and
+dropped connections with exponential backoff (honouring ``Retry-After``), and reports each
+request's text, token usage, latency and number of calls, or its error: a failed request
+is a result, not an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from ragsweep.core import progress
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.fromdict import build
+from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE
+
+log = logging.getLogger("ragsweep")
+logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line (and a URL) per request
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MAX_WAIT_S = 60.0  # the longest back-off or Retry-After we wait before one retry
+RETRY_STATUS = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How ragsweep uses models: the answer prompt and sampling, the judge model (empty: no
+    judge), and the transport. Plain data, so it travels as a pipeline parameter."""
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    system_prompt: str = ANSWER_SYSTEM_PROMPT
+    prompt_template: str = ANSWER_TEMPLATE
+    judge: str = ""
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, source: str = "llm settings") -> LLMSettings:
+        """Build and validate settings from plain data; absent or null fields keep defaults."""
+        settings = build(cls, data, source)
+        settings.validate(source)
+        return settings
+
+    def validate(self, source: str = "llm settings") -> None:
+        problems = [
+            (not 0 <= self.temperature <= 2, "temperature", "must be between 0 and 2"),
+            (self.max_tokens < 1, "max_tokens", "must be positive"),
+            (self.concurrency < 1, "concurrency", "must be positive"),
+            (self.timeout_s <= 0, "timeout_s", "must be positive"),
+            (self.max_retries < 0, "max_retries", "must not be negative"),
+            (self.backoff_s < 0, "backoff_s", "must not be negative"),
+        ]
+        for placeholder in ("{context}", "{question}"):
+            missing = placeholder not in self.prompt_template
+            problems.append((missing, "prompt_template", f"must contain {placeholder}"))
+        for failed, name, problem in problems:
+            if failed:
+                raise RagsweepError(f"{source}: field '{name}': {problem}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def answer_settings(self) -> dict[str, Any]:
+        """What shapes an answer besides the model, question and context: cache key and record."""
+        keys = ("temperature", "max_tokens", "system_prompt", "prompt_template")
+        return {key: getattr(self, key) for key in keys}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A model at an OpenAI-compatible base URL; the key stays out of reprs and messages."""
+
+    model: str
+    base_url: str
+    api_key: str = field(default="", repr=False)
+    role: str = "LLM"  # which RAGSWEEP_<role>_* variables it came from
+
+    @classmethod
+    def from_env(cls, model: str, role: str = "LLM") -> Endpoint:
+        """The endpoint serving ``model`` for ``role`` (``LLM``, ``JUDGE`` or ``EMBEDDING``).
+
+        The judge falls back to the generator's base URL, and to its key only when it falls
+        back to its URL too: a key is never sent to a host it was not given for.
+        """
+        env = os.environ
+        base_url = env.get(f"RAGSWEEP_{role}_BASE_URL", "")
+        api_key = env.get(f"RAGSWEEP_{role}_API_KEY", "")
+        if role != "LLM" and not base_url:
+            base_url = env.get("RAGSWEEP_LLM_BASE_URL", "")
+            api_key = api_key or env.get("RAGSWEEP_LLM_API_KEY", "")
+        if not base_url:
+            raise RagsweepError(
+                f"model {model!r}: no endpoint; set RAGSWEEP_{role}_BASE_URL to an "
+                "OpenAI-compatible base URL, e.g. http://localhost:8000/v1"
+            )
+        return cls(model=model, base_url=base_url.rstrip("/"), api_key=api_key, role=role)
+
+    @property
+    def where(self) -> str:
+        """The base URL without any user:password part, for messages and records."""
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key and the URL's credentials replaced."""
+        if self.api_key:
+            text = text.replace(self.api_key, "***")
+        return text.replace(self.base_url, self.where)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One request's outcome: the text, or the error after the last retry."""
+
+    text: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None  # of the request that answered
+    calls: int = 0  # requests sent, retries included
+    error: str | None = None
+
+
+def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
+    """Fail fast, with one line, when the endpoint cannot be reached or refuses the key.
+
+    Asks ``GET {base_url}/models``; a server without that route is still reachable. A
+    served model list that lacks the model is worth a warning, not a failure (gateways list
+    only some of what they route).
+    """
+    variable = f"RAGSWEEP_{endpoint.role}_BASE_URL"
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    try:
+        response = httpx.get(f"{endpoint.base_url}/models", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        reason = endpoint.redact(str(exc) or type(exc).__name__)
+        raise RagsweepError(
+            f"the {endpoint.role.lower()} endpoint {endpoint.where} is unreachable ({reason}): "
+            f"check {variable}"
+        ) from None
+    if response.status_code in (401, 403):
+        raise RagsweepError(
+            f"the {endpoint.role.lower()} endpoint {endpoint.where} refused the API key "
+            f"(HTTP {response.status_code}): check RAGSWEEP_{endpoint.role}_API_KEY"
+        )
+    try:
+        served = [m["id"] for m in response.json()["data"]] if response.is_success else []
+    except (ValueError, KeyError, TypeError):
+        served = []
+    if served and endpoint.model not in served:
+        log.warning("%s lists no model %r, only %s", endpoint.where, endpoint.model, served)
+
+
+def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: float) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After``
+    (seconds, an HTTP date, or ``retry-after-ms``) when it gives one, else exponential
+    backoff with jitter; never more than ``MAX_WAIT_S``."""
+    headers = httpx.Headers(headers or {})
+    wait = None
+    if "retry-after-ms" in headers:
+        try:
+            wait = float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            wait = None
+    if wait is None and "retry-after" in headers:
+        value = headers["retry-after"]
+        try:
+            wait = float(value)
+        except ValueError:
+            try:
+                wait = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                wait = None
+    if wait is None:
+        wait = backoff_s * 2**attempt * random.uniform(0.5, 1.0)
+    return min(max(wait, 0.0), MAX_WAIT_S)
+
+
+class Chat:
+    """One model at one endpoint: chat requests, retried, many in flight."""
+
+    def __init__(self, endpoint: Endpoint, settings: LLMSettings) -> None:
+        self.endpoint = endpoint
+        self.settings = settings
+        self.json_mode = True  # ask for a JSON object, until the server refuses the option
+        self._llm = None
+
+    def run(
+        self, items: Sequence[T], work: Callable[[T], Awaitable[R]], what: str = "requests"
+    ) -> list[R]:
+        """``work(item)`` for every item, at most ``concurrency`` at a time; results in order."""
+        done = 0
+        step = max(1, len(items) // 4)  # a progress line per quarter
+
+        async def one(item: T, slots: asyncio.Semaphore) -> R:
+            nonlocal done
+            async with slots:
+                result = await work(item)
+            done += 1
+            if done % step == 0 or done == len(items):
+                log.info("%s: %d/%d %s", self.endpoint.model, done, len(items), what)
+            return result
+
+        async def main() -> list[R]:
+            slots = asyncio.Semaphore(self.settings.concurrency)
+            async with self._session():
+                return list(await asyncio.gather(*(one(item, slots) for item in items)))
+
+        progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
+        return asyncio.run(main()) if items else []
+
+    def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
+        """One request, waited for (for callers that are not async)."""
+        return self.run([messages], lambda m: self.ask(m, **options))[0]
+
+    @asynccontextmanager
+    async def _session(self):
+        from llama_index.llms.openai_like import OpenAILike
+
+        limits = httpx.Limits(max_connections=self.settings.concurrency)
+        async with httpx.AsyncClient(timeout=self.settings.timeout_s, limits=limits) as http:
+            self._llm = OpenAILike(
+                model=self.endpoint.model,
+                api_base=self.endpoint.base_url,
+                # never None: the OpenAI client would read OPENAI_API_KEY and send it here
+                api_key=self.endpoint.api_key or "none",
+                is_chat_model=True,
+                max_retries=0,  # retried here, where calls are counted and Retry-After read
+                timeout=self.settings.timeout_s,
+                async_http_client=http,
+            )
+            try:
+                yield
+            finally:
+                self._llm = None
+
+    async def ask(
+        self,
+        messages: list[tuple[str, str]],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        json_object: bool = False,
+    ) -> Reply:
+        """Send (role, content) messages; retry what can be retried; never raise for HTTP.
+        Counted as one of ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included)."""
+        try:
+            return await self._ask(messages, temperature, max_tokens, json_object)
+        finally:
+            progress.advance(progress.LLM_CALLS)
+
+    async def _ask(
+        self,
+        messages: list[tuple[str, str]],
+        temperature: float,
+        max_tokens: int | None,
+        json_object: bool,
+    ) -> Reply:
+        import openai
+        from llama_index.core.llms import ChatMessage
+
+        chat = [ChatMessage(role=role, content=content) for role, content in messages]
+        options: dict[str, Any] = {"temperature": temperature}
+        if max_tokens:
+            options["max_tokens"] = max_tokens
+        calls = retries = 0
+        while True:
+            as_json = json_object and self.json_mode
+            extra = {"response_format": {"type": "json_object"}} if as_json else {}
+            calls += 1
+            started = time.monotonic()
+            try:
+                response = await self._llm.achat(chat, **options, **extra)
+            except openai.APIStatusError as exc:
+                if as_json and exc.status_code in (400, 422):
+                    log.info("%s refused response_format; asking without", self.endpoint.where)
+                    self.json_mode = False
+                    continue
+                status = exc.status_code
+                retryable = status in RETRY_STATUS or status >= 500
+                if not retryable or retries >= self.settings.max_retries:
+                    return Reply(calls=calls, error=self._error(f"HTTP {status}", exc, calls))
+                wait = retry_delay(exc.response.headers, retries, self.settings.backoff_s)
+            except openai.APIConnectionError as exc:  # timeouts included
+                if retries >= self.settings.max_retries:
+                    timeout = isinstance(exc, openai.APITimeoutError)
+                    kind = "timed out" if timeout else "no connection"
+                    return Reply(calls=calls, error=self._error(kind, exc, calls))
+                wait = retry_delay(None, retries, self.settings.backoff_s)
+            except (ValueError, LookupError, TypeError, AttributeError) as exc:
+                # a 200 whose body is no chat completion (a proxy's page, a cut-off body)
+                return Reply(calls=calls, error=self._error("malformed response", exc, calls))
+            else:
+                usage = response.additional_kwargs
+                return Reply(
+                    text=response.message.content or "",
+                    prompt_tokens=usage.get("prompt_tokens"),
+                    completion_tokens=usage.get("completion_tokens"),
+                    latency_s=time.monotonic() - started,
+                    calls=calls,
+                )
+            retries += 1
+            await asyncio.sleep(wait)
+
+    def _error(self, kind: str, exc: Exception, calls: int) -> str:
+        detail = " ".join(str(exc).split())[:300]
+        return self.endpoint.redact(f"{kind} after {calls} call(s): {detail}")

@@ -1,0 +1,3 @@
+"""Results: the results database, test-set curation, exports, the HTML report, MLflow
+tracking, regression comparison, deployable patterns. Imports the layers below it (up to
+``sweep``)."""

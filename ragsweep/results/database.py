@@ -1,0 +1,724 @@
+"""The results database: test sets (every edit kept), runs, per-question results and
+leaderboards, on SQLite, PostgreSQL or Oracle Database through one SQLAlchemy Core schema.
+
+The URL comes from ``--store``, else ``RAGSWEEP_STORE_URL``, else a SQLite file in the
+user's data folder. Tables are created when missing (``create_all`` only adds, never
+alters or drops), and a nullable column added since a store was created is added to it, so
+older stores keep working (their rows read null there). Publishing a run is one transaction:
+either all of it is stored or none.
+
+Portable across the three backends: ``TIMESTAMP(timezone=True)`` (Oracle's ``DATE`` drops
+fractions and zone), every ``String`` has a length, identity keys are ``BigInteger`` with an
+``Integer`` variant on SQLite, JSON is native (SQLAlchemy >= 2.1 renders it for Oracle), and
+since Oracle stores ``''`` as NULL, optional text is written as NULL when empty and required
+text (an answer) reads back ``''`` from NULL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine
+
+from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
+
+log = logging.getLogger("ragsweep")
+
+ENV = "RAGSWEEP_STORE_URL"
+DEFAULT_STORE_CONNECTION = "ragsweep-results-store"  # the Secret a cluster run reads ENV from
+# `ragsweep run` names its local runs: the run folder's name and when it started
+RUN_ID_ENV, STARTED_ENV = "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"
+STORE_VERSION = "1"
+CONNECT_TIMEOUT_S = 5
+
+ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+WHEN = sa.TIMESTAMP(timezone=True)
+
+metadata = sa.MetaData()
+
+
+def _key() -> sa.Column:
+    return sa.Column("id", ID, sa.Identity(), primary_key=True)
+
+
+meta_table = sa.Table(
+    "ragsweep_meta",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("setting", sa.String(400), nullable=False),
+)
+
+testsets = sa.Table(
+    "ragsweep_testsets",
+    metadata,
+    _key(),
+    # the file name, or generated-<YYYYMMDD>-<hash8>; never empty (Oracle makes '' NULL)
+    sa.Column("name", sa.String(1000), nullable=False, unique=True),
+    sa.Column("created_at", WHEN, nullable=False),
+)
+
+testset_items = sa.Table(
+    "ragsweep_testset_items",
+    metadata,
+    _key(),
+    sa.Column("testset_id", ID, sa.ForeignKey("ragsweep_testsets.id"), nullable=False),
+    sa.Column("question_id", sa.String(200), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),  # 1, then +1 per edit or deletion
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("deleted", sa.Boolean, nullable=False),
+    sa.Column("question", sa.Text),
+    sa.Column("reference_answers", sa.JSON),
+    sa.Column("reference_doc_ids", sa.JSON),
+    sa.Column("reference_context", sa.Text),
+    sa.Column("topic", sa.String(400)),
+    sa.Column("question_type", sa.String(100)),
+    sa.Column("created_at", WHEN, nullable=False),
+    sa.Column("question_version", sa.String(64)),  # the test set's; null in older stores
+    # null in stores made before test-set curation moved here
+    sa.Column("gold_spans", sa.JSON),  # [{doc_id, start, end}]
+    sa.Column("conversation_history", sa.Text),  # JSON text, as Giskard gives it
+    sa.Column("item_position", sa.Integer),  # order in the set; added questions go last
+    sa.UniqueConstraint("testset_id", "question_id", "version", name="ragsweep_item_version"),
+)
+
+runs = sa.Table(
+    "ragsweep_runs",
+    metadata,
+    _key(),
+    sa.Column("run_id", sa.String(200), nullable=False, unique=True),
+    sa.Column("sweep_key", sa.String(64), nullable=False, index=True),
+    sa.Column("pipeline_run_id", sa.String(200)),
+    sa.Column("testset_id", ID, sa.ForeignKey("ragsweep_testsets.id")),
+    sa.Column("status", sa.String(20), nullable=False),  # succeeded | failed
+    sa.Column("started_at", WHEN),
+    sa.Column("finished_at", WHEN),
+    sa.Column("optimization_metric", sa.String(100)),
+    sa.Column("best_config_id", sa.String(64)),
+    sa.Column("best_label", sa.String(400)),
+    sa.Column("settings", sa.JSON),
+)
+
+results = sa.Table(
+    "ragsweep_results",
+    metadata,
+    _key(),
+    sa.Column("run_pk", ID, sa.ForeignKey("ragsweep_runs.id"), nullable=False, index=True),
+    sa.Column("config_id", sa.String(64), nullable=False),
+    sa.Column("question_id", sa.String(200), nullable=False),
+    sa.Column("item_version", sa.Integer),
+    sa.Column("question_version", sa.String(64)),  # null in results stored before it
+    sa.Column("cluster_doc", sa.String(1000)),  # CLUSTER is reserved in Oracle
+    sa.Column("topic", sa.String(400)),
+    sa.Column("question_type", sa.String(100)),
+    sa.Column("answer", sa.Text),
+    sa.Column("retrieved_doc_ids", sa.JSON),
+    sa.Column("scores", sa.JSON),  # every metric, cost and judge field, by name
+)
+
+leaderboards = sa.Table(
+    "ragsweep_leaderboards",
+    metadata,
+    _key(),
+    sa.Column("run_pk", ID, sa.ForeignKey("ragsweep_runs.id"), nullable=False, index=True),
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("config_id", sa.String(64), nullable=False),
+    sa.Column("label", sa.String(400), nullable=False),
+    sa.Column("config", sa.JSON),
+    sa.Column("questions", sa.Integer),
+    sa.Column("tied_with_best", sa.Boolean),
+    sa.Column("p_value", sa.Float),
+    sa.Column("figures", sa.JSON),  # means, intervals and costs, by column name
+    sa.UniqueConstraint("run_pk", "config_id", name="ragsweep_leaderboard_config"),
+)
+
+
+def default_url() -> str:
+    from platformdirs import user_data_dir
+
+    return f"sqlite:///{Path(user_data_dir('ragsweep')) / 'results.db'}"
+
+
+def resolve_url(url: str | None = None) -> str:
+    """``url``, else ``RAGSWEEP_STORE_URL``, else the default SQLite file."""
+    return url or os.environ.get(ENV) or default_url()
+
+
+def _scrub(text: str, url: URL) -> str:
+    return text.replace(url.password, "***") if url.password else text
+
+
+def connect(url: str | None = None) -> Engine:
+    """An engine on the store, tables created when missing; a dead server fails fast."""
+    raw = resolve_url(url)
+    try:
+        parsed = sa.make_url(raw)
+    except sa.exc.ArgumentError:
+        raise RagsweepError(
+            f"results store: not a database URL: {safe_url(raw)!r}; expected e.g. "
+            "sqlite:///results.db, postgresql+psycopg://user:pw@host/db, "
+            "oracle+oracledb://user:pw@host:1521/?service_name=FREEPDB1"
+        ) from None
+    backend = parsed.get_backend_name()
+    connect_args: dict[str, Any] = {}
+    if backend == "postgresql":
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    elif backend == "oracle":
+        connect_args.update(tcp_connect_timeout=CONNECT_TIMEOUT_S, retry_count=0)
+    elif backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+        with engine.begin() as conn:
+            metadata.create_all(conn, checkfirst=True)
+            _add_new_columns(conn)
+            _check_version(conn)
+    except sa.exc.NoSuchModuleError:
+        raise RagsweepError(
+            f"results store {safe_url(parsed)}: no driver for {parsed.drivername!r}; "
+            "use postgresql+psycopg://, oracle+oracledb:// or sqlite:///"
+        ) from None
+    except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DatabaseError) as exc:
+        reason = _scrub(str(exc.orig or exc).strip().splitlines()[0], parsed)
+        raise RagsweepError(
+            f"results store {safe_url(parsed)}: cannot connect or prepare tables: {reason}"
+        ) from None
+    return engine
+
+
+def _add_new_columns(conn: Connection) -> None:
+    """Add the nullable columns a store created by an older ragsweep lacks."""
+    inspector = sa.inspect(conn)
+    for table in metadata.sorted_tables:
+        present = {c["name"].lower() for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name.lower() in present:
+                continue
+            if not column.nullable:
+                raise RagsweepError(
+                    f"results store: table {table.name} lacks column {column.name}; "
+                    "it was made by another program or an unknown ragsweep"
+                )
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(sa.text(f"ALTER TABLE {table.name} ADD {column.name} {kind}"))
+            log.info("results store: added column %s.%s", table.name, column.name)
+
+
+def _check_version(conn: Connection) -> None:
+    found = conn.execute(
+        sa.select(meta_table.c.setting).where(meta_table.c.name == "store_version")
+    ).scalar()
+    if found is None:
+        conn.execute(meta_table.insert().values(name="store_version", setting=STORE_VERSION))
+    elif int(found) > int(STORE_VERSION):
+        raise RagsweepError(
+            f"results store: written by a newer ragsweep (store version {found}, this one "
+            f"reads {STORE_VERSION}); upgrade ragsweep"
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _text(value: str | None) -> str | None:
+    """Optional text as every backend stores it: '' is NULL (as Oracle makes it)."""
+    return value or None
+
+
+def _json_safe(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _item_hash(row: dict) -> str:
+    fields = ["question", "reference_answers", "reference_doc_ids", "reference_context"]
+    content = {k: row.get(k) for k in fields + ["topic", "question_type"]}
+    content["reference_context"] = _text(content["reference_context"])
+    # present only when not empty, so that items stored before these fields keep their hash
+    if row.get("gold_spans"):
+        content["gold_spans"] = [dict(s) for s in row["gold_spans"]]
+    if _text(row.get("conversation_history")) not in (None, "[]"):
+        content["conversation_history"] = row["conversation_history"]
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def check_name(name: str | None) -> str:
+    """A test set's name, refused when empty or blank (Oracle would store '' as NULL)."""
+    if not name or not name.strip():
+        raise RagsweepError(
+            f"results store: a test set needs a name, got {name!r}: the file name, or "
+            "generated-<YYYYMMDD>-<hash> for a generated one"
+        )
+    return name
+
+
+def save_testset(
+    conn: Connection, name: str, testset: pa.Table, deletions: bool = True
+) -> tuple[int, dict[str, int]]:
+    """Store the test set's items under ``name`` (not empty): a new version for each changed
+    item, and (with ``deletions``) a deletion version for each item no longer there.
+    Returns its id and each item's version."""
+    check_name(name)
+    found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
+    testset_id = (
+        found
+        or conn.execute(
+            testsets.insert().values(name=name, created_at=_now())
+        ).inserted_primary_key[0]
+    )
+    latest: dict[str, tuple[int, str, bool, int | None]] = {}
+    rows = conn.execute(
+        sa.select(
+            testset_items.c.question_id,
+            testset_items.c.version,
+            testset_items.c.content_hash,
+            testset_items.c.deleted,
+            testset_items.c.item_position,
+        ).where(testset_items.c.testset_id == testset_id)
+    )
+    for question_id, version, content_hash, deleted, position in rows:
+        if question_id not in latest or version > latest[question_id][0]:
+            latest[question_id] = (version, content_hash, deleted, position)
+    # a question new to the set (or back after a deletion) goes after every stored one
+    last = max((p for _, _, _, p in latest.values() if p is not None), default=-1)
+    now, inserts, versions = _now(), [], {}
+    for row in testset.to_pylist():
+        qid, content_hash = row["question_id"], _item_hash(row)
+        version, old_hash, deleted, position = latest.get(qid, (0, None, True, None))
+        if content_hash != old_hash or deleted:
+            if deleted:
+                last += 1
+                position = last
+            version += 1
+            inserts.append(
+                {
+                    "testset_id": testset_id,
+                    "question_id": qid,
+                    "version": version,
+                    "content_hash": content_hash,
+                    "deleted": False,
+                    "question": row["question"],
+                    "reference_answers": row["reference_answers"],
+                    "reference_doc_ids": row["reference_doc_ids"],
+                    "reference_context": _text(row["reference_context"]),
+                    "topic": _text(row["topic"]),
+                    "question_type": _text(row["question_type"]),
+                    "created_at": now,
+                    "question_version": row.get("question_version"),
+                    "gold_spans": [dict(s) for s in row.get("gold_spans") or []],
+                    "conversation_history": _text(row.get("conversation_history")),
+                    "item_position": position,
+                }
+            )
+        versions[qid] = version
+    for qid, (version, content_hash, deleted, position) in latest.items():
+        if deletions and qid not in versions and not deleted:
+            inserts.append(
+                {
+                    "testset_id": testset_id,
+                    "question_id": qid,
+                    "version": version + 1,
+                    "content_hash": content_hash,
+                    "deleted": True,
+                    **dict.fromkeys(["question", "reference_answers", "reference_doc_ids"]),
+                    **dict.fromkeys(["reference_context", "topic", "question_type"]),
+                    **dict.fromkeys(["gold_spans", "conversation_history"]),
+                    "created_at": now,
+                    "question_version": None,
+                    "item_position": position,
+                }
+            )
+    if inserts:
+        conn.execute(testset_items.insert(), inserts)
+    return testset_id, versions
+
+
+def publish(
+    engine: Engine,
+    run_id: str,
+    leaderboard: pa.Table,
+    run_results: pa.Table,
+    testset: pa.Table,
+    pipeline_run_id: str | None = None,
+    started_at: datetime | None = None,
+) -> str:
+    """Store a finished run in one transaction; a run stored before under ``run_id`` (a
+    retried step) is replaced. Its test set goes under its file name (``stored_name``): a new
+    version of each question that changed (e.g. resolved against the documents); the
+    questions the run left out (a sample, unresolved ones) stay. Returns ``run_id``."""
+    from ragsweep.documents.testsets import stored_name
+
+    settings = settings_of(leaderboard)
+    best = leaderboard.slice(0, 1).to_pylist()[0] if leaderboard.num_rows else {}
+    name = stored_name(settings.get("testset", ""), testset, (started_at or _now()).date())
+    with engine.begin() as conn:
+        # a run's questions may be a sample, or leave unresolved ones out: none is deleted
+        testset_id, versions = save_testset(conn, name, testset, deletions=False)
+        _delete_run(conn, run_id)
+        run_pk = conn.execute(
+            runs.insert().values(
+                run_id=run_id,
+                sweep_key=settings.get("sweep_key", ""),
+                pipeline_run_id=_text(pipeline_run_id),
+                testset_id=testset_id,
+                status="succeeded",
+                started_at=started_at,
+                finished_at=_now(),
+                optimization_metric=settings.get("optimization_metric"),
+                best_config_id=best.get("config_id"),
+                best_label=best.get("label"),
+                settings=settings,
+            )
+        ).inserted_primary_key[0]
+        _insert_results(conn, run_pk, run_results, versions)
+        _insert_leaderboard(conn, run_pk, leaderboard)
+    log.info("stored run %s in %s", run_id, safe_url(engine.url))
+    return run_id
+
+
+def record_failed(engine: Engine, run_id: str, settings: dict, started_at: datetime) -> None:
+    """Note a run that ended without results, so that "latest successful" skips it."""
+    with engine.begin() as conn:
+        _delete_run(conn, run_id)
+        conn.execute(
+            runs.insert().values(
+                run_id=run_id,
+                sweep_key=settings.get("sweep_key", ""),
+                status="failed",
+                started_at=started_at,
+                finished_at=_now(),
+                optimization_metric=settings.get("optimization_metric"),
+                settings=settings,
+            )
+        )
+
+
+def _delete_run(conn: Connection, run_id: str) -> None:
+    pk = conn.execute(sa.select(runs.c.id).where(runs.c.run_id == run_id)).scalar()
+    if pk is not None:
+        conn.execute(results.delete().where(results.c.run_pk == pk))
+        conn.execute(leaderboards.delete().where(leaderboards.c.run_pk == pk))
+        conn.execute(runs.delete().where(runs.c.id == pk))
+
+
+# RESULTS columns with a column of their own; every other one goes into ``scores`` (JSON)
+_STORED = {"config_id", "question_id", "question_version", "cluster", "topic", "question_type"}
+_STORED |= {"answer"}
+_STORED |= {"retrieved_doc_ids"}
+
+
+def _insert_results(
+    conn: Connection, run_pk: int, table: pa.Table, versions: dict[str, int]
+) -> None:
+    rows = []
+    for row in table.to_pylist():
+        rows.append(
+            {
+                "run_pk": run_pk,
+                "config_id": row["config_id"],
+                "question_id": row["question_id"],
+                "item_version": versions.get(row["question_id"]),
+                "question_version": row.get("question_version"),
+                "cluster_doc": _text(row["cluster"]),
+                "topic": _text(row["topic"]),
+                "question_type": _text(row["question_type"]),
+                "answer": _text(row["answer"]),
+                "retrieved_doc_ids": row["retrieved_doc_ids"],
+                "scores": {k: _json_safe(v) for k, v in row.items() if k not in _STORED},
+            }
+        )
+    if rows:
+        conn.execute(results.insert(), rows)
+
+
+def _insert_leaderboard(conn: Connection, run_pk: int, table: pa.Table) -> None:
+    config_names = [name for name, _ in CONFIG_FIELDS if name not in ("config_id", "label")]
+    own = {"rank", "config_id", "label", "questions", "tied_with_best", "p_value", *config_names}
+    rows = [
+        {
+            "run_pk": run_pk,
+            "rank": row["rank"],
+            "config_id": row["config_id"],
+            "label": row["label"],
+            "config": {k: row[k] for k in config_names},
+            "questions": row["questions"],
+            "tied_with_best": row["tied_with_best"],
+            "p_value": _json_safe(row["p_value"]),
+            "figures": {k: _json_safe(v) for k, v in row.items() if k not in own},
+        }
+        for row in table.to_pylist()
+    ]
+    if rows:
+        conn.execute(leaderboards.insert(), rows)
+
+
+def _run_pk(conn: Connection, run_id: str) -> tuple[int, dict]:
+    row = conn.execute(
+        sa.select(runs.c.id, runs.c.settings, runs.c.status).where(runs.c.run_id == run_id)
+    ).first()
+    if row is None:
+        raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")
+    if row.status != "succeeded":
+        raise RagsweepError(f"results store: run {run_id!r} {row.status}: it has no results")
+    return row.id, row.settings or {}
+
+
+def load_leaderboard(engine: Engine, run_id: str) -> pa.Table:
+    """A stored run's leaderboard, as the rank step wrote it (settings in its metadata)."""
+    with engine.connect() as conn:
+        pk, settings = _run_pk(conn, run_id)
+        stored = conn.execute(
+            sa.select(leaderboards).where(leaderboards.c.run_pk == pk).order_by(leaderboards.c.rank)
+        ).mappings()
+        rows = [
+            {
+                **(r["figures"] or {}),
+                **(r["config"] or {}),
+                **{k: r[k] for k in ("rank", "config_id", "label", "questions", "tied_with_best")},
+                "p_value": r["p_value"],
+            }
+            for r in stored
+        ]
+    table = pa.Table.from_pylist(rows, schema=LEADERBOARD)
+    return table.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
+
+
+def load_results(engine: Engine, run_id: str) -> pa.Table:
+    """A stored run's per-question results."""
+    with engine.connect() as conn:
+        pk, _ = _run_pk(conn, run_id)
+        stored = conn.execute(
+            sa.select(results).where(results.c.run_pk == pk).order_by(results.c.id)
+        ).mappings()
+        rows = [
+            {
+                **(r["scores"] or {}),
+                **{k: r[k] for k in ("config_id", "question_id", "question_version", "topic")},
+                "cluster": r["cluster_doc"],
+                "question_type": r["question_type"],
+                "answer": r["answer"] or "",
+                "retrieved_doc_ids": r["retrieved_doc_ids"] or [],
+            }
+            for r in stored
+        ]
+    return pa.Table.from_pylist(rows, schema=RESULTS)
+
+
+def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
+    """The latest runs first: id, status, times, metric and best configuration."""
+    columns = [
+        runs.c.run_id,
+        runs.c.status,
+        runs.c.started_at,
+        runs.c.finished_at,
+        runs.c.optimization_metric,
+        runs.c.best_label,
+        runs.c.pipeline_run_id,
+        runs.c.sweep_key,
+    ]
+    query = sa.select(*columns).order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    with engine.connect() as conn:
+        return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str | None:
+    """The newest succeeded run of the same sweep (same documents, test set, space and
+    metric), other than ``exclude``; None when there is none."""
+    query = (
+        sa.select(runs.c.run_id)
+        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .order_by(runs.c.finished_at.desc(), runs.c.id.desc())
+    )
+    if exclude:
+        query = query.where(runs.c.run_id != exclude)
+    with engine.connect() as conn:
+        return conn.execute(query.limit(1)).scalar()
+
+
+def open_run(ref: str, url: str | None = None) -> tuple[pa.Table, pa.Table]:
+    """A run's (leaderboard, results): from a run folder when ``ref`` is one, else from the
+    store by run id."""
+    from ragsweep.core.schemas import read_table
+
+    folder = Path(ref)
+    if folder.is_dir():
+        for name in ("leaderboard", "results"):
+            if not (folder / f"{name}.arrow").is_file():
+                raise RagsweepError(f"{folder}: no {name}.arrow here; is it a ragsweep run folder?")
+        return (
+            read_table(folder / "leaderboard.arrow", "leaderboard"),
+            read_table(folder / "results.arrow", "results"),
+        )
+    engine = connect(url)
+    return load_leaderboard(engine, ref), load_results(engine, ref)
+
+
+def current_run_id(pipeline_run_id: str) -> str:
+    """The id this run is stored under: the local run folder's name, else the KFP run id."""
+    return os.environ.get(RUN_ID_ENV) or pipeline_run_id
+
+
+def publish_from_step(
+    leaderboard: pa.Table,
+    run_results: pa.Table,
+    testset: pa.Table,
+    pipeline_run_id: str,
+) -> str:
+    """The publish step: store the run when ``RAGSWEEP_STORE_URL`` is set, else skip.
+    Returns the stored run id, or '' when skipped. The start time is known for local runs
+    (``ragsweep run`` sets it); on a cluster the KFP run named by ``pipeline_run_id`` has it."""
+    url = os.environ.get(ENV)
+    if not url:
+        log.info("no results store configured (%s is unset): run not published", ENV)
+        return ""
+    started = os.environ.get(STARTED_ENV)
+    return publish(
+        connect(url),
+        current_run_id(pipeline_run_id),
+        leaderboard,
+        run_results,
+        testset,
+        pipeline_run_id=pipeline_run_id,
+        started_at=datetime.fromisoformat(started) if started else None,
+    )
+
+
+def find_runs(
+    engine: Engine,
+    sweep_key: str | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
+    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    query = sa.select(
+        runs.c.run_id,
+        runs.c.status,
+        runs.c.started_at,
+        runs.c.finished_at,
+        runs.c.optimization_metric,
+        runs.c.best_config_id,
+        runs.c.best_label,
+        runs.c.pipeline_run_id,
+        runs.c.sweep_key,
+    )
+    if sweep_key:
+        query = query.where(runs.c.sweep_key == sweep_key)
+    if status:
+        query = query.where(runs.c.status == status)
+    when = sa.func.coalesce(runs.c.started_at, runs.c.finished_at)
+    if since:
+        query = query.where(when >= since)
+    if until:
+        query = query.where(when < until)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    with engine.connect() as conn:
+        return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
+    """One run's row: id, status, times, metric, best configuration, test set name, settings."""
+    query = (
+        sa.select(runs, testsets.c.name.label("testset_name"))
+        .select_from(runs.outerjoin(testsets, runs.c.testset_id == testsets.c.id))
+        .where(runs.c.run_id == run_id)
+    )
+    with engine.connect() as conn:
+        row = conn.execute(query).mappings().first()
+    if row is None:
+        raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")
+    return dict(row)
+
+
+def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
+    """The succeeded runs of a sweep, oldest first, each with its best configuration's
+    score on the run's metric and that score's interval (``score``, ``low``, ``high``)."""
+    query = (
+        sa.select(
+            runs.c.run_id,
+            runs.c.finished_at,
+            runs.c.optimization_metric,
+            leaderboards.c.label,
+            leaderboards.c.figures,
+        )
+        .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
+        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(leaderboards.c.rank == 1)
+        .order_by(runs.c.finished_at, runs.c.id)
+    )
+    out = []
+    with engine.connect() as conn:
+        for r in conn.execute(query).mappings():
+            metric, figures = r["optimization_metric"] or "", r["figures"] or {}
+            out.append(
+                {
+                    "run_id": r["run_id"],
+                    "finished_at": r["finished_at"],
+                    "metric": metric,
+                    "label": r["label"],
+                    "score": figures.get(metric),
+                    "low": figures.get(f"{metric}_low"),
+                    "high": figures.get(f"{metric}_high"),
+                }
+            )
+    return out
+
+
+def load_run_testset(engine: Engine, run_id: str) -> pa.Table:
+    """The questions a stored run was scored on, as the test set held them then (the item
+    version each result names)."""
+    from ragsweep.core.schemas import TESTSET
+
+    with engine.connect() as conn:
+        pk, _ = _run_pk(conn, run_id)
+        testset_id = conn.execute(sa.select(runs.c.testset_id).where(runs.c.id == pk)).scalar()
+        used = conn.execute(
+            sa.select(results.c.question_id, results.c.item_version)
+            .where(results.c.run_pk == pk)
+            .distinct()
+        ).all()
+        items = conn.execute(
+            sa.select(testset_items).where(testset_items.c.testset_id == testset_id)
+        ).mappings()
+        by_version = {(r["question_id"], r["version"]): r for r in items}
+    rows, seen = [], set()
+    for question_id, version in sorted(used, key=lambda u: u[0]):
+        item = by_version.get((question_id, version))
+        if item is None or question_id in seen:
+            continue
+        seen.add(question_id)
+        rows.append(testset_row(item))
+    return pa.Table.from_pylist(rows, schema=TESTSET)
+
+
+def testset_row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored item version (a ``testset_items`` row) as a TESTSET row: what was saved, with
+    empty lists for the lists a store made before curation lacks, and the question version
+    computed from the content when the store predates versions."""
+    from ragsweep.documents.testsets import question_version
+
+    row = {
+        "question_id": item["question_id"],
+        "question": item["question"] or "",
+        "reference_answers": item["reference_answers"] or [],
+        "reference_doc_ids": item["reference_doc_ids"] or [],
+        "reference_context": item["reference_context"],
+        "gold_spans": item["gold_spans"] or [],
+        "question_type": item["question_type"],
+        "topic": item["topic"],
+        "conversation_history": item["conversation_history"],
+    }
+    row["question_version"] = item["question_version"] or question_version(row)
+    return row

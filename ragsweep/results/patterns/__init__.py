@@ -1,0 +1,258 @@
+"""Patterns you can run: the top configurations of a sweep, each as a folder a user deploys.
+
+``patterns/<rank>-<config_id>/`` holds ``pattern.json`` (Red Hat AutoRAG's fields where
+they mean the same, and ragsweep's own under ``ragsweep``), ``evaluation_results.json``
+(AutoRAG's per-question shape), and ``indexing.py`` / ``inference.py``: the scripts beside
+this module, with the pattern's settings written into their ``SETTINGS`` line. The scripts
+use llama-index, the embedding model and the store's client, never ragsweep.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
+from ragsweep.sweep.space import SearchSpace
+
+SCRIPTS = ("indexing.py", "inference.py")
+SETTINGS_LINE = "SETTINGS: dict = {}  # ragsweep writes this pattern's settings here\n"
+RRF_K = 60  # ragsweep.retrieval.search.hybrid's default
+NO_RERANKER = "none"
+
+
+def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -> dict[str, Any]:
+    """What the scripts need to rebuild configuration ``row`` (a leaderboard row)."""
+    store = row.get("vector_store") or "memory"
+    settings: dict[str, Any] = {
+        "config_id": row["config_id"],
+        "chunker": row["chunker"],
+        "chunk_size": row["chunk_size"],
+        "chunk_overlap": row["chunk_overlap"],
+        "embedding_model": row["embedding_model"],
+        "query_prefix": row.get("query_prefix") or "",
+        "passage_prefix": row.get("passage_prefix") or "",
+        "vector_store": store,
+        "index": row.get("index") or "exact",
+        "distance": row.get("distance") or "cosine",
+        "top_k": row["top_k"],
+        "search_type": row["search_type"],
+        "reranker": row.get("reranker") or NO_RERANKER,
+        "rerank_fetch_k": row.get("rerank_fetch_k"),
+        "answerer": row["answerer"],
+        "temperature": llm.temperature,
+        "max_tokens": llm.max_tokens,
+        "system_prompt": llm.system_prompt,
+        "prompt_template": llm.prompt_template,
+    }
+    if row["search_type"] == "mmr":
+        # the sweep's MMR picks from as many candidates as its deepest Top K, if more
+        fetch_k = max(row["mmr_fetch_k"], *space.top_ks)
+        settings.update(mmr_lambda=row["mmr_lambda"], mmr_fetch_k=fetch_k)
+    if row["search_type"] == "hybrid":
+        settings["rrf_k"] = RRF_K
+    if store == "milvus":
+        settings["milvus_index"] = milvus_index(settings["index"], settings["distance"])
+    if store == "pgvector":
+        settings["pgvector_index"] = pgvector_index(settings["index"])
+    if store == "oracle":
+        settings["oracle_index"] = oracle_index(settings["index"])
+    return settings
+
+
+def milvus_index(label: str, distance: str) -> dict[str, Any]:
+    """Milvus's index type, metric, build and search parameters of index ``label``, and the
+    analyzer and BM25 parameters of the store's full-text search (hybrid's keyword side)."""
+    from ragsweep.retrieval.vector_stores.milvus import (
+        ANALYZER,
+        BM25_PARAMS,
+        INDEX_TYPES,
+        METRICS,
+        index_params,
+    )
+    from ragsweep.sweep.space import parse_index_label
+
+    spec = parse_index_label(label)
+    build, search = index_params(spec)
+    return {
+        "index_type": INDEX_TYPES[spec.kind],
+        "metric_type": METRICS[distance],
+        "build": build,
+        "search": search,
+        "analyzer": ANALYZER,
+        "bm25": BM25_PARAMS,
+    }
+
+
+def pgvector_index(label: str) -> dict[str, Any]:
+    """The pgvector index kind of ``label`` and its parameters, the store's defaults filled
+    in (build: ``m``, ``ef_construction``, ``nlist``; search: ``ef_search``, ``nprobe``)."""
+    from ragsweep.retrieval.vector_stores.pgvector import PgvectorStore, check_kind
+    from ragsweep.sweep.space import parse_index_label
+
+    spec = parse_index_label(label)
+    return {
+        "kind": spec.kind,
+        "params": {**PgvectorStore.INDEXES[check_kind(spec.kind)], **spec.params},
+    }
+
+
+def oracle_index(label: str) -> dict[str, Any]:
+    """The Oracle index kind of ``label`` and its parameters, the store's defaults filled
+    in (build: ``m``, ``ef_construction``, ``nlist``, ``target_accuracy``; search:
+    ``ef_search``, ``nprobe``)."""
+    from ragsweep.retrieval.vector_stores.oracle import OracleStore
+    from ragsweep.sweep.space import parse_index_label
+
+    spec = parse_index_label(label)
+    return {"kind": spec.kind, "params": {**OracleStore.INDEXES[spec.kind], **spec.params}}
+
+
+def pattern_json(
+    row: dict[str, Any], settings: dict[str, Any], metric: str, configs: int
+) -> dict[str, Any]:
+    """``pattern.json``: AutoRAG's ``name``, ``settings`` (vector_store, chunking, embedding,
+    retrieval, generation), ``scores`` (mean, ci_low, ci_high) and ``final_score``, with
+    ragsweep's settings, rank and statistics under ``ragsweep``."""
+    answerer = row["answerer"]
+    scores = {
+        m: {"mean": row[m], "ci_low": row[f"{m}_low"], "ci_high": row[f"{m}_high"]}
+        for m in METRICS
+        if row.get(m) is not None
+    }
+    return {
+        "name": f"{row['rank']}-{row['config_id']}",
+        "max_combinations": configs,
+        "settings": {
+            "vector_store": {"datasource_type": settings["vector_store"]},
+            "chunking": {
+                "method": settings["chunker"],
+                "chunk_size": settings["chunk_size"],
+                "chunk_overlap": settings["chunk_overlap"],
+            },
+            "embedding": {
+                "model_id": settings["embedding_model"],
+                "distance_metric": settings["distance"],
+            },
+            "retrieval": {
+                "method": "simple" if row["search_type"] == "similarity" else row["search_type"],
+                "number_of_chunks": settings["top_k"],
+            },
+            "generation": {
+                "model_id": answerer.removeprefix("llm:") if answerer.startswith("llm:") else "",
+                "context_template_text": "{document}",
+                "user_message_text": settings["prompt_template"],
+                "system_message_text": settings["system_prompt"],
+            },
+        },
+        "scores": scores,
+        "final_score": row[metric],
+        "ragsweep": {
+            "rank": row["rank"],
+            "label": row["label"],
+            "optimization_metric": metric,
+            "questions": row["questions"],
+            "tied_with_best": row["tied_with_best"],
+            "p_value": row["p_value"],
+            **settings,
+        },
+    }
+
+
+def evaluation_results(
+    config_id: str, results: pa.Table, answers: pa.Table, testset: pa.Table, documents: pa.Table
+) -> list[dict[str, Any]]:
+    """AutoRAG's ``evaluation_results.json`` of one configuration: per question, the
+    question, its correct answers, the answer, the retrieved chunks (``answer_contexts``:
+    text and document id, best first) and its scores (the metrics it has)."""
+    texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
+    asked = {
+        r["question_id"]: r
+        for r in testset.select(["question_id", "question", "reference_answers"]).to_pylist()
+    }
+    spans = {
+        r["question_id"]: r["retrieved_spans"] or []
+        for r in answers.filter(pc.equal(answers["config_id"], config_id))
+        .select(["question_id", "retrieved_spans"])
+        .to_pylist()
+    }
+    mine = results.filter(pc.equal(results["config_id"], config_id))
+    out = []
+    for r in mine.select(["question_id", "answer", *METRICS]).to_pylist():
+        question = asked[r["question_id"]]
+        out.append(
+            {
+                "question_id": r["question_id"],
+                "question": question["question"],
+                "correct_answers": question["reference_answers"],
+                "answer": r["answer"],
+                "answer_contexts": [
+                    {"text": texts[s["doc_id"]][s["start"] : s["end"]], "document_id": s["doc_id"]}
+                    for s in spans.get(r["question_id"], [])
+                ],
+                "scores": {m: r[m] for m in METRICS if r[m] is not None},
+            }
+        )
+    return out
+
+
+def write_patterns(
+    folder: Path,
+    leaderboard: pa.Table,
+    results: pa.Table,
+    answers: pa.Table,
+    testset: pa.Table,
+    documents: pa.Table,
+    space: SearchSpace,
+    llm: LLMSettings,
+    count: int = DEFAULT_PATTERNS,
+) -> list[Path]:
+    """Write the ``count`` best configurations of ``leaderboard`` as pattern folders under
+    ``folder``; return them, best first."""
+    metric = settings_of(leaderboard)["optimization_metric"]
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for row in leaderboard.slice(0, check_count(count)).to_pylist():
+        settings = script_settings(row, space, llm)
+        where = folder / f"{row['rank']}-{row['config_id']}"
+        where.mkdir(exist_ok=True)
+        pattern = pattern_json(row, settings, metric, leaderboard.num_rows)
+        dump(pattern, where / "pattern.json")
+        evaluated = evaluation_results(row["config_id"], results, answers, testset, documents)
+        dump(evaluated, where / "evaluation_results.json")
+        for script in SCRIPTS:
+            (where / script).write_text(fill(script, settings), encoding="utf-8")
+        written.append(where)
+    return written
+
+
+def fill(script: str, settings: dict[str, Any]) -> str:
+    """The script ``script`` beside this module with ``settings`` in its SETTINGS line."""
+    template = (Path(__file__).parent / script).read_text(encoding="utf-8")
+    if SETTINGS_LINE not in template:
+        raise RuntimeError(f"{script}: the template has no SETTINGS line")
+    lines = "".join(f"    {key!r}: {value!r},\n" for key, value in settings.items())
+    return template.replace(SETTINGS_LINE, f"SETTINGS: dict = {{\n{lines}}}\n")
+
+
+def dump(data: Any, path: Path) -> None:
+    """``data`` as JSON, NaN as null (a metric nothing measured)."""
+    text = json.dumps(plain(data), indent=2, ensure_ascii=False, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def plain(data: Any) -> Any:
+    if isinstance(data, float) and math.isnan(data):
+        return None
+    if isinstance(data, dict):
+        return {k: plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    return data

@@ -1,0 +1,172 @@
+"""Search types over one chunk set in one vector store: each ranks every question's chunks.
+
+A ranking is as deep as the largest Top K, and every Top K is a prefix of it, so one ranking
+per (chunk set, store and index, search type, parameters) serves the whole Top K grid.
+Similarity is the store's search; MMR re-ranks the store's ``mmr_fetch_k`` candidates here;
+hybrid fuses the store's ``FUSION_DEPTH`` nearest chunks with as many from a keyword search
+(the store's full-text search, else BM25 here) by reciprocal rank fusion. Nothing here holds
+a questions x chunks matrix: memory is bounded by blocks of questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from ragsweep.core.text import words
+from ragsweep.retrieval.vector_stores import Hits, VectorStore
+from ragsweep.retrieval.vector_stores.memory import BLOCK_BYTES, top
+
+FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+
+
+@dataclass
+class Index:
+    """What a search type may use: a store loaded with the chunk set, and the unit vectors
+    and texts of the questions and the chunks."""
+
+    store: VectorStore
+    question_vectors: np.ndarray
+    chunk_vectors: np.ndarray
+    questions: list[str]
+    chunk_texts: list[str]
+    # what does not depend on the store (BM25 and its rankings), kept by the copies made
+    # for each store with ``dataclasses.replace(index, store=...)``
+    shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def nearest(self, depth: int) -> Hits:
+        """The store's ``depth`` nearest chunks of every question (cached per depth)."""
+        if depth not in self._nearest:
+            self._nearest[depth] = self.store.search(self.question_vectors, depth)
+        return self._nearest[depth]
+
+    def keywords(self, depth: int) -> Hits:
+        """The ``depth`` best chunks of every question by keywords: the store's full-text
+        search, else BM25 over ``text.words`` (built and ranked once for every store);
+        chunks sharing no word are left out."""
+        found = self.store.keyword_search(self.questions, depth)
+        if found is not None:
+            return found
+        if depth not in self.shared:
+            if "bm25" not in self.shared:
+                self.shared["bm25"] = BM25(self.chunk_texts)
+            self.shared[depth] = self.shared["bm25"].top(self.questions, depth)
+        return self.shared[depth]
+
+    @cached_property
+    def _nearest(self) -> dict[int, Hits]:
+        return {}
+
+
+Ranker = Callable[..., np.ndarray]  # (index, depth, **params) -> chunk indices, best first
+
+
+def similarity(index: Index, depth: int) -> np.ndarray:
+    """Chunks by similarity to the question, as the store finds them."""
+    return index.nearest(depth).ids
+
+
+def mmr(index: Index, depth: int, mmr_lambda: float = 0.5, mmr_fetch_k: int = 20) -> np.ndarray:
+    """Maximal marginal relevance: from the store's ``mmr_fetch_k`` nearest chunks, greedily
+    pick the one most similar to the question and least similar to those already picked."""
+    candidates = index.nearest(max(mmr_fetch_k, depth)).ids
+    depth = min(depth, candidates.shape[1])
+    out = np.full((len(candidates), depth), -1, dtype=np.int64)
+    for q, cand in enumerate(candidates):
+        cand = cand[cand >= 0]
+        vectors = index.chunk_vectors[cand]
+        relevance = vectors @ index.question_vectors[q]
+        redundancy = vectors @ vectors.T
+        closest = np.zeros(len(cand))  # similarity to the nearest chunk picked so far
+        picked = np.zeros(len(cand), dtype=bool)
+        for rank in range(min(depth, len(cand))):
+            score = mmr_lambda * relevance - (1 - mmr_lambda) * closest
+            score[picked] = -np.inf
+            best = int(np.argmax(score))
+            picked[best] = True
+            out[q, rank] = cand[best]
+            closest = np.maximum(closest, redundancy[best]) if rank else redundancy[best].copy()
+    return out
+
+
+def hybrid(index: Index, depth: int, rrf_k: int = 60) -> np.ndarray:
+    """The store's nearest chunks and the keyword search's best, ``FUSION_DEPTH`` of each,
+    fused by reciprocal rank fusion: score = sum over the rankings holding the chunk of
+    1 / (rrf_k + its rank there)."""
+    depth = min(depth, len(index.chunk_vectors))
+    pool = max(FUSION_DEPTH, depth)
+    rankings = [index.nearest(pool).ids, index.keywords(pool).ids]
+    out = np.full((len(rankings[0]), depth), -1, dtype=np.int64)
+    for q in range(len(out)):
+        fused: dict[int, float] = {}
+        for ranking in rankings:
+            for rank, chunk in enumerate(ranking[q].tolist(), start=1):
+                if chunk >= 0:
+                    fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (rrf_k + rank)
+        best = sorted(fused, key=lambda c: (-fused[c], c))[:depth]
+        out[q, : len(best)] = best
+    return out
+
+
+class BM25:
+    """Okapi BM25 over the content words of ``text.words``: a sparse chunks x words matrix
+    of weights, scored against blocks of queries."""
+
+    def __init__(self, documents: list[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.vocabulary: dict[str, int] = {}
+        rows, cols = [], []
+        for d, text in enumerate(documents):
+            for word in words(text):
+                rows.append(d)
+                cols.append(self.vocabulary.setdefault(word, len(self.vocabulary)))
+        shape = (len(documents), max(len(self.vocabulary), 1))
+        tf = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+        tf.sum_duplicates()
+        lengths = np.asarray(tf.sum(axis=1)).ravel()
+        df = np.bincount(tf.indices, minlength=shape[1])
+        idf = np.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
+        norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+        row_of = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
+        tf.data = tf.data * (k1 + 1) / (tf.data + norm[row_of]) * idf[tf.indices]
+        self.weights_t = tf.T.tocsr()  # words x chunks
+
+    def scores(self, queries: list[str]) -> sparse.csr_matrix:
+        """BM25 score of every chunk for each query: a sparse queries x chunks matrix."""
+        rows, cols = [], []
+        for q, text in enumerate(queries):
+            for word in set(words(text)):
+                if word in self.vocabulary:
+                    rows.append(q)
+                    cols.append(self.vocabulary[word])
+        shape = (len(queries), self.weights_t.shape[0])
+        asked = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+        return (asked @ self.weights_t).tocsr()
+
+    def top(self, queries: list[str], k: int) -> Hits:
+        """Each query's ``k`` best chunks with a positive score, by blocks of queries."""
+        chunks = self.weights_t.shape[1]
+        k = min(k, chunks)
+        out = Hits.empty(len(queries), k)
+        rows = max(1, BLOCK_BYTES // (4 * max(chunks, 1)))
+        for start in range(0, len(queries), rows):
+            block = self.scores(queries[start : start + rows]).toarray().astype(np.float32)
+            ids = top(block, k)
+            found = np.take_along_axis(block, ids, axis=1)
+            positive = found > 0
+            out.ids[start : start + len(block)] = np.where(positive, ids, -1)
+            out.scores[start : start + len(block)] = np.where(positive, found, -np.inf)
+        return out
+
+
+SEARCH_TYPES: dict[str, Ranker] = {"similarity": similarity, "mmr": mmr, "hybrid": hybrid}
+
+
+def rank_chunks(index: Index, search_type: str, depth: int, **params: Any) -> np.ndarray:
+    """Rank chunks for every question with ``search_type``: shape (questions, depth), -1
+    where the store found fewer chunks."""
+    return SEARCH_TYPES[search_type](index, depth, **params)

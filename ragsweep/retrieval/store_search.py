@@ -1,0 +1,139 @@
+"""Search one chunk set in one vector store and index: load it, rank every search setting,
+time the store's searches, drop the collection; and how the result compares with exact
+search (``overlap``, the rows' ``recall_vs_exact``).
+
+A store's failure, whatever its client raises, becomes one ``RagsweepError`` naming the
+store, the index and the collection, with any URL's credentials left out; the collection is
+dropped all the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import DEFAULT_STORE, config_id
+from ragsweep.retrieval.search import Index, rank_chunks
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+
+log = logging.getLogger("ragsweep")
+
+LATENCY_SAMPLE = 100  # questions whose similarity search is timed alone, per store and index
+RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.results.database.RUN_ID_ENV, set by `ragsweep run`
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What one (store, index) gave: a ranking per search setting (questions x depth), the
+    seconds its index took to build, each question's search latency (NaN: not timed), and
+    the candidates handed to a reranker per search setting (questions x fetch_k)."""
+
+    rankings: dict[tuple, np.ndarray]
+    build_s: float
+    latency_ms: np.ndarray
+    candidates: dict[tuple, np.ndarray] = field(default_factory=dict)
+
+
+def collection_name(chunk_config_id: str, store: str, index: IndexSpec, distance: str) -> str:
+    """``rs_<chunk set>_<index hash>_<run>``: unique per run, chunk set and index; the run is
+    ``RAGSWEEP_RUN_ID`` (made safe for every store's identifiers) or a short random id."""
+    index_hash = config_id({"store": store, "index": index.label(), "distance": distance})[:8]
+    run = re.sub(r"[^a-z0-9]", "_", os.environ.get(RUN_ID_ENV, "").lower())
+    if len(run) > 24:
+        run = config_id({"run": run})
+    return f"rs_{chunk_config_id}_{index_hash}_{run or uuid.uuid4().hex[:8]}"
+
+
+def search_store(
+    name: str,
+    spec: IndexSpec,
+    collection: str,
+    distance: str,
+    inputs: Index,
+    searches: list[tuple],
+    depth: int,
+    keep: bool = False,
+    reranked: tuple[tuple, ...] = (),
+    fetch_k: int = 0,
+) -> Searched:
+    """Load the chunk set of ``inputs`` into ``collection`` of store ``name`` with index
+    ``spec``; rank every search setting of ``searches`` (search type, params) ``depth``
+    deep, and those of ``reranked`` ``fetch_k`` deep (a reranker's candidates); time the
+    first ``LATENCY_SAMPLE`` questions' similarity searches, one question at a time; drop
+    the collection unless ``keep`` (never kept after a failure)."""
+    where = f"vector store {name} ({spec.label()}, collection {collection})"
+    try:
+        store = open_store(name, collection, distance)
+    except RagsweepError:
+        raise  # a store's own message: the variable to set
+    except Exception as exc:
+        raise _store_error(where, exc) from None
+    failed = True
+    try:
+        start = time.perf_counter()
+        store.create(inputs.chunk_vectors, inputs.chunk_texts, spec)
+        build_s = time.perf_counter() - start
+        index = replace(inputs, store=store)
+        rankings = {
+            search: rank_chunks(index, search[0], depth, **dict(search[1])) for search in searches
+        }
+        candidates = {
+            search: rankings[search]
+            if fetch_k == depth and search in rankings
+            else rank_chunks(index, search[0], fetch_k, **dict(search[1]))
+            for search in reranked
+        }
+        latency = np.full(len(inputs.questions), np.nan)
+        for q in range(min(LATENCY_SAMPLE, len(latency))):
+            start = time.perf_counter()
+            store.search(inputs.question_vectors[q : q + 1], depth)
+            latency[q] = (time.perf_counter() - start) * 1000
+        failed = False
+    except RagsweepError as exc:
+        raise RagsweepError(f"{where}: {exc}") from None
+    except Exception as exc:
+        raise _store_error(where, exc) from None
+    finally:
+        if failed or not keep:
+            try:
+                store.drop()
+            except Exception as exc:  # the error that stopped the search matters more
+                log.warning("%s: could not drop the collection: %s", where, _scrub(str(exc)))
+        else:
+            log.info("kept collection %s in %s (%s)", collection, name, spec.label())
+    if name != DEFAULT_STORE:
+        log.info(
+            "%s %s: index built in %.2f s, median similarity search %.2f ms",
+            name,
+            spec.label(),
+            build_s,
+            float(np.nanmedian(latency)) if len(latency) else float("nan"),
+        )
+    return Searched(rankings, build_s, latency, candidates)
+
+
+def _store_error(where: str, exc: Exception) -> RagsweepError:
+    log.debug("%s failed", where, exc_info=exc)
+    return RagsweepError(f"{where} failed: {type(exc).__name__}: {_scrub(str(exc))}")
+
+
+def _scrub(text: str) -> str:
+    """``text`` without the credentials of any URL in it (``scheme://user:password@``)."""
+    return re.sub(r"://[^/\s@]+@", "://***@", text)
+
+
+def overlap(found: np.ndarray, exact: np.ndarray) -> list[float | None]:
+    """Per question, the share of exact search's chunks (``exact``, -1 padded) that
+    ``found`` holds: 1.0 when the store found the same top k; None when exact found none."""
+    out: list[float | None] = []
+    for mine, truth in zip(found.tolist(), exact.tolist(), strict=True):
+        truth = {i for i in truth if i >= 0}
+        out.append(len(truth.intersection(mine)) / len(truth) if truth else None)
+    return out

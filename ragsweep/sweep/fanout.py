@@ -1,0 +1,144 @@
+"""How the pipeline's loops divide the work.
+
+The chunk configurations are dealt into *groups*, one fan-out branch each: when the loop's
+parallelism is bounded (a laptop, or ``--parallelism N`` on a cluster) there are that many
+groups, so each step process loads its embedding model once for several chunk sets instead
+of once per set; unbounded, one configuration per group, one pod each. A group's chunk sets
+travel in one folder artifact, one Arrow file per set, so a step holds one set at a time.
+
+When the documents exceed ``shard_bytes``, each chunk set is also embedded in *shards*:
+contiguous runs of documents of about equal size, one parallel step each, whose vectors the
+chunk sets' own steps then read instead of embedding them again.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep.core.schemas import read_table, write_table
+
+
+def group_chunk_configs(configs: list[dict[str, Any]], groups: int) -> list[dict[str, Any]]:
+    """The fan-out's items: ``configs`` dealt into ``groups`` groups of nearly equal size
+    (0: one group per configuration), each ``{"group": n, "chunk_configs": [...]}``.
+    Configurations of one embedding model are kept together, so a group loads few models."""
+    if groups < 0:
+        raise ValueError(f"groups must be 0 (one per configuration) or more, not {groups}")
+    count = len(configs) if groups == 0 else min(groups, len(configs))
+    ordered = sorted(configs, key=lambda c: c["embedding_model"])  # stable: plan order within
+    size, extra = divmod(len(ordered), max(count, 1))
+    items, start = [], 0
+    for n in range(count):
+        stop = start + size + (n < extra)
+        items.append({"group": n, "chunk_configs": ordered[start:stop]})
+        start = stop
+    return items
+
+
+def document_ranges(sizes: list[int], shard_bytes: int) -> list[tuple[int, int]]:
+    """Contiguous (first, stop) row ranges of documents of ``sizes`` bytes, of about equal
+    total size, as many as it takes for each to hold about ``shard_bytes``; one range, the
+    whole, when they fit in one (or ``shard_bytes`` is 0: never shard)."""
+    total = sum(sizes)
+    if not shard_bytes or total <= shard_bytes or len(sizes) < 2:
+        return [(0, len(sizes))]
+    count = min(math.ceil(total / shard_bytes), len(sizes))
+    ranges, first, seen = [], 0, 0
+    for row, size in enumerate(sizes):
+        seen += size
+        cut = total * (len(ranges) + 1) / count
+        rows_left, ranges_left = len(sizes) - row - 1, count - len(ranges) - 1
+        if len(ranges) < count - 1 and (seen >= cut or rows_left == ranges_left):
+            ranges.append((first, row + 1))
+            first = row + 1
+    ranges.append((first, len(sizes)))
+    return ranges
+
+
+# The pipeline's default embedding_shard_bytes: some 20,000 chunks of 256 tokens, about
+# seven minutes of a 2-core CPU pod's embedding at ~48 chunks/s (README, "Performance").
+DEFAULT_SHARD_BYTES = 20_000_000
+# `ragsweep run`'s default: never shard. kfp.local runs the shards one after another, each a
+# process loading the model, so on one machine they only add time (the synthetic 10,000
+# documents: 202.5 s sharded against 163.2 s, benchmarks/README.md); on a cluster they are pods.
+LOCAL_SHARD_BYTES = 0
+
+# The shard list when nothing is sharded. kfp.local (2.17) registers no outputs for a loop
+# of no iterations, so a Collected of it fails: the loop runs once, embedding nothing.
+NO_SHARD: dict[str, Any] = {"shard": 0, "shards": 0}
+
+
+def is_shard(item: dict[str, Any]) -> bool:
+    """Whether a shard item has documents to embed (``NO_SHARD`` has none)."""
+    return bool(item.get("shards"))
+
+
+def shard_items(
+    chunk_configs: list[dict[str, Any]], documents: pa.Table, shard_bytes: int
+) -> list[dict[str, Any]]:
+    """The shard loop's items: every chunk configuration x document range when the
+    documents' text exceeds ``shard_bytes`` (0: never), else none. Each item:
+    ``{"chunk_config": ..., "shard": n, "shards": count, "first": row, "stop": row}``;
+    ``[NO_SHARD]`` when nothing is sharded."""
+    if shard_bytes < 0:
+        raise ValueError(f"shard bytes must be 0 (never shard) or more, not {shard_bytes}")
+    sizes = pc.binary_length(documents.column("text")).to_pylist() if documents.num_rows else []
+    ranges = document_ranges([s or 0 for s in sizes], shard_bytes)
+    if len(ranges) < 2:
+        return [NO_SHARD]
+    return [
+        {"chunk_config": config, "shard": n, "shards": len(ranges), "first": a, "stop": b}
+        for config in chunk_configs
+        for n, (a, b) in enumerate(ranges)
+    ]
+
+
+def shard_documents(documents: pa.Table, item: dict[str, Any]) -> pa.Table:
+    """The documents of one shard item."""
+    first, stop = int(item["first"]), int(item["stop"])
+    if not 0 <= first <= stop <= documents.num_rows:
+        raise ValueError(f"shard rows {first}:{stop} outside the {documents.num_rows} documents")
+    return documents.slice(first, stop - first)
+
+
+def chunk_set_path(folder: str | Path, chunk_config_id: str) -> Path:
+    """Where a group's chunks artifact (a folder) keeps one chunk set."""
+    return Path(folder) / f"{chunk_config_id}.arrow"
+
+
+def question_vectors(folder: str | Path) -> Path:
+    """Where a group's chunks folder keeps its questions' vectors (embedding-cache layout)."""
+    return Path(folder) / "questions"
+
+
+def write_chunk_set(table: pa.Table, folder: str | Path, chunk_config_id: str) -> Path:
+    """Write one chunk set into a group's chunks folder."""
+    return write_table(table, chunk_set_path(folder, chunk_config_id), "chunks")
+
+
+def read_chunk_set(folder: str | Path, chunk_config_id: str) -> pa.Table:
+    """One chunk set of a group's chunks folder (memory-mapped)."""
+    return read_table(chunk_set_path(folder, chunk_config_id), "chunks")
+
+
+def merge_folders(folders: list[str | Path], target: str | Path) -> int:
+    """Copy the shards (and their indexes) of embedding-cache ``folders`` into one folder of
+    the same layout, ``target``; the number of shards copied. Shard names are unique, so
+    nothing is overwritten."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for folder in map(Path, folders):
+        for path in sorted(folder.glob("*/*")):
+            if path.suffix in (".arrow", ".idx"):
+                into = target / path.parent.name
+                into.mkdir(exist_ok=True)
+                shutil.copyfile(path, into / path.name)
+                copied += path.suffix == ".arrow"
+    return copied

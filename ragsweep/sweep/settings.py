@@ -1,0 +1,151 @@
+"""Everything a run is asked to do, in one place: the pipeline's parameters, what a run
+folder records in ``settings.json``, and what is stored with its results."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ragsweep import __version__
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import config_id
+from ragsweep.documents.qagen import QASettings
+from ragsweep.evaluation import statistics
+from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
+from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
+from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
+
+DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
+
+
+def check_count(patterns: int, source: str = "--patterns") -> int:
+    """``patterns`` when it is a count of patterns to write (0: none); else a clear error."""
+    if isinstance(patterns, bool) or not isinstance(patterns, int) or patterns < 0:
+        raise RagsweepError(
+            f"{source}: expected 0 or a positive number of patterns, got {patterns!r}"
+        )
+    return patterns
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    docs: str  # a folder or s3://bucket/prefix
+    testset: str  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key; "": generate
+    space: SearchSpace = field(default_factory=SearchSpace)
+    optimization_metric: str = AUTO_METRIC  # auto: the judge's correctness, if judged
+    max_configs: int = DEFAULT_MAX_CONFIGS  # AutoRAG's optimization_max_rag_patterns; 0: any
+    max_document_bytes: int = 0  # 0: every document
+    max_questions: int = 0  # 0: every question
+    max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
+    seed: int = 42  # for both samples
+    skip_unresolved: bool = False  # leave out questions whose references match no document
+    embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
+    cache_max_gb: float = 0.0  # the embedding cache's cap; least recently used evicted; 0: none
+    baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
+    keep_collections: bool = False  # keep the vector stores' collections after retrieval
+    llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
+    qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
+    parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
+    patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
+    embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
+    more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
+
+    def __post_init__(self) -> None:
+        check_metric(self.optimization_metric)
+        if self.parallelism < 1:
+            raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
+        if self.max_llm_calls < 0:
+            raise RagsweepError(
+                f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
+            )
+        if self.cache_max_gb < 0:
+            raise RagsweepError(
+                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
+                f"not {self.cache_max_gb:g}"
+            )
+        if self.embedding_shard_bytes < 0:
+            raise RagsweepError(
+                "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
+                f"more, not {self.embedding_shard_bytes}"
+            )
+        self.space.check_budget(self.max_configs)
+        check_count(self.patterns)
+
+    def pipeline_arguments(self) -> dict[str, Any]:
+        """The pipeline's parameters for this run (locations as keys without a bucket)."""
+        return {
+            "input_data_key": self.docs,
+            "test_data_key": self.testset,
+            **self.space.to_parameters(),
+            "optimization_metric": self.optimization_metric,
+            "optimization_max_rag_patterns": self.max_configs,
+            "max_document_bytes": self.max_document_bytes,
+            "max_questions": self.max_questions,
+            "max_llm_calls": self.max_llm_calls,
+            "seed": self.seed,
+            "skip_unresolved": self.skip_unresolved,
+            "embedding_cache": self.embedding_cache,
+            "cache_max_gb": self.cache_max_gb,
+            "embedding_shard_bytes": self.embedding_shard_bytes,
+            "baseline": self.baseline,
+            "keep_collections": self.keep_collections,
+            "llm": self.llm.to_dict(),
+            "qa_generation": self.qa_generation.to_dict(),
+            "patterns": self.patterns,
+        }
+
+    def record(
+        self, testset: pa.Table | None = None, documents: pa.Table | None = None
+    ) -> dict[str, Any]:
+        """What the run evaluated, stored with its results. ``sweep_key`` identifies the
+        sweep, so that nightly runs of it can be compared: a hash of the settings that change
+        what is measured and of the content of the ``testset`` (its questions' ids and
+        versions) and of the ``documents`` (their texts): moving a file leaves it as it is,
+        editing one changes it. Without those tables (a run that failed before reading
+        them) their locations stand in for their content."""
+        content = {"docs": self.docs, "testset": self.testset}
+        if self.more_docs:
+            content["more_docs"] = list(self.more_docs)
+        if testset is not None and documents is not None:
+            from ragsweep.documents.testsets import fingerprint
+
+            content = {"documents_content": documents_fingerprint(documents)}
+            content["testset_content"] = fingerprint(testset)
+        sweep = {
+            **content,
+            "search_space": self.space.to_dict(),  # with its stores, unless memory alone
+            "optimization_metric": self.optimization_metric,
+            "max_document_bytes": self.max_document_bytes,
+            "max_questions": self.max_questions,
+            "seed": self.seed,
+            "llm": self.llm.to_dict(),
+        }
+        if self.max_llm_calls:  # absent when 0, so the sweep keys of older runs still match
+            sweep["max_llm_calls"] = self.max_llm_calls
+        if not self.testset:
+            sweep["qa_generation"] = self.qa_generation.to_dict()
+        return {
+            **sweep,
+            "docs": self.docs,
+            **({"more_docs": list(self.more_docs)} if self.more_docs else {}),
+            "testset": self.testset,
+            "sweep_key": config_id(sweep),
+            "judge": self.llm.judge or "none (metrics computed without an LLM)",
+            "statistics": {
+                "interval": "95% cluster bootstrap, clusters = first reference document",
+                "test": "step-down max-statistic vs the leader, wild cluster bootstrap",
+                "bootstrap_resamples": statistics.RESAMPLES,
+                "seed": statistics.SEED,
+            },
+            "ragsweep_version": __version__,
+        }
+
+
+def documents_fingerprint(documents: pa.Table) -> str:
+    """A hash of the documents' texts, whatever their ids or order."""
+    hashes = sorted(hashlib.sha256(t.encode()).hexdigest() for t in documents["text"].to_pylist())
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()

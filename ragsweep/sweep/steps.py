@@ -1,0 +1,502 @@
+"""The sweep: chunk, embed and retrieve once per chunk set, then answer and score what the
+configurations retrieved.
+
+Chunks and questions are embedded through the embedding cache (each distinct text once per
+model, and not at all when stored); the chunk set is loaded into each vector store and index
+of the space (``ragsweep.retrieval.store_search``), where one ranking per search type and
+parameters,
+as deep as the largest Top K, serves every K. Answering sees every chunk set's retrievals at once:
+identical (answerer, question, passages) are answered once across the whole grid, and when
+the grid would take more LLM calls than allowed, successive halving
+(``ragsweep.evaluation.halving``)
+decides which configurations answer which questions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragsweep.answering.answerers import get_answerer, uses_model
+from ragsweep.answering.answers import Answer, History, parse_history, with_history
+from ragsweep.answering.contexts import Contexts, codes, group_rows
+from ragsweep.core import progress
+from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, SCORES
+from ragsweep.documents.chunking import chunk_documents
+from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.evaluation import halving
+from ragsweep.evaluation.leaderboard import matrix, resolve_metric
+from ragsweep.evaluation.scoring import score_answers
+from ragsweep.models import embedding
+from ragsweep.models.llm import LLMSettings
+from ragsweep.retrieval.reranking import Reranking
+from ragsweep.retrieval.search import Index
+from ragsweep.retrieval.store_search import collection_name, overlap, search_store
+from ragsweep.retrieval.vector_stores import IndexSpec
+from ragsweep.sweep import fanout
+from ragsweep.sweep.space import SearchSpace, chunk_config_from
+
+log = logging.getLogger("ragsweep")
+
+SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
+EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is measured against
+
+
+def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The search type and parameters of a configuration: configurations that differ only
+    in Top K (or answerer) share one ranking."""
+    return config["search_type"], tuple((k, config[k]) for k in SEARCH_PARAMS if k in config)
+
+
+def target_of(config: dict[str, Any]) -> tuple[str, str]:
+    """The (vector store, index label) a configuration searches."""
+    return config.get("vector_store", DEFAULT_STORE), config.get("index", EXACT[1])
+
+
+def build_chunks(
+    documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache
+) -> pa.Table:
+    """Chunk every document and embed every chunk with the config's model (after the
+    config's passage prefix)."""
+    chunk_config = chunk_config_from(chunk_config)
+    chunks = _chunked(documents, chunk_config)
+    texts = chunks.column("text").to_pylist()
+    vectors = cache.embed(
+        chunk_config["embedding_model"], texts, chunk_config.get("passage_prefix", "")
+    )
+    return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
+
+
+def _chunked(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
+    chunks = chunk_documents(
+        documents,
+        chunk_config["chunker"],
+        chunk_config["chunk_size"],
+        chunk_config["chunk_overlap"],
+        embedding.load_tokenizer(chunk_config["embedding_model"]),
+    )
+    log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
+    return chunks
+
+
+def build_chunk_sets(
+    documents: pa.Table,
+    chunk_configs: list[dict[str, Any]],
+    cache: EmbeddingCache,
+    folder: str | Path,
+    testset: pa.Table | None = None,
+) -> list[str]:
+    """Build the chunk set of each of ``chunk_configs`` in turn (``build_chunks``) into
+    ``folder``, one file each (``ragsweep.sweep.fanout``); the ids written. Only the vectors of the
+    set being built are held: those of earlier sets are read back from ``cache`` (a store)
+    when a later set shares their texts. With a ``testset``, its questions are embedded too
+    (with each config's query prefix, while the model is loaded) and saved in the folder
+    (``fanout.question_vectors``), so that retrieval needs no model."""
+    written = []
+    questions = [with_history(q, h) for q, h in asked(testset)] if testset is not None else []
+    saved, done = EmbeddingCache(fanout.question_vectors(folder)), set()
+    for chunk_config in chunk_configs:
+        chunk_config = chunk_config_from(chunk_config)
+        table = build_chunks(documents, chunk_config, cache)
+        fanout.write_chunk_set(table, folder, chunk_config["chunk_config_id"])
+        written.append(chunk_config["chunk_config_id"])
+        model, prefix = chunk_config["embedding_model"], chunk_config.get("query_prefix", "")
+        if questions and (model, prefix) not in done:
+            saved.save(model, questions, cache.embed(model, questions, prefix), prefix)
+            done.add((model, prefix))
+        if cache.files:
+            cache.known.clear()
+    return written
+
+
+def embed_shard(
+    documents: pa.Table, item: dict[str, Any], cache: EmbeddingCache, out: EmbeddingCache
+) -> int:
+    """Chunk one shard of the documents (a ``fanout.shard_items`` item) as its chunk
+    configuration does, embed the chunks through ``cache`` and save their vectors in
+    ``out``; the number of chunks."""
+    config = chunk_config_from(item["chunk_config"])
+    model, prefix = config["embedding_model"], config.get("passage_prefix", "")
+    log.info(
+        "shard %d/%d of chunk set %s: documents %d:%d",
+        int(item["shard"]) + 1,
+        int(item["shards"]),
+        config["chunk_config_id"],
+        int(item["first"]),
+        int(item["stop"]),
+    )
+    texts = _chunked(fanout.shard_documents(documents, item), config).column("text").to_pylist()
+    out.save(model, texts, cache.embed(model, texts, prefix), prefix)
+    return len(texts)
+
+
+def retrieve_group(
+    folder: str | Path,
+    testset: pa.Table,
+    space: SearchSpace,
+    chunk_configs: list[dict[str, Any]],
+    cache: EmbeddingCache,
+    keep_collections: bool = False,
+) -> pa.Table:
+    """``retrieve`` for each chunk set of a group's chunks ``folder``, one at a time."""
+    tables = []
+    for chunk_config in chunk_configs:
+        chunk_config = chunk_config_from(chunk_config)
+        chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
+        tables.append(retrieve(chunks, testset, space, chunk_config, cache, keep_collections))
+    # one chunk of each column: an IPC file holds one dictionary of passages per column
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def retrieve(
+    chunks: pa.Table,
+    testset: pa.Table,
+    space: SearchSpace,
+    chunk_config: dict[str, Any],
+    cache: EmbeddingCache,
+    keep_collections: bool = False,
+) -> pa.Table:
+    """What every configuration sharing ``chunk_config`` retrieves for every question, one
+    row per config x question (kind ``retrievals``).
+
+    The chunk set is loaded into each (vector store, index) of the space, in a collection
+    named for the run, the chunk set and the index (``collection_name``), dropped once
+    searched unless ``keep_collections``. Each row carries its store's ``recall_vs_exact``
+    (the share of exact search's top k it found, for the same search setting), the time
+    its index took to build, and the question's similarity-search latency (timed alone for
+    the first ``store_search.LATENCY_SAMPLE`` questions; null for the rest). A configuration
+    with a reranker reads its search's first ``rerank_fetch_k`` candidates reordered by it
+    (scored once per step: each (question, chunk text) by an endpoint, each (question,
+    candidate list) by a cross-encoder; its time per question in ``rerank_latency_ms``).
+    A store's or a reranker's failure raises ``RagsweepError`` naming it."""
+    chunk_config = chunk_config_from(chunk_config)
+    if chunks.num_rows == 0:
+        raise ValueError("the chunk set is empty")
+    texts = chunks.column("text").to_pylist()
+    doc_ids = chunks.column("doc_id").to_pylist()
+    questions = [with_history(q, h) for q, h in asked(testset)]
+    question_ids = testset.column("question_id").to_pylist()
+    embeddings = chunks.column("embedding").combine_chunks()  # one matrix, no row objects
+    chunk_vectors = embeddings.flatten().to_numpy().reshape(len(embeddings), -1)
+    inputs = Index(
+        store=None,  # set per store
+        question_vectors=cache.embed(
+            chunk_config["embedding_model"], questions, chunk_config.get("query_prefix", "")
+        ),
+        chunk_vectors=chunk_vectors,
+        questions=questions,
+        chunk_texts=texts,
+    )
+    configs = space.configs(chunk_config)
+    depth = max(c["top_k"] for c in configs)
+    searches = list(dict.fromkeys(search_of(c) for c in configs))
+    reranked = tuple(dict.fromkeys(search_of(c) for c in configs if "reranker" in c))
+    searched = {}  # (store, index label) -> Searched; exact search in memory first
+    for store, spec in [(DEFAULT_STORE, IndexSpec()), *space.targets()]:
+        key = (store, spec.label())
+        if key not in searched:
+            searched[key] = search_store(
+                store,
+                spec,
+                collection_name(chunk_config["chunk_config_id"], store, spec, space.distance),
+                space.distance,
+                inputs,
+                searches,
+                depth,
+                keep_collections and key != EXACT,
+                reranked,
+                space.rerank_fetch_k,
+            )
+    reranking, reordered = Reranking(), {}
+
+    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[np.ndarray, list]:
+        """The ranking ``config`` reads in (store, index) ``key``, and each question's
+        reranking time (None: no reranker); one reranking per target, search, reranker."""
+        search = search_of(config)
+        if "reranker" not in config:
+            return searched[key].rankings[search], [None] * len(questions)
+        at = (key, search, config["reranker"])
+        if at not in reordered:
+            candidates = searched[key].candidates[search]
+            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates)
+            reordered[at] = ranking, ms.tolist()
+        return reordered[at]
+
+    rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
+    for name in ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"):
+        rows[name] = []
+    for config in configs:
+        found = searched[target_of(config)]
+        ranking, rerank_ms = ranked(target_of(config), config)
+        ranking = ranking[:, : config["top_k"]]
+        reference = ranked(EXACT, config)[0][:, : config["top_k"]]
+        rows["config_id"] += [config["config_id"]] * len(question_ids)
+        rows["question_id"] += question_ids
+        rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
+        rows["recall_vs_exact"] += overlap(ranking, reference)
+        rows["query_latency_ms"] += found.latency_ms.tolist()
+        rows["index_build_s"] += [found.build_s] * len(question_ids)
+        rows["rerank_latency_ms"] += rerank_ms
+    picked = rows["retrieved_chunk_ids"]
+    rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
+    offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
+    flat = np.concatenate(picked).astype(np.int32) if picked else np.zeros(0, np.int32)
+    rows["passages"] = pa.ListArray.from_arrays(
+        offsets, pa.DictionaryArray.from_arrays(flat, chunks.column("text").combine_chunks())
+    )
+    spans = pa.StructArray.from_arrays(
+        [chunks.column(n).combine_chunks() for n in ("doc_id", "start", "end")],
+        names=["doc_id", "start", "end"],
+    )
+    rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
+    rows["query_latency_ms"] = pa.array(rows["query_latency_ms"], pa.float64(), from_pandas=True)
+    rows["rerank_latency_ms"] = pa.array(rows["rerank_latency_ms"], pa.float64())
+    log.info(
+        "retrieved for %d configurations x %d questions (%d rankings in each of %d indexes)",
+        len(configs),
+        len(questions),
+        len(searches),
+        len(space.targets()),
+    )
+    return pa.table(rows)
+
+
+def evaluate(
+    retrievals: pa.Table,
+    testset: pa.Table,
+    configs: list[dict[str, Any]],
+    metric: str,
+    settings: LLMSettings | None = None,
+    max_llm_calls: int = 0,
+    seed: int = 42,
+) -> tuple[pa.Table, pa.Table]:
+    """Answer and score what the configurations retrieved: the answers and the scores, one
+    row per config x question.
+
+    Retrieval metrics cover every row. Answers, and the metrics and verdicts that need one,
+    cover the whole grid; or, when that would take more than ``max_llm_calls`` (0: no
+    limit), the rounds of successive halving over the questions in a ``seed``-ed order,
+    promoting by ``metric``: a configuration dropped early has null answers for the rest.
+    The plan and the calls it made are recorded in the scores' metadata
+    (``ragsweep.evaluation``), beside the judge (``ragsweep.evaluation.judge``); model answer
+    settings
+    in the answers' (``ragsweep.answer_settings``).
+
+    The retrievals stay Arrow columns: each round takes its rows by index, and a context is
+    a number (``ragsweep.answering.contexts``) until the answers artifact needs its text.
+    """
+    settings = settings or LLMSettings()
+    metric = resolve_metric(metric, judged=bool(settings.judge))
+    by_id = {c["config_id"]: c for c in configs}
+    config_ids = pc.unique(retrievals["config_id"]).to_pylist()
+    unknown = sorted(set(config_ids) - set(by_id))
+    if unknown:
+        raise ValueError(f"retrievals of configurations not in the search space: {unknown}")
+    answerers = sorted({by_id[c]["answerer"] for c in config_ids})
+    questions = dict(zip(testset["question_id"].to_pylist(), asked(testset), strict=True))
+    order = list(questions)
+    random.Random(seed).shuffle(order)
+    configured = [by_id[c] for c in config_ids]
+    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
+    progress.plan(progress.LLM_CALLS, planned)
+    where = _positions(retrievals, config_ids, order)
+    contexts = Contexts.of_passages(retrievals["passages"])
+    left = np.ones(retrievals.num_rows, dtype=bool)  # not answered yet
+    answered: list[pa.Table] = []
+    scored: list[pa.Table] = []
+    made, judge = 0, None
+
+    def play(alive: list[int], first: int, last: int) -> np.ndarray:
+        """Answer and score one round; its configs x questions matrix of ``metric``."""
+        nonlocal made, judge
+        alive_ids, asked = [config_ids[i] for i in alive], order[first:last]
+        rows = where[np.ix_(alive, range(first, last))].reshape(-1)
+        if (rows < 0).any():
+            c, q = np.argwhere(where[np.ix_(alive, range(first, last))] < 0)[0]
+            raise ValueError(f"no retrieval of question {asked[q]} by {alive_ids[c]}")
+        left[rows] = False
+        answers, calls = _answered(
+            retrievals, rows, contexts, by_id, questions, settings, len(answered)
+        )
+        scores = score_answers(answers, testset, settings, contexts.take(rows))
+        judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
+        made += calls
+        answered.append(answers)
+        scored.append(scores.select(SCORES.names).cast(SCORES))
+        if len(rounds) > 1:
+            log.info(
+                "round %d: %d configurations answered %d questions",
+                len(answered),
+                len(alive_ids),
+                last,
+            )
+        return matrix(scored[-1], metric, alive_ids, asked)
+
+    halving.run(rounds, len(config_ids), play, seed)
+    rest = np.flatnonzero(left)
+    answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
+    answered.append(answers)
+    scores = score_answers(answers, testset, None, contexts.take(rest))
+    scored.append(scores.select(SCORES.names).cast(SCORES))
+    answers = pa.concat_tables(answered)
+    scores = pa.concat_tables(scored)
+    made += pc.sum(scores["judge_llm_calls"]).as_py() or 0
+    record = {
+        "strategy": "successive halving" if len(rounds) > 1 else "full grid",
+        "max_llm_calls": max_llm_calls,
+        "rounds": [{"configs": r.configs, "questions": r.questions} for r in rounds],
+        "planned_llm_calls": planned,  # at most, before shared answers and the reply cache
+        "llm_calls": made,  # requests sent, retries included
+        "promoted_by": metric,
+        "seed": seed,
+    }
+    meta = {"ragsweep.evaluation": json.dumps(record)}
+    if judge:
+        meta["ragsweep.judge"] = judge
+    scores = scores.replace_schema_metadata(meta)
+    if any(uses_model(name) for name in answerers):
+        answer_settings = {"answerers": answerers, **settings.answer_settings()}
+        meta = {"ragsweep.answer_settings": json.dumps(answer_settings)}
+        answers = answers.replace_schema_metadata(meta)
+    return answers, scores
+
+
+def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) -> np.ndarray:
+    """The row of ``retrievals`` holding each configuration x question (questions in
+    ``order``); -1 where there is none. A question not in the test set, or a configuration
+    x question retrieved twice, is an error."""
+    config = codes(retrievals["config_id"], config_ids)
+    question = codes(retrievals["question_id"], order)
+    if (question < 0).any():
+        strays = pc.unique(retrievals["question_id"].filter(pa.array(question < 0)))
+        raise ValueError(f"retrievals of questions not in the test set: {strays.to_pylist()[:5]}")
+    where = np.full((len(config_ids), len(order)), -1, dtype=np.int64)
+    where[config, question] = np.arange(retrievals.num_rows)
+    if (where >= 0).sum() < retrievals.num_rows:
+        raise ValueError("the retrievals hold some configuration x question more than once")
+    return where
+
+
+def plan_evaluation(
+    configs: list[dict[str, Any]], questions: int, settings: LLMSettings, max_llm_calls: int
+) -> tuple[list[halving.Round], int]:
+    """Which configurations answer which questions (``ragsweep.evaluation.halving.plan``) and the
+    LLM
+    calls that takes at most; a budget too small raises ``RagsweepError``."""
+    calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
+    rounds = halving.plan(len(configs), questions, calls_per_answer, max_llm_calls)
+    planned = halving.cost(rounds, calls_per_answer)
+    if len(rounds) > 1:
+        log.info(
+            "successive halving (max_llm_calls=%d): %s configurations x questions, "
+            "at most %d LLM calls",
+            max_llm_calls,
+            halving.describe(rounds),
+            planned,
+        )
+    return rounds, planned
+
+
+# an ANSWERS column for each field of an Answer
+ANSWER_COLUMNS = {
+    "answer": "text",
+    "latency_s": "latency_s",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "llm_calls": "llm_calls",
+    "cached": "cached",
+    "answer_error": "error",
+}
+
+
+def asked(testset: pa.Table) -> list[tuple[str, History]]:
+    """Each question of ``testset`` with its conversation history (empty when it has none)."""
+    histories = (
+        testset["conversation_history"].to_pylist()
+        if "conversation_history" in testset.column_names
+        else [None] * testset.num_rows
+    )
+    return [
+        (question, parse_history(history))
+        for question, history in zip(testset["question"].to_pylist(), histories, strict=True)
+    ]
+
+
+def _answered(
+    retrievals: pa.Table,
+    rows: np.ndarray,
+    contexts: Contexts,
+    by_id: dict[str, dict[str, Any]],
+    questions: dict[str, tuple[str, History]],
+    settings: LLMSettings,
+    number: int | None,
+) -> tuple[pa.Table, int]:
+    """The retrievals of ``rows`` with their answers from round ``number`` (None: left
+    unanswered, null answer columns), and the LLM calls answering made. Rows of the same
+    answerer, question and passages share one answer."""
+    names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
+    carried = (
+        "retrieved_spans",
+        "recall_vs_exact",
+        "query_latency_ms",
+        "index_build_s",
+        "rerank_latency_ms",
+    )
+    names += [n for n in carried if n in retrievals.column_names]
+    batch = retrievals.select(names).take(pa.array(rows, pa.int64()))
+    table: dict[str, Any] = {name: batch[name] for name in names}
+    for name in carried:  # absent from older retrievals: null (no spans: span recall 0)
+        if name not in table:
+            table[name] = pa.nulls(len(rows), ANSWERS.field(name).type)
+    mine = contexts.take(rows)
+    table["context"] = mine.column()
+    table["round"] = (
+        pa.nulls(len(rows), pa.int64())
+        if number is None
+        else pa.array(np.full(len(rows), number, dtype=np.int64))
+    )
+    calls = 0
+    if number is None or not len(rows):
+        for name in ANSWER_COLUMNS:
+            table[name] = pa.nulls(len(rows), ANSWERS.field(name).type)
+    else:
+        answerers = sorted({c["answerer"] for c in by_id.values()})
+        answerer = np.array([answerers.index(c["answerer"]) for c in by_id.values()])
+        answerer = answerer[codes(batch["config_id"], list(by_id))]
+        question = codes(batch["question_id"], list(questions))
+        groups, first = group_rows(np.stack([answerer, question, mine.of_row], axis=1))
+        ids = list(questions)
+        keys = [
+            (answerers[answerer[r]], ids[question[r]], contexts.passages(int(mine.of_row[r])))
+            for r in first
+        ]
+        answers = answer_distinct(set(keys), questions, settings)
+        index = pa.array(groups)
+        for name, field in ANSWER_COLUMNS.items():
+            values = [getattr(answers[key], field) for key in keys]
+            table[name] = pa.array(values, ANSWERS.field(name).type).take(index)
+        calls = sum(a.llm_calls for a in answers.values() if not a.cached)
+    return pa.table([table[f.name] for f in ANSWERS], schema=ANSWERS), calls
+
+
+def answer_distinct(
+    keys: set[tuple[str, str, tuple[str, ...]]],
+    questions: dict[str, tuple[str, History]],
+    settings: LLMSettings,
+) -> dict[tuple[str, str, tuple[str, ...]], Answer]:
+    """Answer each distinct (answerer, question id, passages) once, one batch per answerer,
+    so configurations that retrieve the same passages share one answer; a conversational
+    question goes with its history (``questions``: id -> (question, history))."""
+    answers = {}
+    for name in sorted({key[0] for key in keys}):
+        batch = sorted(key for key in keys if key[0] == name)
+        items = [(questions[q][0], list(passages), questions[q][1]) for _, q, passages in batch]
+        answers.update(zip(batch, get_answerer(name, settings)(items), strict=True))
+    return answers
