@@ -142,8 +142,9 @@ def sweep_pipeline(
             chunk set is embedded in shards of about this size by parallel steps before
             its own step, which then embeds nothing they embedded (0: never shard).
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
-            system_prompt, prompt_template, concurrency. The answer models are
-            generation_models.
+            system_prompt, prompt_template, concurrency, and the deadlines: timeout_s (a
+            request's wait for its answer) and max_retries, judge_timeout_s and
+            judge_max_retries (the judge's). The answer models are generation_models.
         llm_secret_name: The Secret with the URL and key of the OpenAI-compatible endpoint
             (and of the judge's, when elsewhere): manifests/examples/llm-endpoint.yaml.
         qa_generation: How to generate a test set when none is given: llm (model),

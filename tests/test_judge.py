@@ -94,7 +94,7 @@ def test_a_reply_still_unreadable_is_a_judge_error_not_a_crash(llm_server):
 
 def test_a_failed_judge_request_is_a_judge_error(llm_server):
     llm_server.then(Step(status=500), Step(status=500))
-    [verdict] = Judge("judge", LLMSettings(judge="judge", max_retries=1, backoff_s=0)).judge(
+    [verdict] = Judge("judge", LLMSettings(judge="judge", judge_max_retries=1, backoff_s=0)).judge(
         [RIGHT]
     )
     assert verdict.error.startswith("judge request failed: HTTP 500 after 2 call(s)")

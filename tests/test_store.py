@@ -154,8 +154,8 @@ def test_latest_successful_run_skips_failures_other_sweeps_and_the_current_run(t
     b = board()
     key = database.settings_of(b.leaderboard)["sweep_key"]
     publish(engine, b, "night-1")
-    database.record_failed(engine, "night-2", {"sweep_key": key}, datetime.now(UTC))
-    database.record_failed(engine, "other", {"sweep_key": "elsewhere"}, datetime.now(UTC))
+    database.record_unfinished(engine, "night-2", {"sweep_key": key}, datetime.now(UTC))
+    database.record_unfinished(engine, "other", {"sweep_key": "elsewhere"}, datetime.now(UTC))
     publish(engine, b, "night-3")
     assert database.latest_successful(engine, key) == "night-3"
     assert database.latest_successful(engine, key, exclude="night-3") == "night-1"

@@ -88,7 +88,7 @@ def fill(engine: Engine, docs: Path) -> None:
             FIRST_NIGHT + timedelta(days=i),
         )
     settings = {"sweep_key": "other-sweep", "optimization_metric": "answer_correctness"}
-    database.record_failed(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
+    database.record_unfinished(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))
     DatabaseStore(engine).save("curated.json", testset.slice(0, 5))
 
 

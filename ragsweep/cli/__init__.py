@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ragsweep.results.curation import DatabaseStore
 
 LLM_DEFAULTS = LLMSettings()
+LAST_INTERRUPTED = "last"  # --resume alone
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -49,10 +51,26 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         adopt_connections()
+        sys.argv[1:] = resume_alone(sys.argv[1:])
         app()
     except RagsweepError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(2) from None
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+    except KeyboardInterrupt:  # before or after a run's own handling
+        typer.echo("interrupted", err=True)
+        raise SystemExit(130) from None
+
+
+def resume_alone(args: list[str]) -> list[str]:
+    """``--resume`` with no run id after it (the last argument, or another option next)
+    given the value ``last`` (typer has no option whose value is optional)."""
+    out = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        following = args[i + 1] if i + 1 < len(args) else "-"
+        if arg == "--resume" and following.startswith("-"):
+            out.append(LAST_INTERRUPTED)
+    return out
 
 
 def values(text: str) -> list:
@@ -96,9 +114,11 @@ def testsets_in(url: str | None) -> DatabaseStore:
     return DatabaseStore(database.connect(url))
 
 
-def check_endpoints(models: list[str], judge: str, rerankers: tuple[str, ...] = ()) -> None:
+def check_endpoints(
+    models: list[str], judge: str, rerankers: tuple[str, ...] = (), timeout_s: float = 10.0
+) -> None:
     """Fail before the pipeline starts when an endpoint (of a model, the judge, or a
-    ``rerank:<model>`` reranker) is unconfigured or unreachable."""
+    ``rerank:<model>`` reranker) is unconfigured or does not answer within ``timeout_s``."""
     from ragsweep.models.llm import Endpoint, check_reachable
 
     endpoints = [Endpoint.from_env(m) for m in models]
@@ -109,12 +129,14 @@ def check_endpoints(models: list[str], judge: str, rerankers: tuple[str, ...] = 
         if name.startswith("rerank:")
     ]
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
-        check_reachable(endpoint)
+        check_reachable(endpoint, timeout_s)
 
 
 @app.command()
 def run(
-    docs: str = typer.Option(..., help="Documents: a folder or s3://bucket/prefix."),
+    docs: str = typer.Option(
+        None, help="Documents: a folder or s3://bucket/prefix (required unless --resume)."
+    ),
     testset: str = typer.Option(
         "",
         help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key. "
@@ -259,13 +281,41 @@ def run(
         help="Log the sweep to this MLflow tracking URI: a parent run, a child run per "
         "configuration. [default: $MLFLOW_TRACKING_URI, else none]",
     ),
+    resume: str = typer.Option(
+        None,
+        "--resume",
+        help="Resume an interrupted run (its id, under --output; alone: the newest "
+        "interrupted one) with the settings it started with: the steps that finished are "
+        "reused. The other options but --output, --store, --no-store, --mlflow, --top and "
+        "--verbose are ignored.",
+    ),
+    llm_timeout: float = typer.Option(
+        LLM_DEFAULTS.timeout_s, help="Seconds an answer request waits for its answer."
+    ),
+    llm_retries: int = typer.Option(
+        LLM_DEFAULTS.max_retries,
+        help="Tries after the first of an answer request that timed out or failed (429, 5xx).",
+    ),
+    judge_timeout: float = typer.Option(
+        LLM_DEFAULTS.judge_timeout_s, help="Seconds a judge request waits for its verdict."
+    ),
+    judge_retries: int = typer.Option(
+        LLM_DEFAULTS.judge_max_retries, help="Tries after the first of a judge request."
+    ),
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard.
 
     The run is stored in the results database (unless --no-store); with --baseline the
     exit status is 1 when the best configuration regressed (see `ragsweep compare`).
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
+    Exit status: 0 succeeded; 1 the best regressed against --baseline; 2 failed (no
+    results); 3 partial (results kept in the run folder, a side step or the store failed);
+    130 / 143 interrupted by SIGINT / SIGTERM (resume with --resume).
     """
+    if resume:
+        return resume_run(resume, output, store, no_store, mlflow, top, verbose)
+    if docs is None:
+        raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     check_count(patterns)
     from ragsweep.answering.answerers import uses_model
 
@@ -296,6 +346,10 @@ def run(
             "prompt_template": text_or_file(prompt_template, "--prompt-template"),
             "judge": judge,
             "concurrency": concurrency,
+            "timeout_s": llm_timeout,
+            "max_retries": llm_retries,
+            "judge_timeout_s": judge_timeout,
+            "judge_max_retries": judge_retries,
         },
         source="options",
     )
@@ -356,32 +410,82 @@ def run(
         raise RagsweepError("--baseline reads the results database: drop --no-store")
     url = None if no_store else results_store.resolve_url(store)
     if url:
-        results_store.connect(url)  # a dead database fails now, not after the sweep
-    check_endpoints(models + ([qa_llm] if not testset else []), judge, settings.space.rerankers)
-    from ragsweep.kubeflow.local import environment
+        engine = results_store.connect(url)  # a dead database fails now, not after the sweep
+        if baseline and baseline != "latest":
+            results_store.check_run(engine, baseline)
+    needed = models + ([qa_llm] if not testset else [])
+    wait = min(10.0, llm_timeout, judge_timeout if judge else llm_timeout)
+    check_endpoints(needed, judge, settings.space.rerankers, wait)
+    tracking_uri = checked_tracking_uri(mlflow)
+    check_writable(output)
+    finish(run_local(settings, output, url, verbose, tracking_uri), top, patterns)
+
+
+def resume_run(
+    run_id: str,
+    output: Path,
+    store: str | None,
+    no_store: bool,
+    mlflow: str | None,
+    top: int,
+    verbose: bool,
+) -> None:
+    """``ragsweep run --resume``: the run, continued, with what the store and MLflow checks
+    say before it starts."""
+    from ragsweep.kubeflow.local import resume_local
+    from ragsweep.results import database as results_store
+
+    url = None if no_store else results_store.resolve_url(store)
+    if url:
+        results_store.connect(url)
+    tracking_uri = checked_tracking_uri(mlflow)
+    which = None if run_id == LAST_INTERRUPTED else run_id
+    outcome = resume_local(output, which, url, verbose, tracking_uri)
+    finish(outcome, top, patterns=int((outcome.run_dir / "patterns").is_dir()))
+
+
+def checked_tracking_uri(mlflow: str | None) -> str:
+    """The MLflow tracking URI to log to ('' for none), its server checked now."""
     from ragsweep.results import tracking
 
     tracking_uri = tracking.resolve_uri(mlflow)
     if tracking_uri:
         tracking.check_reachable(tracking_uri)  # a dead server fails now, not after the sweep
-    with environment({tracking.URI_ENV: tracking_uri} if tracking_uri else {}):
-        run_dir = run_local(settings, output, store_url=url, verbose=verbose)
+    return tracking_uri
+
+
+def check_writable(output: Path) -> None:
+    """Fail before the sweep when the run folders cannot be written under ``output``."""
+    import tempfile
+
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=output, prefix=".ragsweep-probe-"):
+            pass
+    except OSError as exc:
+        raise RagsweepError(f"--output: {output}: cannot write there ({exc.strerror})") from None
+
+
+def finish(outcome, top: int, patterns: int) -> None:
+    """Print a run's leaderboard, report, comparison and last line; exit with its status:
+    1 when the best regressed, 3 when partial."""
+    from ragsweep.results.regression import NO_BASELINE, render
+
+    run_dir = outcome.run_dir
     show(run_dir, top)
     typer.echo(f"report: {run_dir / 'report.html'}")
     if patterns:
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
-    if baseline:
-        from ragsweep.core.schemas import read_table
-        from ragsweep.results.regression import NO_BASELINE, resolve_baseline
-
-        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
-        engine = results_store.connect(url)
-        baseline = resolve_baseline(engine, baseline, board, run_dir.name)
-        if baseline is None:
-            typer.echo(f"\n{NO_BASELINE}")
-            return
-        typer.echo(f"\ncompared with run {baseline}:")
-        compare(baseline, str(run_dir), metric=None, format="table", store=url)
+    if outcome.comparison is not None:
+        typer.echo(f"\ncompared with run {outcome.baseline}:")
+        typer.echo(render(outcome.comparison, "table"))
+    elif outcome.no_baseline:
+        typer.echo(f"\n{NO_BASELINE}")
+    typer.echo(f"\n{outcome.summary()}", err=outcome.status != "succeeded")
+    if outcome.status != "succeeded":
+        raise typer.Exit(outcome.exit_code)
+    if outcome.comparison is not None and outcome.comparison.best_regressed:
+        raise typer.Exit(1)
 
 
 def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
@@ -471,12 +575,23 @@ def track(
     typer.echo(f"MLflow run {parent}")
 
 
-@app.command()
+runs_app = typer.Typer(
+    help="The runs in the results database (latest first), and `runs import RUN_DIR`."
+)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.callback(invoke_without_command=True)
 def runs(
+    ctx: typer.Context,
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),
 ) -> None:
-    """List the runs in the results database, latest first."""
+    """List the runs in the results database, latest first: id, status (succeeded; partial:
+    results kept, a side step failed; failed; interrupted), start, metric, best, and what
+    failed."""
+    if ctx.invoked_subcommand:
+        return
     from ragsweep.results import database as results_store
 
     url = results_store.resolve_url(store)
@@ -486,10 +601,31 @@ def runs(
         return
     for r in rows:
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
+        detail = f"  ({r['detail']})" if r.get("detail") else ""
         typer.echo(
-            f"{r['run_id']:<28} {r['status']:<9} {started}  {r['optimization_metric'] or '-'}: "
-            f"{r['best_label'] or '-'}"
+            f"{r['run_id']:<28} {r['status']:<11} {started}  {r['optimization_metric'] or '-'}: "
+            f"{r['best_label'] or '-'}{detail}"
         )
+
+
+@runs_app.command("import")
+def runs_import(
+    run_dir: Path = typer.Argument(..., help="A complete run folder (`ragsweep run` made it)."),
+    store: str = typer.Option(
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
+    ),
+) -> None:
+    """Store a run folder that was not stored (the store was down at the end of the run, or
+    it ran with --no-store), with the status its folder records; a run stored before under
+    the folder's name is replaced."""
+    from ragsweep.kubeflow.closing import import_folder
+    from ragsweep.results import database as results_store
+
+    if not run_dir.is_dir():
+        raise RagsweepError(f"{run_dir}: no such run folder")
+    url = results_store.resolve_url(store)
+    status = import_folder(run_dir, url)
+    typer.echo(f"stored run {run_dir.resolve().name} ({status}) in {safe_url(url)}")
 
 
 @app.command()

@@ -128,7 +128,7 @@ class Judge:
     def __init__(self, model: str, settings: LLMSettings) -> None:
         self.endpoint = Endpoint.from_env(model, role="JUDGE")
         check_reachable(self.endpoint)
-        self.chat = Chat(self.endpoint, settings)
+        self.chat = Chat(self.endpoint, settings.for_judge())
         self.max_tokens = settings.max_tokens
 
     def record(self) -> dict[str, str]:

@@ -6,7 +6,11 @@ Each step runs as a subprocess of this Python environment
 step with the cores shared between them (``OMP_NUM_THREADS``);
 the artifacts land under the run folder,
 and the leaderboard, per-question results, breakdown, failures, report and the runnable
-patterns (``patterns/``) are exported beside them.
+patterns (``patterns/``) are exported beside them (``ragsweep.kubeflow.rundir``) before the
+side steps store the run, log it to MLflow and compare it (``ragsweep.kubeflow.closing``).
+Every step's outputs are cached in the run folder, so that ``ragsweep run --resume``
+continues an interrupted run; SIGINT and SIGTERM stop it within seconds
+(``ragsweep.kubeflow.interrupts``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import sys
 import threading
 import warnings
@@ -27,10 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragsweep.core.errors import RagsweepError, safe_url
-from ragsweep.core.schemas import read_table
+from ragsweep.core.errors import RagsweepError
 
 if TYPE_CHECKING:  # imported where used: `ragsweep run` checks its inputs before loading them
+    from ragsweep.kubeflow.closing import Outcome
     from ragsweep.kubeflow.terminal import Monitor, StepTotal
     from ragsweep.sweep.settings import RunSettings
 
@@ -58,23 +61,14 @@ def preflight(docs: str, testset: str, skip_unresolved: bool = False) -> None:
 
 
 def run_local(
-    settings: RunSettings, output: Path, store_url: str | None = None, verbose: bool = False
-) -> Path:
-    """Run the pipeline locally; return the run folder holding the leaderboard, per-question
-    results, breakdown, failures, report and the test set (generated when none was given).
-    With ``store_url`` the pipeline's publish step stores the run under the folder's name
-    (and a failed run is noted there). Model endpoints come from the RAGSWEEP_LLM_* /
-    RAGSWEEP_JUDGE_* environment, which the steps inherit. The terminal shows the steps'
-    progress (``ragsweep.kubeflow.terminal``); kfp.local's output goes to the folder's
-    ``pipeline.log``, and to the terminal too when ``verbose``."""
-    from kfp import local
-
-    from ragsweep.core import progress
-    from ragsweep.kubeflow.tasks import for_local_run
-    from ragsweep.kubeflow.terminal import StepTotal
-    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
-    from ragsweep.results import database
-    from ragsweep.results.exports import export
+    settings: RunSettings,
+    output: Path,
+    store_url: str | None = None,
+    verbose: bool = False,
+    tracking_uri: str = "",
+) -> Outcome:
+    """Run the pipeline locally in a new run folder under ``output``; see ``execute``."""
+    from ragsweep.kubeflow.rundir import write_marker
 
     settings = replace(
         settings,
@@ -88,57 +82,180 @@ def run_local(
     (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
     for reason in settings.space.pruned():
         log.warning("pruned: %s", reason)
+    branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
+    write_marker(
+        run_dir,
+        run_id=run_dir.name,
+        status="running",
+        started_at=started.isoformat(),
+        parallelism=settings.parallelism,
+        groups=min(branches, len(settings.space.chunk_configs())),
+        baseline=settings.baseline,
+        record=settings.record(),
+    )
+    n = len(settings.space.all_configs())
+    log.info("sweeping %d configurations; run folder %s", n, run_dir)
+    return execute(run_dir, store_url, verbose, tracking_uri)
+
+
+def resume_local(
+    output: Path,
+    run_id: str | None,
+    store_url: str | None = None,
+    verbose: bool = False,
+    tracking_uri: str = "",
+) -> Outcome:
+    """Resume the run ``run_id`` under ``output`` (None: the newest interrupted one) with
+    the settings it started with: the steps that finished are reused (kfp.local's cache in
+    the run folder), the others run."""
+    from ragsweep.kubeflow.rundir import find_run
+
+    run_dir = find_run(output, run_id)
+    log.info("resuming run %s in %s: the steps that finished are reused", run_dir.name, run_dir)
+    return execute(run_dir, store_url, verbose, tracking_uri, resumed=True)
+
+
+def execute(
+    run_dir: Path,
+    store_url: str | None,
+    verbose: bool,
+    tracking_uri: str,
+    resumed: bool = False,
+) -> Outcome:
+    """Run the pipeline of the run folder (its ``settings.json``), export the leaderboard,
+    per-question results, breakdown, failures, report, test set and patterns into it (whole
+    or not at all), and then the side steps (``ragsweep.kubeflow.closing``): MLflow
+    (``tracking_uri``), the comparison with the baseline, and the store (``store_url``),
+    which records the run only once its folder is complete. The pipeline itself stores
+    nothing, logs nothing to MLflow and compares nothing: a failing side step never costs
+    the results. Every step's outputs are cached in the folder, so an interrupted run
+    resumes where it stopped (``resumed``). SIGINT and SIGTERM stop the run and its steps
+    within seconds (``ragsweep.kubeflow.interrupts``) and raise ``RunStopped``; a failed
+    pipeline or export raises ``RunStopped`` too. Model endpoints come from the
+    RAGSWEEP_LLM_* / RAGSWEEP_JUDGE_* environment, which the steps inherit. The terminal
+    shows the steps' progress (``ragsweep.kubeflow.terminal``); kfp.local's output goes to
+    the folder's ``pipeline.log``, and to the terminal too when ``verbose``."""
+    from kfp import local
+
+    from ragsweep.core import progress
+    from ragsweep.kubeflow.closing import close_run
+    from ragsweep.kubeflow.interrupts import Interrupted, interruptible
+    from ragsweep.kubeflow.rundir import export_run, started_at, write_marker
+    from ragsweep.kubeflow.tasks import for_local_run
+    from ragsweep.kubeflow.terminal import StepTotal
+    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.results import database, tracking
+
+    marker = write_marker(run_dir, status="running", pid=os.getpid(), failed={}, stored=None)
+    arguments = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
+    arguments["baseline"] = ""  # compared after the export, by close_run
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=str((run_dir / "pipeline").resolve()),
         raise_on_error=False,
+        enable_caching=True,  # the cache lives in the run folder: it serves a resume only
     )
-    n = len(settings.space.all_configs())
-    log.info("sweeping %d configurations; run folder %s", n, run_dir)
-    env = {database.RUN_ID_ENV: run_dir.name, database.STARTED_ENV: started.isoformat()}
-    env.update(thread_environment(settings.parallelism))
-    if store_url:
-        env[database.ENV] = store_url
-    env[progress.ENV] = str((run_dir / "progress.jsonl").resolve())
-    branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
-    groups = min(branches, len(settings.space.chunk_configs()))
+    env = {
+        database.RUN_ID_ENV: run_dir.name,
+        database.STARTED_ENV: started_at(run_dir).isoformat(),
+        database.ENV: "",  # the steps store nothing (close_run does)
+        tracking.URI_ENV: "",  # nor log to MLflow
+        progress.ENV: str((run_dir / "progress.jsonl").resolve()),
+    }
+    env.update(thread_environment(marker.get("parallelism", 1)))
+    (run_dir / "progress.jsonl").write_text("")  # counters start afresh on a resume
+    branches = min(marker.get("parallelism", 1), LOCAL_MAX_BRANCHES)
     steps = StepTotal(  # plan's groups; plan_shards' shards, 1 until it has listed them
         sweep_pipeline.pipeline_spec,
         run_dir / "pipeline",
-        {"plan": groups},
-        conditions=bool(settings.baseline),  # the one condition: compare with a baseline
+        {"plan": marker.get("groups", 1)},
+        conditions=False,  # the one condition, a baseline, is compared by close_run
     )
     monitor = watch(run_dir, steps, verbose)
-    with StepLog(run_dir / "pipeline.log", monitor) as step_log, warnings.catch_warnings():
-        # the steps deliberately run in this environment, not in the image they name
-        warnings.filterwarnings("ignore", "You may be attemping to run a task", RuntimeWarning)
-        monitor.start()
+    stage = "the pipeline"
+    try:
+        with interruptible():
+            with (
+                StepLog(run_dir / "pipeline.log", monitor, append=resumed) as step_log,
+                warnings.catch_warnings(),
+            ):
+                # the steps deliberately run in this environment, not in the image they name
+                warnings.filterwarnings(
+                    "ignore", "You may be attemping to run a task", RuntimeWarning
+                )
+                monitor.start()
+                try:
+                    with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
+                        task = for_local_run(sweep_pipeline, branches)(**arguments)
+                finally:
+                    monitor.stop()
+            outputs = {
+                name: Path(artifact.path)
+                for name, artifact in task.outputs.items()
+                if name != "run_id"
+            }
+            if set(outputs) != {*OUTPUTS, "report", "testset", "rag_patterns"} or not all(
+                p.exists() for p in outputs.values()
+            ):
+                message = f"the pipeline failed: see the message above and {run_dir}/pipeline.log"
+                raise _stopped(run_dir, store_url, "failed", message)
+            stage = "the export"
+            try:
+                export_run(run_dir, outputs)
+            except RagsweepError as exc:
+                message = f"{exc}; {resume_hint(run_dir)}"
+                raise _stopped(run_dir, store_url, "failed", message) from None
+            stage = "the side steps"
+            outcome = close_run(run_dir, store_url, tracking_uri, marker.get("baseline", ""))
+    except Interrupted as exc:
+        done = f"{monitor.finished} of {monitor.total_steps} steps done"
+        raise _stopped(
+            run_dir,
+            store_url,
+            "interrupted",
+            f"interrupted by {exc.name} in {stage} ({done}): run {run_dir.name}; "
+            f"{resume_hint(run_dir)}",
+            exit_code=exc.exit_code,
+        ) from None
+    return outcome
+
+
+class RunStopped(RagsweepError):
+    """A run that ended without results: failed, or interrupted (``exit_code``: 2, or the
+    signal's 128 + N). Its folder and the store (when one is set) record it."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def resume_hint(run_dir: Path) -> str:
+    """The command that resumes the run."""
+    return f"resume with `ragsweep run --resume {run_dir.name} --output {run_dir.parent}`"
+
+
+def _stopped(
+    run_dir: Path, store_url: str | None, status: str, message: str, exit_code: int = 2
+) -> RunStopped:
+    """Record a run that ended without results, in its folder and (when set) the store; the
+    error to raise. A store that cannot be reached then is a note, not a second failure."""
+    from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
+    from ragsweep.results import database
+
+    write_marker(run_dir, status=status, message=message, finished_at=datetime.now(UTC).isoformat())
+    if store_url:
         try:
-            with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-                task = for_local_run(sweep_pipeline, branches)(**arguments)
-        finally:
-            monitor.stop()
-    results = {
-        name: Path(artifact.path) for name, artifact in task.outputs.items() if name != "run_id"
-    }
-    if set(results) != {*OUTPUTS, "report", "testset", "rag_patterns"} or not all(
-        p.exists() for p in results.values()
-    ):
-        if store_url:
-            database.record_failed(
-                database.connect(store_url), run_dir.name, settings.record(), started
+            database.record_unfinished(
+                database.connect(store_url),
+                run_dir.name,
+                read_marker(run_dir).get("record") or {},
+                started_at(run_dir),
+                status=status,
+                detail=message,
             )
-        raise RagsweepError(
-            f"the pipeline failed: see the message above and {run_dir}/pipeline.log"
-        )
-    for name in OUTPUTS:
-        export(results[name], run_dir / name, kind=name)
-    shutil.copyfile(results["report"], run_dir / "report.html")
-    export_questions(results["testset"], run_dir / "testset")
-    shutil.copytree(results["rag_patterns"], run_dir / "patterns")
-    if task.outputs["run_id"]:
-        log.info("stored as run %s in %s", task.outputs["run_id"], safe_url(store_url))
-    return run_dir
+        except (RagsweepError, OSError) as exc:
+            log.warning("the run's end is not recorded in the store: %s", exc)
+    return RunStopped(message, exit_code)
 
 
 def thread_environment(parallelism: int) -> dict[str, str]:
@@ -206,8 +323,8 @@ class StepLog(io.TextIOBase):
     ANSI = re.compile(r"\x1b\[[0-9;]*m")
     TIMESTAMP = re.compile(r"^[\d:.]+ - \w+ - ")
 
-    def __init__(self, path: Path, monitor: Monitor) -> None:
-        self.file = path.open("w", encoding="utf-8")
+    def __init__(self, path: Path, monitor: Monitor, append: bool = False) -> None:
+        self.file = path.open("a" if append else "w", encoding="utf-8")
         self.monitor = monitor
         self.partial = ""
         self.lock = threading.Lock()  # loop iterations run in threads
@@ -225,16 +342,6 @@ class StepLog(io.TextIOBase):
         self.file.write(self.partial)
         self.file.close()
         super().close()
-
-
-def export_questions(artifact: Path, stem: Path) -> None:
-    """The run's test set (given or generated) as ``stem.arrow``, ``.jsonl`` and ``.json``."""
-    from ragsweep.documents.testsets import export_testset
-
-    table = read_table(artifact, "testset")
-    shutil.copyfile(artifact, stem.with_suffix(".arrow"))
-    for suffix in (".jsonl", ".json"):
-        export_testset(table, stem.with_suffix(suffix))
 
 
 def absolute(uri: str, flag: str) -> str:

@@ -25,7 +25,8 @@ for (with a node selector and a toleration for GPU nodes; 0 or unset: none).
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
 the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
 the same pipeline without resources and retries, since on a laptop a failing step is a
-mistake to fix, not a flaky service, and runs ``parallelism`` branches (chunk groups) at once.
+mistake to fix, not a flaky service, and runs ``parallelism`` branches (chunk groups) at once,
+every step cached in the run folder (so that an interrupted run resumes).
 """
 
 from __future__ import annotations
@@ -219,12 +220,14 @@ def count_setting(name: str, value: str | int | None) -> int:
 @dataclass(frozen=True)
 class Settings:
     """What ``step`` applies: resources by step name (None: none at all) and retries; and the
-    fan-out's parallelism (0: no bound) and the GPUs of each embedding step."""
+    fan-out's parallelism (0: no bound) and the GPUs of each embedding step; whether every
+    step is cached (``cache_all``: a local run, whose cache lives in its own folder)."""
 
     resources: dict[str, Resources] | None
     retries: int
     parallelism: int = 0
     gpus: int = 0
+    cache_all: bool = False
 
 
 _active: ContextVar[Settings | None] = ContextVar("ragsweep_platform_settings", default=None)
@@ -297,15 +300,19 @@ def step(
             )
     if retry and settings.retries:
         task.set_retry(settings.retries, backoff_duration=RETRY_BACKOFF, backoff_factor=2)
-    if not cache:
+    if not cache and not settings.cache_all:
         task.set_caching_options(enable_caching=False)
     return task
 
 
 def for_local_run(pipeline: GraphComponent, parallelism: int = 1) -> GraphComponent:
-    """The same pipeline, built for kfp.local: secrets and caching as on the cluster, no
-    resources and no retries; ``parallelism`` chunk configurations at once."""
-    token = _active.set(Settings(resources=None, retries=0, parallelism=parallelism))
+    """The same pipeline, built for kfp.local: secrets as on the cluster, no resources and
+    no retries; ``parallelism`` chunk configurations at once. Every step is cached: kfp.local's
+    cache lives in the run folder, so a hit is always a resume of the same run, whose steps
+    read what they read when it started."""
+    token = _active.set(
+        Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True)
+    )
     try:
         return dsl.pipeline(
             pipeline.pipeline_func, name=pipeline.name, description=pipeline.description

@@ -24,6 +24,7 @@ RATE_WINDOW_S = 30.0  # a counter's rate: its progress over the last this many s
 FAILED_LINES = 200  # the most lines of a failed step's output shown
 STARTED = re.compile(r"^Executing task '([\w-]+)'")
 FINISHED = re.compile(r"^Task '([\w-]+)' finished with status (\w+)")
+REUSED = re.compile(r"^Task '?([\w-]+)'? cache hit")  # kfp.local's cache: a resumed run
 COST = re.compile(r"^ragsweep: step (\w+): (peak memory .*)")
 WARNING = re.compile(r"^ragsweep: warning: ")
 KFP_OWN = re.compile(
@@ -255,6 +256,7 @@ class Monitor:
         self.recount = recount  # the total after a step finished (StepTotal.finished)
         self.tail, self.log_path = Tail(progress_file), log_path
         self.finished = 0
+        self.reused = 0  # of them, finished in an earlier attempt (a resumed run)
         self.running: list[str] = []
         self.costs: dict[str, list[str]] = {}  # step -> its cost lines not yet shown
         self.output: deque[str] = deque(maxlen=FAILED_LINES)  # the running steps' output
@@ -308,6 +310,9 @@ class Monitor:
                     self.output.clear()
             elif finished := FINISHED.match(line):
                 self._finished(finished[1], finished[2])
+            elif reused := REUSED.match(line):
+                self.reused += 1
+                self._finished(reused[1], "REUSED")
             elif cost := COST.match(line):
                 self.costs.setdefault(cost[1].replace("_", "-"), []).append(cost[2])
             elif not self.verbose and WARNING.match(line):
@@ -323,9 +328,13 @@ class Monitor:
         if name in self.running:
             self.running.remove(name)
         self.finished += 1
-        if self.recount and status == "SUCCESS":
+        if self.recount and status in ("SUCCESS", "REUSED"):
             self.total_steps = self.recount(name)
         self.total_steps = max(self.total_steps, self.finished + len(self.running))
+        if status == "REUSED":
+            self.view.print(f"[{self.finished}/{self.total_steps}] {name}: reused")
+            self.update(force=True)
+            return
         costs = self.costs.get(name) or [""]
         cost = costs.pop(0)
         if status == "SUCCESS":

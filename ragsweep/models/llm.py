@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -41,6 +41,12 @@ R = TypeVar("R")
 
 MAX_WAIT_S = 60.0  # the longest back-off or Retry-After we wait before one retry
 RETRY_STATUS = frozenset({408, 409, 429})
+# Deadlines: a request waits TIMEOUT_S for its answer and is tried 1 + RETRIES times, so a
+# hung endpoint fails in about 2 minutes (3 x 40 s and the back-off; with every request in
+# flight failing so, the step stops: ``EndpointDown``). The sweep key keeps the values runs
+# had before deadlines were options, so that a run's key does not change with its deadlines.
+TIMEOUT_S, RETRIES = 40.0, 2
+TRANSPORT_KEYED = {"timeout_s": 120.0, "max_retries": 4, "backoff_s": 1.0}
 
 
 @dataclass(frozen=True)
@@ -54,9 +60,11 @@ class LLMSettings:
     prompt_template: str = ANSWER_TEMPLATE
     judge: str = ""
     concurrency: int = 8
-    timeout_s: float = 120.0
-    max_retries: int = 4
+    timeout_s: float = TIMEOUT_S  # seconds a request waits for its answer
+    max_retries: int = RETRIES  # tries after the first, on a timeout, 408/409/429 or 5xx
     backoff_s: float = 1.0
+    judge_timeout_s: float = TIMEOUT_S  # the judge's
+    judge_max_retries: int = RETRIES
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "llm settings") -> LLMSettings:
@@ -72,6 +80,8 @@ class LLMSettings:
             (self.concurrency < 1, "concurrency", "must be positive"),
             (self.timeout_s <= 0, "timeout_s", "must be positive"),
             (self.max_retries < 0, "max_retries", "must not be negative"),
+            (self.judge_timeout_s <= 0, "judge_timeout_s", "must be positive"),
+            (self.judge_max_retries < 0, "judge_max_retries", "must not be negative"),
             (self.backoff_s < 0, "backoff_s", "must not be negative"),
         ]
         for placeholder in ("{context}", "{question}"):
@@ -83,6 +93,19 @@ class LLMSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def for_judge(self) -> LLMSettings:
+        """The settings the judge's requests use: its own deadlines."""
+        return replace(self, timeout_s=self.judge_timeout_s, max_retries=self.judge_max_retries)
+
+    def sweep_dict(self) -> dict[str, Any]:
+        """What of the settings identifies a sweep (``RunSettings.record``): the transport
+        (deadlines) changes no measurement, so it stays at the values every earlier run
+        was keyed with."""
+        data = {**self.to_dict(), **TRANSPORT_KEYED}
+        for name in ("judge_timeout_s", "judge_max_retries"):
+            data.pop(name)
+        return data
 
     def answer_settings(self) -> dict[str, Any]:
         """What shapes an answer besides the model, question and context: cache key and record."""
@@ -199,14 +222,23 @@ def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: f
     return min(max(wait, 0.0), MAX_WAIT_S)
 
 
+class EndpointDown(RagsweepError):
+    """Every request in flight timed out or found no connection, retries spent: the
+    endpoint is down or hung, and the step stops rather than wait on each question."""
+
+
 class Chat:
-    """One model at one endpoint: chat requests, retried, many in flight."""
+    """One model at one endpoint: chat requests, retried, many in flight. When as many
+    requests in a row as are in flight (``concurrency``) time out or find no connection
+    after their retries, with no answer between, the endpoint is taken for down and
+    ``EndpointDown`` stops the batch."""
 
     def __init__(self, endpoint: Endpoint, settings: LLMSettings) -> None:
         self.endpoint = endpoint
         self.settings = settings
         self.json_mode = True  # ask for a JSON object, until the server refuses the option
         self._llm = None
+        self._unanswered = 0  # requests in a row that timed out or found no connection
 
     def run(
         self, items: Sequence[T], work: Callable[[T], Awaitable[R]], what: str = "requests"
@@ -307,12 +339,14 @@ class Chat:
                 if retries >= self.settings.max_retries:
                     timeout = isinstance(exc, openai.APITimeoutError)
                     kind = "timed out" if timeout else "no connection"
+                    self._down(kind)
                     return Reply(calls=calls, error=self._error(kind, exc, calls))
                 wait = retry_delay(None, retries, self.settings.backoff_s)
             except (ValueError, LookupError, TypeError, AttributeError) as exc:
                 # a 200 whose body is no chat completion (a proxy's page, a cut-off body)
                 return Reply(calls=calls, error=self._error("malformed response", exc, calls))
             else:
+                self._unanswered = 0
                 usage = response.additional_kwargs
                 return Reply(
                     text=response.message.content or "",
@@ -323,6 +357,23 @@ class Chat:
                 )
             retries += 1
             await asyncio.sleep(wait)
+
+    def _down(self, kind: str) -> None:
+        """Count a request that got no answer; raise ``EndpointDown`` at ``concurrency`` in a
+        row."""
+        self._unanswered += 1
+        if self._unanswered >= self.settings.concurrency:
+            role = self.endpoint.role.lower()
+            options = {
+                "llm": "--llm-timeout, --llm-retries",
+                "judge": "--judge-timeout, --judge-retries",
+            }.get(role, "llm settings timeout_s, max_retries")
+            raise EndpointDown(
+                f"the {role} endpoint {self.endpoint.where} ({self.endpoint.model}): "
+                f"{self._unanswered} requests in a row {kind}, each tried "
+                f"{1 + self.settings.max_retries} time(s) with a {self.settings.timeout_s:g} s "
+                f"timeout; is it up? (the deadlines: {options})"
+            )
 
     def _error(self, kind: str, exc: Exception, calls: int) -> str:
         detail = " ".join(str(exc).split())[:300]

@@ -40,6 +40,10 @@ DEFAULT_STORE_CONNECTION = "ragsweep-results-store"  # the Secret a cluster run 
 # `ragsweep run` names its local runs: the run folder's name and when it started
 RUN_ID_ENV, STARTED_ENV = "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"
 STORE_VERSION = "1"
+# A run's status: ``succeeded``; ``partial``, its results stored but a side step (track,
+# compare) failed; ``failed``, ``interrupted``: no results. ``detail`` says what failed.
+STATUSES = ("succeeded", "partial", "failed", "interrupted")
+WITH_RESULTS = ("succeeded", "partial")
 CONNECT_TIMEOUT_S = 5
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
@@ -100,13 +104,14 @@ runs = sa.Table(
     sa.Column("sweep_key", sa.String(64), nullable=False, index=True),
     sa.Column("pipeline_run_id", sa.String(200)),
     sa.Column("testset_id", ID, sa.ForeignKey("ragsweep_testsets.id")),
-    sa.Column("status", sa.String(20), nullable=False),  # succeeded | failed
+    sa.Column("status", sa.String(20), nullable=False),  # one of STATUSES
     sa.Column("started_at", WHEN),
     sa.Column("finished_at", WHEN),
     sa.Column("optimization_metric", sa.String(100)),
     sa.Column("best_config_id", sa.String(64)),
     sa.Column("best_label", sa.String(400)),
     sa.Column("settings", sa.JSON),
+    sa.Column("detail", sa.String(1000)),  # what failed, and what survived; null in older stores
 )
 
 results = sa.Table(
@@ -351,56 +356,102 @@ def publish(
     testset: pa.Table,
     pipeline_run_id: str | None = None,
     started_at: datetime | None = None,
+    status: str = "succeeded",
+    detail: str | None = None,
 ) -> str:
-    """Store a finished run in one transaction; a run stored before under ``run_id`` (a
-    retried step) is replaced. Its test set goes under its file name (``stored_name``): a new
-    version of each question that changed (e.g. resolved against the documents); the
-    questions the run left out (a sample, unresolved ones) stay. Returns ``run_id``."""
+    """Store a finished run in one transaction, as ``succeeded`` or ``partial`` (``detail``:
+    the side steps that failed); a run stored before under ``run_id`` (a retried step, a
+    resumed or imported run) is replaced. Its test set goes under its file name
+    (``stored_name``): a new version of each question that changed (e.g. resolved against
+    the documents); the questions the run left out (a sample, unresolved ones) stay.
+    Returns ``run_id``; a store that refuses the write is a ``RagsweepError``."""
     from ragsweep.documents.testsets import stored_name
 
+    if status not in WITH_RESULTS:
+        raise ValueError(f"a published run is one of {WITH_RESULTS}, not {status!r}")
     settings = settings_of(leaderboard)
     best = leaderboard.slice(0, 1).to_pylist()[0] if leaderboard.num_rows else {}
     name = stored_name(settings.get("testset", ""), testset, (started_at or _now()).date())
+    row = {
+        "sweep_key": settings.get("sweep_key", ""),
+        "pipeline_run_id": _text(pipeline_run_id),
+        "status": status,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "optimization_metric": settings.get("optimization_metric"),
+        "best_config_id": best.get("config_id"),
+        "best_label": best.get("label"),
+        "settings": settings,
+        "detail": _text(_clip(detail)),
+    }
+    try:
+        _store_run(engine, run_id, name, leaderboard, run_results, testset, row)
+    except sa.exc.SQLAlchemyError as exc:
+        reason = _scrub(str(getattr(exc, "orig", None) or exc).strip().splitlines()[0], engine.url)
+        raise RagsweepError(
+            f"results store {safe_url(engine.url)}: storing run {run_id} failed: {reason}"
+        ) from None
+    log.info("stored run %s in %s", run_id, safe_url(engine.url))
+    return run_id
+
+
+def _store_run(
+    engine: Engine,
+    run_id: str,
+    name: str,
+    leaderboard: pa.Table,
+    run_results: pa.Table,
+    testset: pa.Table,
+    row: dict[str, Any],
+) -> None:
     with engine.begin() as conn:
         # a run's questions may be a sample, or leave unresolved ones out: none is deleted
         testset_id, versions = save_testset(conn, name, testset, deletions=False)
         _delete_run(conn, run_id)
         run_pk = conn.execute(
-            runs.insert().values(
-                run_id=run_id,
-                sweep_key=settings.get("sweep_key", ""),
-                pipeline_run_id=_text(pipeline_run_id),
-                testset_id=testset_id,
-                status="succeeded",
-                started_at=started_at,
-                finished_at=_now(),
-                optimization_metric=settings.get("optimization_metric"),
-                best_config_id=best.get("config_id"),
-                best_label=best.get("label"),
-                settings=settings,
-            )
+            runs.insert().values(run_id=run_id, testset_id=testset_id, **row)
         ).inserted_primary_key[0]
         _insert_results(conn, run_pk, run_results, versions)
         _insert_leaderboard(conn, run_pk, leaderboard)
-    log.info("stored run %s in %s", run_id, safe_url(engine.url))
-    return run_id
 
 
-def record_failed(engine: Engine, run_id: str, settings: dict, started_at: datetime) -> None:
-    """Note a run that ended without results, so that "latest successful" skips it."""
+def record_unfinished(
+    engine: Engine,
+    run_id: str,
+    settings: dict,
+    started_at: datetime,
+    status: str = "failed",
+    detail: str | None = None,
+) -> bool:
+    """Note a run that ended without results (``failed`` or ``interrupted``, ``detail``
+    saying why), so that "latest successful" skips it. A run already stored with results
+    under ``run_id`` is left as it is: results are never thrown away. Returns whether the
+    note was written."""
+    if status in WITH_RESULTS or status not in STATUSES:
+        raise ValueError(f"an unfinished run is failed or interrupted, not {status!r}")
     with engine.begin() as conn:
+        found = conn.execute(sa.select(runs.c.status).where(runs.c.run_id == run_id)).scalar()
+        if found in WITH_RESULTS:
+            log.warning("run %s is stored with results (%s): left as it is", run_id, found)
+            return False
         _delete_run(conn, run_id)
         conn.execute(
             runs.insert().values(
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
-                status="failed",
+                status=status,
                 started_at=started_at,
                 finished_at=_now(),
                 optimization_metric=settings.get("optimization_metric"),
                 settings=settings,
+                detail=_text(_clip(detail)),
             )
         )
+    return True
+
+
+def _clip(text: str | None, limit: int = 1000) -> str | None:
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _delete_run(conn: Connection, run_id: str) -> None:
@@ -468,9 +519,18 @@ def _run_pk(conn: Connection, run_id: str) -> tuple[int, dict]:
     ).first()
     if row is None:
         raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")
-    if row.status != "succeeded":
+    if row.status not in WITH_RESULTS:
         raise RagsweepError(f"results store: run {run_id!r} {row.status}: it has no results")
     return row.id, row.settings or {}
+
+
+def check_run(engine: Engine, run_id: str) -> None:
+    """Fail, naming the store, unless ``run_id`` is stored with results."""
+    with engine.connect() as conn:
+        try:
+            _run_pk(conn, run_id)
+        except RagsweepError as exc:
+            raise RagsweepError(f"{exc} (in {safe_url(engine.url)})") from None
 
 
 def load_leaderboard(engine: Engine, run_id: str) -> pa.Table:
@@ -525,6 +585,7 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        runs.c.detail,
     ]
     query = sa.select(*columns).order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
     with engine.connect() as conn:
@@ -532,11 +593,12 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str | None:
-    """The newest succeeded run of the same sweep (same documents, test set, space and
-    metric), other than ``exclude``; None when there is none."""
+    """The newest run with results (succeeded, or partial: a side step failed) of the same
+    sweep (same documents, test set, space and metric), other than ``exclude``; None when
+    there is none."""
     query = (
         sa.select(runs.c.run_id)
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(runs.c.sweep_key == sweep_key, runs.c.status.in_(WITH_RESULTS))
         .order_by(runs.c.finished_at.desc(), runs.c.id.desc())
     )
     if exclude:
@@ -654,7 +716,7 @@ def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
             leaderboards.c.figures,
         )
         .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(runs.c.sweep_key == sweep_key, runs.c.status.in_(WITH_RESULTS))
         .where(leaderboards.c.rank == 1)
         .order_by(runs.c.finished_at, runs.c.id)
     )

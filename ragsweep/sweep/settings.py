@@ -133,7 +133,7 @@ class RunSettings:
             "docs": self.docs,
             **({"more_docs": list(self.more_docs)} if self.more_docs else {}),
             "testset": self.testset,
-            "sweep_key": config_id(sweep),
+            "sweep_key": config_id({**sweep, "llm": self.llm.sweep_dict()}),
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
                 "interval": "95% cluster bootstrap, clusters = first reference document",

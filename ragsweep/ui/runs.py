@@ -24,7 +24,7 @@ from ragsweep.ui.plots import trend
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
 COSTS_SHOWN += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")  # when a reranker ran
-STATUSES = ("succeeded", "failed")
+STATUSES = ("succeeded", "partial", "failed", "interrupted")
 
 
 def fmt(value: Any, digits: int = 3) -> str:

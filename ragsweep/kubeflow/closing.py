@@ -1,0 +1,161 @@
+"""A local run's side steps, after its folder is complete: log to MLflow (track), compare
+with a baseline (compare), store the run (publish).
+
+None of them can throw results away: each failure is noted (the run is then ``partial``)
+and the others still run; the store is written last, with the run's final status, so it
+never says "succeeded" about a run whose folder is incomplete or whose comparison failed.
+A store that cannot be written leaves the folder as it is, with the command that stores it
+later (``ragsweep runs import RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.schemas import read_table
+from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
+
+if TYPE_CHECKING:
+    from ragsweep.results.regression import Comparison
+
+PARTIAL_EXIT = 3  # results kept, a side step (or the store) failed
+
+
+@dataclass
+class Outcome:
+    """How a run ended: its status, the side steps that failed (step -> one line), whether
+    it was stored (None: no store asked for), and the comparison with its baseline."""
+
+    run_dir: Path
+    status: str
+    failed: dict[str, str] = field(default_factory=dict)
+    stored: bool | None = None
+    store: str = ""
+    baseline: str | None = None
+    no_baseline: bool = False  # `latest` found no earlier run of the sweep
+    comparison: Comparison | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == "succeeded" else PARTIAL_EXIT
+
+    def summary(self) -> str:
+        """The run's last line: what failed, and what survived where."""
+        run_id, kept = self.run_dir.name, f"results complete in {self.run_dir}"
+        where = f"stored in {self.store}" if self.stored else ""
+        if self.status == "succeeded":
+            return f"run {run_id} succeeded: " + ", ".join(x for x in (kept, where) if x)
+        failures = "; ".join(f"{step} failed: {why}" for step, why in self.failed.items())
+        parts = [kept, where]
+        if self.stored is False:
+            parts.append(f"not stored: store it with `ragsweep runs import {self.run_dir}`")
+        return f"run {run_id} partial: {failures}. Kept: " + ", ".join(p for p in parts if p)
+
+
+def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline: str) -> Outcome:
+    """Run the side steps on a complete run folder and record how it ended (its marker and,
+    with ``store_url``, the store)."""
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    outcome = Outcome(run_dir, "succeeded", store=safe_url(store_url) if store_url else "")
+    if tracking_uri:
+        _track(outcome, board, tracking_uri)
+    if baseline:
+        _compare(outcome, board, baseline, store_url)
+    if store_url:
+        outcome.stored = publish_folder(run_dir, store_url, outcome.failed)
+        if not outcome.stored:
+            outcome.status = "partial"
+    write_marker(
+        run_dir,
+        status=outcome.status,
+        failed=outcome.failed,
+        stored=outcome.stored,
+        finished_at=datetime.now(UTC).isoformat(),
+        pid=None,
+    )
+    return outcome
+
+
+def _track(outcome: Outcome, board, uri: str) -> None:
+    from ragsweep.results.tracking import log_sweep
+
+    report = outcome.run_dir / "report.html"
+    try:
+        log_sweep(board, uri, outcome.run_dir.name, report=report)
+    except RagsweepError as exc:
+        outcome.failed["track"] = f"{exc} (log it later: `ragsweep track {outcome.run_dir}`)"
+        outcome.status = "partial"
+
+
+def _compare(outcome: Outcome, board, baseline: str, store_url: str | None) -> None:
+    from ragsweep.results import database
+    from ragsweep.results.regression import compare_runs, render, resolve_baseline
+
+    try:
+        if not store_url:
+            raise RagsweepError("the baseline is read from the results store, and none is set")
+        engine = database.connect(store_url)
+        found = resolve_baseline(engine, baseline, board, outcome.run_dir.name)
+        outcome.baseline, outcome.no_baseline = found, found is None
+        if found is None:
+            return
+        stored = (database.load_leaderboard(engine, found), database.load_results(engine, found))
+        current = (board, read_table(outcome.run_dir / "results.arrow", "results"))
+        outcome.comparison = compare_runs(stored, current)
+        text = render(outcome.comparison, "markdown") + "\n"
+        tmp = outcome.run_dir / ".comparison.md.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, outcome.run_dir / "comparison.md")
+    except (RagsweepError, OSError) as exc:
+        why = str(exc) if isinstance(exc, RagsweepError) else f"{exc.strerror or exc}"
+        outcome.failed["compare"] = why
+        outcome.status = "partial"
+
+
+def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> bool:
+    """Store a complete run folder under its name, as succeeded or (with ``failed`` side
+    steps) partial; a failure to store is added to ``failed``. Returns whether it was
+    stored."""
+    from ragsweep.results import database
+
+    detail = "; ".join(f"{step} failed: {why}" for step, why in failed.items()) or None
+    try:
+        database.publish(
+            database.connect(store_url),
+            run_dir.name,
+            read_table(run_dir / "leaderboard.arrow", "leaderboard"),
+            read_table(run_dir / "results.arrow", "results"),
+            read_table(run_dir / "testset.arrow", "testset"),
+            started_at=started_at(run_dir),
+            status="partial" if failed else "succeeded",
+            detail=detail,
+        )
+    except RagsweepError as exc:
+        failed["publish"] = str(exc)
+        return False
+    return True
+
+
+def import_folder(run_dir: Path, store_url: str) -> str:
+    """``ragsweep runs import``: store a complete run folder that was not stored (the store
+    was down, or the run had none), with the status and failures its marker records."""
+    from ragsweep.kubeflow.rundir import is_complete
+
+    if not is_complete(run_dir):
+        raise RagsweepError(
+            f"{run_dir}: not a complete run folder (leaderboard, results, report, test set, "
+            "patterns); only a finished run can be imported"
+        )
+    marker = read_marker(run_dir)
+    failed = {k: v for k, v in (marker.get("failed") or {}).items() if k != "publish"}
+    if not publish_folder(run_dir, store_url, failed):
+        raise RagsweepError(failed["publish"])
+    status = "partial" if failed else "succeeded"
+    if marker:
+        write_marker(run_dir, status=status, failed=failed, stored=True)
+    return status

@@ -1,0 +1,172 @@
+"""A local run's folder: its marker (``run.json``: status, what failed, how it was started,
+so that it can be resumed or stored later) and its exports, written whole or not at all.
+
+The exports (leaderboard, results, breakdown, failures, report, test set, patterns) are
+written into a staging folder inside the run folder and renamed into place only when all of
+them are written, so a full disk never leaves a truncated report beside a leaderboard; the
+store records a run only after that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table
+
+MARKER = "run.json"
+STAGING = ".exporting"
+TABLES = ("leaderboard", "results", "breakdown", "failures")
+# a run folder's status: running; then succeeded, partial (results kept, a side step or the
+# store failed), failed (no results), interrupted (resumable)
+RESUMABLE = ("running", "interrupted", "failed")
+
+
+def write_marker(run_dir: Path, **fields: Any) -> dict[str, Any]:
+    """Update the run folder's marker with ``fields`` (written to a temporary name and
+    renamed, so it is always whole). Returns the marker."""
+    marker = {**read_marker(run_dir), **fields}
+    tmp = run_dir / f".{MARKER}.tmp"
+    tmp.write_text(json.dumps(marker, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, run_dir / MARKER)
+    return marker
+
+
+def read_marker(run_dir: Path) -> dict[str, Any]:
+    """The run folder's marker; empty when it has none (a folder from an older ragsweep)."""
+    try:
+        return json.loads((run_dir / MARKER).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise RagsweepError(f"{run_dir / MARKER}: unreadable ({exc})") from None
+
+
+def status_of(run_dir: Path) -> str:
+    """The folder's status, ``interrupted`` for one marked running whose process is gone
+    (killed, or the machine went down)."""
+    marker = read_marker(run_dir)
+    status = marker.get("status", "")
+    if status == "running" and not _alive(marker.get("pid")):
+        return "interrupted"
+    return status
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def last_resumable(output: Path) -> Path | None:
+    """The newest run folder under ``output`` that was interrupted (or killed)."""
+    folders = sorted((p for p in output.glob(f"*/{MARKER}")), reverse=True)
+    for marker in folders:
+        if status_of(marker.parent) == "interrupted":
+            return marker.parent
+    return None
+
+
+def find_run(output: Path, run_id: str | None) -> Path:
+    """The run folder to resume: ``run_id``'s under ``output`` (or a folder path), else the
+    newest interrupted one; a clear error when there is none or it cannot be resumed."""
+    if run_id:
+        run_dir = Path(run_id) if Path(run_id).is_dir() else output / run_id
+        if not (run_dir / MARKER).is_file():
+            raise RagsweepError(
+                f"--resume {run_id}: no run folder {run_dir} (with a {MARKER}); "
+                "give the run id printed when it started, and the same --output"
+            )
+    else:
+        found = last_resumable(output)
+        if found is None:
+            raise RagsweepError(f"--resume: no interrupted run under {output}")
+        run_dir = found
+    status = status_of(run_dir)
+    if status not in RESUMABLE:
+        hint = (
+            f"; store it with `ragsweep runs import {run_dir}`"
+            if not read_marker(run_dir).get("stored", True)
+            else ""
+        )
+        raise RagsweepError(f"--resume: run {run_dir.name} is {status}: nothing to resume{hint}")
+    if status == "running":
+        raise RagsweepError(f"--resume: run {run_dir.name} is still running")
+    return run_dir
+
+
+@contextmanager
+def staged(run_dir: Path) -> Iterator[Path]:
+    """A staging folder whose files are renamed into ``run_dir`` when the block ends well;
+    on an error nothing of it is kept, and a full disk or a refused write is one line
+    naming the folder."""
+    stage = run_dir / STAGING
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        stage.mkdir()
+        yield stage
+        for item in sorted(stage.iterdir()):
+            target = run_dir / item.name
+            if target.is_dir():
+                shutil.rmtree(target)
+            os.replace(item, target)
+    except OSError as exc:
+        raise RagsweepError(
+            f"cannot write the run folder {run_dir}: {exc.strerror or exc}; "
+            "nothing half-written was kept"
+        ) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def export_run(run_dir: Path, outputs: dict[str, Path]) -> None:
+    """Export the pipeline's ``outputs`` (artifact paths by output name) into ``run_dir``:
+    each table as .arrow, .parquet, .csv and .json, report.html, the test set and the
+    patterns, all renamed into place together."""
+    from ragsweep.results.exports import export
+
+    with staged(run_dir) as stage:
+        for name in TABLES:
+            export(outputs[name], stage / name, kind=name)
+        shutil.copyfile(outputs["report"], stage / "report.html")
+        export_questions(outputs["testset"], stage / "testset")
+        shutil.copytree(outputs["rag_patterns"], stage / "patterns")
+
+
+def export_questions(artifact: Path, stem: Path) -> None:
+    """The run's test set (given or generated) as ``stem.arrow``, ``.jsonl`` and ``.json``."""
+    from ragsweep.documents.testsets import export_testset
+
+    table = read_table(artifact, "testset")
+    shutil.copyfile(artifact, stem.with_suffix(".arrow"))
+    for suffix in (".jsonl", ".json"):
+        export_testset(table, stem.with_suffix(suffix))
+
+
+def is_complete(run_dir: Path) -> bool:
+    """Whether the folder holds every export (as ``export_run`` leaves it)."""
+    names = [f"{t}.arrow" for t in TABLES] + ["report.html", "testset.arrow"]
+    return all((run_dir / n).is_file() for n in names) and (run_dir / "patterns").is_dir()
+
+
+def started_at(run_dir: Path) -> datetime:
+    """When the run started (its marker's record, else its folder name)."""
+    recorded = read_marker(run_dir).get("started_at")
+    if recorded:
+        return datetime.fromisoformat(recorded)
+    from datetime import UTC
+
+    return datetime.strptime(run_dir.name, "%Y%m%d-%H%M%S-%f").replace(tzinfo=UTC)

@@ -1,0 +1,398 @@
+"""Runs that meet real faults: a store that refuses the write at publish, an MLflow server
+that refuses, a baseline that is not stored, a full disk, SIGINT / SIGTERM / SIGKILL, a hung
+LLM endpoint. Results are never thrown away, nothing is left running, and each ends with
+one line saying what failed and what survived."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.core.schemas import read_table
+from ragsweep.kubeflow.closing import close_run
+from ragsweep.kubeflow.rundir import export_run, is_complete, read_marker
+from ragsweep.results import database
+
+REPO = Path(__file__).resolve().parents[1]
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+EXAMPLES = [
+    "--docs",
+    str(REPO / "examples/docs"),
+    "--testset",
+    str(REPO / "examples/testset.jsonl"),
+]
+SMALL = ["--chunk-sizes", "64", "--top-k", "1,3", "--search-types", "similarity"]
+TIMED = ("latency", "_s", "_ms")  # columns that measure time: they differ between runs
+
+
+def ragsweep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, cwd=cwd, timeout=900)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def last_line(text: str) -> str:
+    return [line for line in text.splitlines() if line.strip()][-1]
+
+
+def untimed(table):
+    return table.drop_columns(
+        [n for n in table.column_names if n.endswith(TIMED)]
+    ).replace_schema_metadata()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """One uninterrupted run of the examples (two configurations), not stored."""
+    out = tmp_path_factory.mktemp("reference")
+    result = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out), cwd=out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def copy_run(run_dir: Path, target: Path) -> Path:
+    copied = target / run_dir.name
+    shutil.copytree(run_dir, copied, ignore=shutil.ignore_patterns("pipeline"))
+    return copied
+
+
+def outputs_of(run_dir: Path) -> dict[str, Path]:
+    """The rank and load steps' artifacts under a run folder's pipeline root."""
+    rank = next((run_dir / "pipeline").glob("*/rank"))
+    found = {name: rank / name for name in ("leaderboard", "results", "breakdown", "failures")}
+    found["report"] = rank / "report"
+    found["rag_patterns"] = rank / "rag_patterns"
+    found["testset"] = next((run_dir / "pipeline").glob("*/generate-qa/questions"))
+    return found
+
+
+@contextmanager
+def mounted(source: str, target: Path, *options: str):
+    """A real mount of ``source`` at ``target`` (tests run as root); skipped where mounting
+    is refused."""
+    target.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", *options, source, str(target)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+# --- checked before the sweep ---------------------------------------------------------
+
+
+def test_a_baseline_that_is_not_stored_stops_the_run_before_the_sweep(tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    out = tmp_path / "runs"
+    result = ragsweep(
+        "run", *EXAMPLES, *SMALL, "--store", url, "--output", str(out), "--baseline", "no-such-run"
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "no run 'no-such-run'" in last_line(result.stderr) and "store.db" in result.stderr
+    assert not out.exists()  # nothing swept, nothing to lose
+
+
+def test_an_mlflow_uri_that_refuses_stops_the_run_before_the_sweep(tmp_path):
+    refused = f"http://127.0.0.1:{free_port()}"  # a closed loopback port
+    out = tmp_path / "runs"
+    result = ragsweep(
+        "run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out), "--mlflow", refused
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert refused in last_line(result.stderr) and "unreachable" in result.stderr
+    assert not out.exists() or not [p for p in out.iterdir() if p.is_dir()]
+
+
+def test_an_output_folder_that_cannot_be_written_stops_the_run_before_the_sweep(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    out = tmp_path / "a-file" / "runs"
+    result = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--output: {out}: cannot write there" in last_line(result.stderr)
+
+
+# --- side steps never cost the results --------------------------------------------------
+
+
+def test_an_mlflow_server_that_refuses_at_the_end_leaves_the_run_stored_as_partial(
+    reference, tmp_path
+):
+    run_dir = copy_run(reference, tmp_path)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    refused = f"http://127.0.0.1:{free_port()}"
+
+    outcome = close_run(run_dir, url, refused, baseline="")
+
+    assert outcome.status == "partial" and outcome.exit_code == 3
+    assert set(outcome.failed) == {"track"} and refused in outcome.failed["track"]
+    assert outcome.stored is True and is_complete(run_dir)
+    summary = outcome.summary()
+    assert "track failed" in summary and "results complete in" in summary
+    [row] = database.list_runs(database.connect(url))
+    assert row["status"] == "partial" and "track failed" in row["detail"]
+    stored = database.load_leaderboard(database.connect(url), run_dir.name)
+    assert (
+        stored["config_id"] == read_table(run_dir / "leaderboard.arrow", "leaderboard")["config_id"]
+    )
+    assert read_marker(run_dir)["status"] == "partial"
+
+
+def test_a_baseline_removed_before_the_comparison_leaves_the_run_stored_as_partial(
+    reference, tmp_path
+):
+    run_dir = copy_run(reference, tmp_path)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    database.connect(url)
+
+    outcome = close_run(run_dir, url, "", baseline="gone-night")
+
+    assert outcome.status == "partial" and set(outcome.failed) == {"compare"}
+    assert "no run 'gone-night'" in outcome.failed["compare"]
+    assert database.load_results(database.connect(url), run_dir.name).num_rows > 0
+
+
+def test_a_store_that_refuses_the_write_at_publish_leaves_a_complete_folder_to_import_later(
+    reference, tmp_path
+):
+    run_dir = copy_run(reference, tmp_path)
+    folder = tmp_path / "store"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'results.db'}"
+    database.connect(url).dispose()  # reachable and prepared when the run started
+    with mounted(str(folder), folder, "--bind"):
+        # then the filesystem under it turns read-only: root cannot write there either
+        done = subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True)
+        assert done.returncode == 0, done.stderr
+
+        outcome = close_run(run_dir, url, "", baseline="")
+
+        assert outcome.stored is False and outcome.status == "partial"
+        assert "readonly" in outcome.failed["publish"] or "read-only" in outcome.failed["publish"]
+        assert f"ragsweep runs import {run_dir}" in outcome.summary()
+        assert is_complete(run_dir) and read_marker(run_dir)["stored"] is False
+    # the store is back: the folder is stored as it was left, complete
+    imported = ragsweep("runs", "import", str(run_dir), "--store", url)
+    assert imported.returncode == 0, imported.stderr
+    listed = ragsweep("runs", "--store", url)
+    assert run_dir.name in listed.stdout and "succeeded" in listed.stdout
+    stored = database.load_results(database.connect(url), run_dir.name)
+    assert stored.num_rows == read_table(run_dir / "results.arrow", "results").num_rows
+
+
+def test_a_full_filesystem_leaves_no_half_written_export(reference, tmp_path):
+    with mounted("tmpfs", tmp_path / "small", "-t", "tmpfs", "-o", "size=96k") as small:
+        run_dir = small / reference.name
+        run_dir.mkdir()
+        with pytest.raises(RagsweepError) as failed:
+            export_run(run_dir, outputs_of(reference))
+        message = str(failed.value)
+        assert str(run_dir) in message and "No space left on device" in message
+        # nothing half-written: no report, no table, no staging folder
+        assert sorted(p.name for p in run_dir.iterdir()) == []
+
+
+def test_a_run_stored_with_results_is_never_replaced_by_a_failure_note(reference, tmp_path):
+    run_dir = copy_run(reference, tmp_path)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    assert close_run(run_dir, url, "", baseline="").status == "succeeded"
+    engine = database.connect(url)
+
+    noted = database.record_unfinished(engine, run_dir.name, {}, datetime.now(UTC))
+
+    assert noted is False
+    assert database.load_leaderboard(engine, run_dir.name).num_rows == 2
+
+
+# --- signals and resume -----------------------------------------------------------------
+
+
+def start_run(out: Path, *extra: str) -> subprocess.Popen:
+    """``ragsweep run`` in a session of its own (so that a test can kill all of it)."""
+    args = [RAGSWEEP, "run", *EXAMPLES, *SMALL, "--output", str(out), *extra]
+    return subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def wait_for_step(process: subprocess.Popen, function: str) -> list[psutil.Process]:
+    """Wait until the run's ``function`` step runs; the run's descendants then."""
+    parent = psutil.Process(process.pid)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        children = parent.children(recursive=True)
+        for child in children:
+            try:
+                if function in " ".join(child.cmdline()):
+                    return children
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.2)
+    raise AssertionError(f"the {function} step never started")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(tmp_path, signum):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    process = start_run(tmp_path / "runs", "--store", url)
+    children = wait_for_step(process, "chunk_embed")
+
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+
+    assert process.returncode == 128 + signum
+    assert "Traceback" not in stderr
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    [run_dir] = (tmp_path / "runs").iterdir()
+    line = last_line(stderr)
+    assert f"interrupted by {signal.Signals(signum).name}" in line
+    assert f"ragsweep run --resume {run_dir.name}" in line
+    assert read_marker(run_dir)["status"] == "interrupted"
+    [row] = database.list_runs(database.connect(url))
+    assert row["run_id"] == run_dir.name and row["status"] == "interrupted"
+
+
+def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(reference, tmp_path):
+    out = tmp_path / "runs"
+    process = start_run(out, "--no-store")
+    wait_for_step(process, "chunk_embed")
+    os.killpg(process.pid, signal.SIGKILL)  # the machine went down: no handler runs
+    process.communicate(timeout=60)
+
+    resumed = ragsweep("run", "--resume", "--output", str(out), "--no-store")
+
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    [run_dir] = out.iterdir()
+    reused = resumed.stdout.count(": reused")
+    assert (
+        reused >= 5
+    )  # build-space, load-testset, ingest, generate-qa, plan ... chunk_embed's inputs
+    assert "chunk-embed: reused" not in resumed.stdout  # it was killed: it ran again
+    for kind in ("leaderboard", "results"):
+        got = untimed(read_table(run_dir / f"{kind}.arrow", kind))
+        want = untimed(read_table(reference / f"{kind}.arrow", kind))
+        assert got.equals(want), kind
+    assert read_marker(run_dir)["status"] == "succeeded"
+
+
+def test_resume_refuses_a_finished_run(reference):
+    result = ragsweep("run", "--resume", reference.name, "--output", str(reference.parent))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"run {reference.name} is succeeded: nothing to resume" in last_line(result.stderr)
+
+
+# --- deadlines --------------------------------------------------------------------------
+
+
+class HungServer:
+    """A loopback HTTP server that accepts every connection and never answers (or, with
+    ``models``, answers ``GET /models`` and never a chat request)."""
+
+    def __init__(self, models: bool = False) -> None:
+        release = self.release = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if models:
+                    body = b'{"data": [{"id": "m"}]}'
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                release.wait()
+
+            def do_POST(self) -> None:
+                release.wait()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+
+
+def test_a_hung_endpoint_fails_the_batch_within_its_deadline_naming_the_endpoint():
+    from ragsweep.models.llm import Chat, Endpoint, EndpointDown, LLMSettings
+
+    server = HungServer(models=True)
+    try:
+        endpoint = Endpoint("m", server.url, api_key="sk-hung-secret")
+        settings = LLMSettings(timeout_s=0.5, max_retries=1, backoff_s=0.0, concurrency=2)
+        chat = Chat(endpoint, settings)
+        with pytest.raises(EndpointDown) as down:
+            chat.run(list(range(6)), lambda i: chat.ask([("user", f"q{i}")]))
+    finally:
+        server.close()
+    message = str(down.value)
+    assert server.url in message and "timed out" in message and "--llm-timeout" in message
+    assert "sk-hung-secret" not in message
+
+
+def test_ragsweep_run_against_a_hung_endpoint_fails_naming_it_not_its_key(tmp_path):
+    server = HungServer()
+    env = {**os.environ, "RAGSWEEP_LLM_BASE_URL": server.url, "RAGSWEEP_LLM_API_KEY": "sk-9f3"}
+    try:
+        result = subprocess.run(
+            [
+                RAGSWEEP,
+                "run",
+                *EXAMPLES,
+                *SMALL,
+                "--llm",
+                "m",
+                "--llm-timeout",
+                "2",
+                "--no-store",
+                "--output",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    finally:
+        server.close()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert server.url in last_line(result.stderr) and "unreachable" in result.stderr
+    assert "sk-9f3" not in result.stdout + result.stderr
+
+
+def test_the_deadlines_are_not_part_of_the_sweep_key():
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.settings import RunSettings
+
+    def key(**llm) -> str:
+        return RunSettings(docs="d", testset="t.json", llm=LLMSettings(**llm)).record()["sweep_key"]
+
+    assert key() == key(timeout_s=5.0, max_retries=0, judge_timeout_s=9.0, judge_max_retries=3)
+    assert key() != key(temperature=0.5)
