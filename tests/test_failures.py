@@ -213,6 +213,38 @@ def test_a_full_filesystem_leaves_no_half_written_export(reference, tmp_path):
         assert sorted(p.name for p in run_dir.iterdir()) == []
 
 
+def kilobytes(path: Path) -> int:
+    return int(
+        subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True).stdout.split()[0]
+    )
+
+
+def test_a_run_folder_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
+    reference, tmp_path
+):
+    # room for the steps' artifacts and log, not for the exports besides them
+    room = kilobytes(reference / "pipeline") + kilobytes(reference / "pipeline.log") + 400
+    with mounted("tmpfs", tmp_path / "small", "-t", "tmpfs", "-o", f"size={room}k") as out:
+        full = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out))
+
+        assert full.returncode == 2 and "Traceback" not in full.stderr
+        [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+        line = last_line(full.stderr)
+        assert f"cannot write the run folder {run_dir}: No space left on device" in line
+        assert f"ragsweep run --resume {run_dir.name}" in line
+        assert not (run_dir / "report.html").exists() and not (run_dir / ".exporting").exists()
+        assert read_marker(run_dir)["status"] == "failed"
+
+        subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
+        resumed = ragsweep("run", "--resume", run_dir.name, "--output", str(out), "--no-store")
+
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+        assert "rank: reused" in resumed.stdout and "evaluate: reused" in resumed.stdout, (
+            resumed.stdout
+        )
+        assert is_complete(run_dir) and read_marker(run_dir)["status"] == "succeeded"
+
+
 def test_a_run_stored_with_results_is_never_replaced_by_a_failure_note(reference, tmp_path):
     run_dir = copy_run(reference, tmp_path)
     url = f"sqlite:///{tmp_path / 'store.db'}"

@@ -147,7 +147,8 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     assert "alarm, best of sweep" in second.stdout
     assert "not regressed on answer_correctness" in second.stdout
     new_dir = max((tmp_path / "runs").iterdir())
-    assert "Executing task 'compare'" in (new_dir / "pipeline.log").read_text()
-    [comparison] = (new_dir / "pipeline").rglob("comparison")
-    verdicts = read_table(comparison, "comparison")["verdict"].to_pylist()
+    # compared after its folder was complete, the comparison written beside its results
+    assert "Executing task 'compare'" not in (new_dir / "pipeline.log").read_text()
+    verdicts = read_table(new_dir / "comparison.arrow", "comparison")["verdict"].to_pylist()
     assert verdicts == ["unchanged"] * 12
+    assert "not regressed on answer_correctness" in (new_dir / "comparison.md").read_text()

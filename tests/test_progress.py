@@ -196,6 +196,20 @@ def test_a_line_per_finished_step_with_its_cost_and_the_steps_warnings(tmp_path)
     ]
 
 
+def test_a_step_reused_by_a_resumed_run_is_counted_as_reused(tmp_path):
+    out = io.StringIO()
+    monitor = Monitor(LineView(out), 2, tmp_path / "progress.jsonl", tmp_path / "pipeline.log")
+    # kfp.local's line for a step whose outputs its cache holds (it runs no process)
+    monitor.line("Task ingest cache hit (key=0f3a9c2b81de); skipping execution.")
+    for line in lines_of_a_run()[-5:-1]:  # then the evaluate step runs
+        monitor.line(line)
+    assert out.getvalue().splitlines() == [
+        "[1/2] ingest: reused",
+        "[2/2] evaluate: peak memory 175 MB, 0.7 s",
+    ]
+    assert monitor.reused == 1
+
+
 def test_verbose_shows_every_line_as_well(tmp_path):
     shown = monitored(tmp_path, lines_of_a_run(), verbose=True)
     assert "  Executing task 'ingest'" in shown and "  ragsweep: 12 answers" in shown

@@ -54,8 +54,9 @@ def main() -> None:
         sys.argv[1:] = resume_alone(sys.argv[1:])
         app()
     except RagsweepError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+        code = getattr(exc, "exit_code", 2)
+        typer.echo(f"error: {exc}" if code < 128 else str(exc), err=True)  # not an error: a stop
+        raise SystemExit(code) from None
     except KeyboardInterrupt:  # before or after a run's own handling
         typer.echo("interrupted", err=True)
         raise SystemExit(130) from None

@@ -10,15 +10,14 @@ later (``ragsweep runs import RUN_DIR``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragsweep.core.errors import RagsweepError, safe_url
-from ragsweep.core.schemas import read_table
-from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
+from ragsweep.core.schemas import read_table, write_table
+from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_marker
 
 if TYPE_CHECKING:
     from ragsweep.results.regression import Comparison
@@ -59,7 +58,8 @@ class Outcome:
 
 def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline: str) -> Outcome:
     """Run the side steps on a complete run folder and record how it ended (its marker and,
-    with ``store_url``, the store)."""
+    with ``store_url``, the store). The comparison goes into the folder too:
+    ``comparison.arrow`` (kind comparison) and ``comparison.md``."""
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     outcome = Outcome(run_dir, "succeeded", store=safe_url(store_url) if store_url else "")
     if tracking_uri:
@@ -107,13 +107,12 @@ def _compare(outcome: Outcome, board, baseline: str, store_url: str | None) -> N
         stored = (database.load_leaderboard(engine, found), database.load_results(engine, found))
         current = (board, read_table(outcome.run_dir / "results.arrow", "results"))
         outcome.comparison = compare_runs(stored, current)
-        text = render(outcome.comparison, "markdown") + "\n"
-        tmp = outcome.run_dir / ".comparison.md.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, outcome.run_dir / "comparison.md")
-    except (RagsweepError, OSError) as exc:
-        why = str(exc) if isinstance(exc, RagsweepError) else f"{exc.strerror or exc}"
-        outcome.failed["compare"] = why
+        with staged(outcome.run_dir) as stage:
+            write_table(outcome.comparison.table, stage / "comparison.arrow", "comparison")
+            text = render(outcome.comparison, "markdown") + "\n"
+            (stage / "comparison.md").write_text(text, encoding="utf-8")
+    except RagsweepError as exc:
+        outcome.failed["compare"] = str(exc)
         outcome.status = "partial"
 
 
