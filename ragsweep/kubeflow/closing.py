@@ -10,6 +10,7 @@ later (``ragsweep runs import RUN_DIR``).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,8 @@ from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_mark
 
 if TYPE_CHECKING:
     from ragsweep.results.regression import Comparison
+
+log = logging.getLogger("ragsweep")
 
 PARTIAL_EXIT = 3  # results kept, a side step (or the store) failed
 
@@ -70,14 +73,17 @@ def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline:
         outcome.stored = publish_folder(run_dir, store_url, outcome.failed)
         if not outcome.stored:
             outcome.status = "partial"
-    write_marker(
-        run_dir,
-        status=outcome.status,
-        failed=outcome.failed,
-        stored=outcome.stored,
-        finished_at=datetime.now(UTC).isoformat(),
-        pid=None,
-    )
+    try:
+        write_marker(
+            run_dir,
+            status=outcome.status,
+            failed=outcome.failed,
+            stored=outcome.stored,
+            finished_at=datetime.now(UTC).isoformat(),
+            pid=None,
+        )
+    except OSError as exc:  # the results are whole; only the folder's note is missing
+        log.warning("cannot mark the run folder %s as %s: %s", run_dir, outcome.status, exc)
     return outcome
 
 

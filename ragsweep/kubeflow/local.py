@@ -242,7 +242,11 @@ def _stopped(
     from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
     from ragsweep.results import database
 
-    write_marker(run_dir, status=status, message=message, finished_at=datetime.now(UTC).isoformat())
+    try:
+        finished = datetime.now(UTC).isoformat()
+        write_marker(run_dir, status=status, message=message, finished_at=finished)
+    except OSError as exc:  # a full disk: the store and the message still say it
+        log.warning("cannot mark the run folder %s as %s: %s", run_dir, status, exc.strerror)
     if store_url:
         try:
             database.record_unfinished(
