@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $@
 
 run: install
@@ -41,9 +41,15 @@ image:
 	  exit 1; fi
 	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
 
-# constraints.txt: the exact versions of this environment, which the image installs.
-constraints: install
-	{ sed -n '1,2p' constraints.txt; $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
+# constraints.txt: the exact versions the image installs: ragsweep with all its extras,
+# resolved in a virtual environment of its own (no test tools).
+RUNTIME := build/runtime-venv
+constraints:
+	rm -rf $(RUNTIME)
+	$(PYTHON) -m venv $(RUNTIME)
+	$(RUNTIME)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(RUNTIME)/bin/python -m pip install --quiet '.[all]'
+	{ sed -n '1,2p' constraints.txt; $(RUNTIME)/bin/pip freeze --exclude ragsweep | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
 	mv constraints.new constraints.txt
 
 clean:

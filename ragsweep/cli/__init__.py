@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragsweep.cli.openshift import schedule_app, submit
-from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
@@ -549,12 +549,17 @@ def ui(
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
     from ragsweep.results import database as results_store
-    from ragsweep.ui.security import check_exposure, is_loopback
 
+    try:
+        import uvicorn
+
+        from ragsweep.ui import create_app
+        from ragsweep.ui.security import check_exposure, is_loopback
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("ragsweep"):
+            raise
+        raise missing_extra(exc.name, "ui", "ragsweep ui") from None
     check_exposure(host, token)
-    import uvicorn
-
-    from ragsweep.ui import create_app
 
     url = results_store.resolve_url(store)
     loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
