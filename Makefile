@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 IMAGE ?= localhost/ragsweep:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: install run test lint compile bench clean image constraints
+.PHONY: install run test lint docs compile bench clean image constraints
 
 install: $(STAMP)
 
@@ -24,7 +24,11 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint
+# the pages in docs/ (mkdocs.yml): a broken link or a page left out of nav fails
+docs: install
+	$(BIN)/mkdocs build --strict
+
+test: lint docs
 	$(BIN)/pytest
 
 compile: install
