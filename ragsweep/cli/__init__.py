@@ -622,7 +622,8 @@ def convert(
     if docs:
         from ragsweep.documents.testsets import resolve_testset
 
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     export_testset(table, target)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
 
@@ -704,7 +705,8 @@ def testset_add(
 
     table = load_testset(source)
     if docs:
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     testsets_in(store).save(name, table)
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
 
