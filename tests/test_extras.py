@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+RUN = ["run", "--docs", "examples/docs", "--testset", "examples/testset.jsonl", "--output", "{tmp}"]
 
 
 def ragsweep_without(package: str, *args: str) -> subprocess.CompletedProcess:
@@ -29,32 +30,12 @@ def ragsweep_without(package: str, *args: str) -> subprocess.CompletedProcess:
     [
         (
             "pymilvus",
-            [
-                "run",
-                "--docs",
-                "examples/docs",
-                "--testset",
-                "examples/testset.jsonl",
-                "--vector-stores",
-                "milvus",
-                "--output",
-                "{tmp}",
-            ],
+            [*RUN, "--vector-stores", "milvus"],
             "the milvus vector store needs pymilvus: pip install 'ragsweep[milvus]'",
         ),
         (
             "psycopg",
-            [
-                "run",
-                "--docs",
-                "examples/docs",
-                "--testset",
-                "examples/testset.jsonl",
-                "--vector-stores",
-                "pgvector",
-                "--output",
-                "{tmp}",
-            ],
+            [*RUN, "--vector-stores", "pgvector"],
             "the pgvector vector store needs psycopg: pip install 'ragsweep[pgvector]'",
         ),
         (
