@@ -311,7 +311,7 @@ def test_llm_calls_are_counted_and_a_failing_endpoint_prints_the_error_whole(llm
     assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
     assert re.search(
         r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
-        r"first error: HTTP 500 after 5 call\(s\): .*scripted 500",
+        r"first error: HTTP 500 after 3 call\(s\): .*scripted 500",  # the default 2 retries
         failed,
         re.M,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 GRACE_S = 2.0  # a step's time to end after SIGTERM before it is killed
@@ -38,9 +38,11 @@ class Interrupted(BaseException):  # noqa: N818 (like KeyboardInterrupt, not an 
 
 
 @contextmanager
-def interruptible() -> Iterator[None]:
+def interruptible(on_stop: Callable[[], None] | None = None) -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise ``Interrupted`` (once) and stop every
-    child process. Outside the main thread (where signals cannot be handled) a no-op."""
+    child process, after calling ``on_stop`` (e.g. to stop showing the steps' output: on a
+    terminal's Ctrl-C they get SIGINT too, and fail with a traceback of their own).
+    Outside the main thread (where signals cannot be handled) a no-op."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -50,6 +52,8 @@ def interruptible() -> Iterator[None]:
         if stopping.is_set():
             return  # already stopping: the reaper is at work
         stopping.set()
+        if on_stop is not None:
+            on_stop()
         threading.Thread(target=reap, name="ragsweep-reaper", daemon=True).start()
         raise Interrupted(signum)
 

@@ -174,7 +174,7 @@ def execute(
     monitor = watch(run_dir, steps, verbose)
     stage = "the pipeline"
     try:
-        with interruptible():
+        with interruptible(on_stop=monitor.silence):
             with (
                 StepLog(run_dir / "pipeline.log", monitor, append=resumed) as step_log,
                 warnings.catch_warnings(),
@@ -197,7 +197,11 @@ def execute(
             if set(outputs) != {*OUTPUTS, "report", "testset", "rag_patterns"} or not all(
                 p.exists() for p in outputs.values()
             ):
-                message = f"the pipeline failed: see the message above and {run_dir}/pipeline.log"
+                message = (
+                    f"the pipeline failed: see the message above and {run_dir}/pipeline.log; "
+                    f"once it is fixed, {resume_hint(run_dir)} (the steps that finished are "
+                    "reused)"
+                )
                 raise _stopped(run_dir, store_url, "failed", message)
             stage = "the export"
             try:

@@ -257,6 +257,7 @@ class Monitor:
         self.tail, self.log_path = Tail(progress_file), log_path
         self.finished = 0
         self.reused = 0  # of them, finished in an earlier attempt (a resumed run)
+        self.silenced = False  # the run is being stopped: its output is no longer shown
         self.running: list[str] = []
         self.costs: dict[str, list[str]] = {}  # step -> its cost lines not yet shown
         self.output: deque[str] = deque(maxlen=FAILED_LINES)  # the running steps' output
@@ -299,8 +300,15 @@ class Monitor:
             self.counters.setdefault(name, Counter(name)).set(done, total, now)
         self.view.refresh(self, now, force)
 
+    def silence(self) -> None:
+        """Show no more of the pipeline's output (the run is being stopped: its steps'
+        failures are the stop's, not theirs). Safe from a signal handler: takes no lock."""
+        self.silenced = True
+
     def line(self, line: str) -> None:
         """One line of the pipeline's output (kfp.local's timestamp taken off)."""
+        if self.silenced:
+            return
         with self.lock:
             if self.verbose:
                 self.view.print(f"  {line}")
