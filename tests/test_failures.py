@@ -286,17 +286,27 @@ def wait_for_step(process: subprocess.Popen, function: str) -> list[psutil.Proce
     raise AssertionError(f"the {function} step never started")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(tmp_path, signum):
+@pytest.mark.parametrize(
+    "signum, group",
+    [(signal.SIGINT, True), (signal.SIGTERM, False)],
+    # Ctrl-C signals the terminal's whole process group, the steps too; `kill` the run alone
+    ids=["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run (kill)"],
+)
+def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
+    tmp_path, signum, group
+):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     process = start_run(tmp_path / "runs", "--store", url)
     children = wait_for_step(process, "chunk_embed")
 
-    process.send_signal(signum)
+    if group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
 
     assert process.returncode == 128 + signum
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     [run_dir] = (tmp_path / "runs").iterdir()
     line = last_line(stderr)
