@@ -23,6 +23,7 @@ from ragsweep.sweep.space import (
 
 if TYPE_CHECKING:
     from ragsweep.results.curation import DatabaseStore
+    from ragsweep.results.regression import Comparison
 
 LLM_DEFAULTS = LLMSettings()
 
@@ -247,6 +248,13 @@ def run(
     baseline: str = typer.Option(
         "", help="Compare with this stored run id, or `latest` run of the same sweep."
     ),
+    sweep: str = typer.Option(
+        "",
+        "--sweep",
+        help="Name the sweep (letters, digits, . _ -): --baseline latest then finds the last "
+        "run of this name, whatever changed in the documents, test set or grid, and says what "
+        "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -351,6 +359,7 @@ def run(
         parallelism=parallelism,
         patterns=patterns,
         embedding_shard_bytes=embedding_shard_bytes,
+        sweep_name=sweep,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
@@ -372,16 +381,42 @@ def run(
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if baseline:
         from ragsweep.core.schemas import read_table
-        from ragsweep.results.regression import NO_BASELINE, resolve_baseline
+        from ragsweep.results.database import open_run
+        from ragsweep.results.regression import (
+            compare_runs,
+            no_baseline,
+            render,
+            resolve_baseline,
+            sweep_of,
+        )
 
         board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
         engine = results_store.connect(url)
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
         if baseline is None:
-            typer.echo(f"\n{NO_BASELINE}")
+            add_comparison(run_dir, None, no_baseline(board))
+            typer.echo(f"\n{no_baseline(board)}")
             return
-        typer.echo(f"\ncompared with run {baseline}:")
-        compare(baseline, str(run_dir), metric=None, format="table", store=url)
+        result = compare_runs(open_run(baseline, url), open_run(str(run_dir), url))
+        add_comparison(run_dir, result)
+        typer.echo(f"\ncompared with run {baseline} of sweep {sweep_of(board)}:")
+        typer.echo(render(result))
+        typer.echo(f"comparison: {run_dir / 'comparison.md'} (and in the report)")
+        if result.best_regressed:
+            raise typer.Exit(1)
+
+
+def add_comparison(run_dir: Path, comparison: Comparison | None, none_found: str = "") -> None:
+    """The comparison with the baseline (or why there is none) in the run folder's
+    ``report.html`` and, when there is one, as ``comparison.md``."""
+    from ragsweep.results.regression import render
+    from ragsweep.results.report import comparison_section, with_comparison
+
+    report = run_dir / "report.html"
+    section = comparison_section(comparison, none_found)
+    report.write_text(with_comparison(report.read_text(encoding="utf-8"), section), "utf-8")
+    if comparison is not None:
+        (run_dir / "comparison.md").write_text(render(comparison, "markdown") + "\n", "utf-8")
 
 
 def stored_testset_file(name: str, url: str | None, output: Path) -> Path:

@@ -57,6 +57,13 @@ PARAM = typer.Option(
     help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (README: Parameters)",
 )
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
+SWEEP = typer.Option(
+    None,
+    "--sweep",
+    help="The sweep's name (pipeline parameter sweep_name; letters, digits, . _ -), which "
+    "baseline=latest follows across changed documents, test sets and grids.",
+    show_default=False,
+)
 IMAGE = typer.Option(
     None,
     help="Image for the steps (default: RAGSWEEP_IMAGE, else the project's ragsweep ImageStream)",
@@ -128,6 +135,7 @@ def submit(
     param: list[str] = PARAM,
     experiment: str = EXPERIMENT,
     run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
+    sweep: str = SWEEP,
     wait: bool = typer.Option(False, help="Follow the run to its end."),
     poll_seconds: float = typer.Option(30.0, help="With --wait: seconds between looks."),
     image: str = IMAGE,
@@ -147,6 +155,7 @@ def submit(
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    openshift.name_sweep(arguments, sweep)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
@@ -168,7 +177,10 @@ def schedule_create(
     cron: str = typer.Option(
         ..., help="When, in UTC: '0 2 * * *' (5 fields) or '0 0 2 * * *' (seconds first)."
     ),
-    name: str = typer.Option("ragsweep-nightly", help="Schedule name."),
+    name: str = typer.Option(
+        "ragsweep-nightly", help="Schedule name; also its sweep's name unless --sweep gives one."
+    ),
+    sweep: str = SWEEP,
     docs: str = DOCS,
     testset: str = TESTSET,
     testset_name: str = TESTSET_NAME,
@@ -188,7 +200,9 @@ def schedule_create(
     kubeconfig: str = KUBECONFIG,
     ca_cert: str = CA_CERT,
 ) -> None:
-    """Run the sweep on a cron schedule, one run at a time, never catching up missed runs."""
+    """Run the sweep on a cron schedule, one run at a time, never catching up missed runs.
+    Its runs are one sweep, named after the schedule (or --sweep), so that a run's
+    baseline=latest is the schedule's last successful run whatever changed since."""
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
@@ -196,6 +210,7 @@ def schedule_create(
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    openshift.name_sweep(arguments, sweep, schedule=name)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)

@@ -107,7 +107,16 @@ runs = sa.Table(
     sa.Column("best_config_id", sa.String(64)),
     sa.Column("best_label", sa.String(400)),
     sa.Column("settings", sa.JSON),
+    # what `baseline=latest` follows: the sweep's name, else its key; null in older stores,
+    # where the key stands in (``_sweep``)
+    sa.Column("sweep_name", sa.String(200)),
 )
+
+
+def _sweep() -> sa.ColumnElement[str]:
+    """A run's sweep: its name, else (a run stored before names) its key."""
+    return sa.func.coalesce(runs.c.sweep_name, runs.c.sweep_key)
+
 
 results = sa.Table(
     "ragsweep_results",
@@ -369,6 +378,7 @@ def publish(
             runs.insert().values(
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
+                sweep_name=_text(settings.get("sweep_name")),
                 pipeline_run_id=_text(pipeline_run_id),
                 testset_id=testset_id,
                 status="succeeded",
@@ -394,6 +404,7 @@ def record_failed(engine: Engine, run_id: str, settings: dict, started_at: datet
             runs.insert().values(
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
+                sweep_name=_text(settings.get("sweep_name")),
                 status="failed",
                 started_at=started_at,
                 finished_at=_now(),
@@ -525,18 +536,20 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        _sweep().label("sweep"),
     ]
     query = sa.select(*columns).order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
 
-def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str | None:
-    """The newest succeeded run of the same sweep (same documents, test set, space and
-    metric), other than ``exclude``; None when there is none."""
+def latest_successful(engine: Engine, sweep: str, exclude: str | None = None) -> str | None:
+    """The newest succeeded run of the sweep named ``sweep`` (a run's ``sweep_name``
+    setting: the name given, else its sweep key), other than ``exclude``; None when there
+    is none."""
     query = (
         sa.select(runs.c.run_id)
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(_sweep() == sweep, runs.c.status == "succeeded")
         .order_by(runs.c.finished_at.desc(), runs.c.id.desc())
     )
     if exclude:
@@ -595,14 +608,15 @@ def publish_from_step(
 
 def find_runs(
     engine: Engine,
-    sweep_key: str | None = None,
+    sweep: str | None = None,
     status: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
-    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    """Runs newest first, as ``list_runs``, filtered by sweep (its name), status and start
+    time (the finish time when the start is unknown; ``since`` inclusive, ``until``
+    exclusive)."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -613,9 +627,10 @@ def find_runs(
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        _sweep().label("sweep"),
     )
-    if sweep_key:
-        query = query.where(runs.c.sweep_key == sweep_key)
+    if sweep:
+        query = query.where(_sweep() == sweep)
     if status:
         query = query.where(runs.c.status == status)
     when = sa.func.coalesce(runs.c.started_at, runs.c.finished_at)
@@ -642,9 +657,10 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     return dict(row)
 
 
-def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
-    """The succeeded runs of a sweep, oldest first, each with its best configuration's
-    score on the run's metric and that score's interval (``score``, ``low``, ``high``)."""
+def sweep_trend(engine: Engine, sweep: str) -> list[dict[str, Any]]:
+    """The succeeded runs of the sweep named ``sweep``, oldest first, each with its best
+    configuration's score on the run's metric and that score's interval (``score``,
+    ``low``, ``high``)."""
     query = (
         sa.select(
             runs.c.run_id,
@@ -654,7 +670,7 @@ def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
             leaderboards.c.figures,
         )
         .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(_sweep() == sweep, runs.c.status == "succeeded")
         .where(leaderboards.c.rank == 1)
         .order_by(runs.c.finished_at, runs.c.id)
     )

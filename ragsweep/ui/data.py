@@ -72,10 +72,10 @@ class Data:
         a, b = self._run(baseline), self._run(candidate)
         return compare_runs((a.board, a.results), (b.board, b.results))
 
-    def trend(self, sweep_key: str) -> list[dict[str, Any]]:
+    def trend(self, sweep: str) -> list[dict[str, Any]]:
         """The sweep's last nights, each marked ``regressed`` when the alarm of the
         comparison with the night before fired."""
-        points = database.sweep_trend(self.engine, sweep_key)[-TREND_RUNS:]
+        points = database.sweep_trend(self.engine, sweep)[-TREND_RUNS:]
         for point in points:
             point["regressed"] = None  # the first night has nothing to compare with
         for before, after in zip(points, points[1:], strict=False):

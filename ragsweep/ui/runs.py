@@ -55,9 +55,9 @@ def runs_page(request: Request) -> Response:
     rows = find_runs(
         data.engine, sweep, status, since, until + timedelta(days=1) if until else None
     )
-    sweeps = sorted({r["sweep_key"] for r in find_runs(data.engine, limit=1000)})
+    sweeps = sorted({r["sweep"] for r in find_runs(data.engine, limit=1000)})
     trends = []
-    for key in [sweep] if sweep else sorted({r["sweep_key"] for r in rows}):
+    for key in [sweep] if sweep else sorted({r["sweep"] for r in rows}):
         points = data.trend(key)
         if points:
             trends.append({"sweep": key, "points": points, "svg": trend(points)})
