@@ -91,8 +91,12 @@ def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(
     ids = column(page, "#runs tr.run-row td:first-child")
     assert ids == ["broken-night", "night-3", "night-2", "night-1"]
     assert column(page, "#runs tr.run-row td:nth-child(2)")[0] == "failed"
+    sweeps = column(page, "#runs tr.run-row td:nth-child(7)")
+    assert sweeps == ["other-sweep", *[ui_demo.SWEEP] * 3]
     trend = page.locator(".trend-chart")
-    assert trend.count() == 1  # the failed run's sweep has no score to draw
+    # one trend: the nights by their sweep's name, though night-3's key is another; the
+    # failed run's sweep has no score to draw
+    assert trend.count() == 1
     assert trend.locator("circle.regressed").count() == 1
     assert trend.locator("circle.night").count() == 2
     assert "night-3 (regressed)" in trend.inner_text()

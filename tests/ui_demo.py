@@ -21,6 +21,7 @@ from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
+SWEEP = "docs-nightly"  # the nights' sweep, followed by name across changed documents
 FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
 TESTSET = "nightly.json"
 QUESTIONS = 40
@@ -72,12 +73,16 @@ def with_chunks(board, docs: Path) -> tuple[pa.Table, pa.Table]:
 
 
 def fill(engine: Engine, docs: Path) -> None:
-    """Three nightly runs of one sweep over the documents in ``docs`` (the last run
-    regressed), one failed run, and the test set in the store."""
+    """Three nightly runs of one sweep, ``SWEEP``, over the documents in ``docs`` (the last
+    run regressed; its documents changed, so its sweep key is another), one failed run,
+    and the test set in the store."""
     testset = testset_rows()
     write_documents(docs)
     for i, run_id in enumerate(NIGHTS):
         leaderboard, results = with_chunks(make_board(night_scores(i)), docs)
+        settings = {**settings_of(leaderboard), "sweep_name": SWEEP}
+        settings["sweep_key"] = f"{settings['sweep_key'][:8]}-{i // 2}"
+        leaderboard = leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
         database.publish(
             engine,
             run_id,

@@ -13,7 +13,7 @@ from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
+from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count, check_sweep_name
 from ragsweep.sweep.space import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CONFIGS,
@@ -275,6 +275,7 @@ def run(
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
     check_count(patterns)
+    check_sweep_name(sweep)
     from ragsweep.answering.answerers import uses_model
 
     answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]

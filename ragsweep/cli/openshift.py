@@ -152,10 +152,10 @@ def submit(
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
     test_data = test_data_location(testset, testset_name)
-    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
-    pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep)
+    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+    pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
@@ -207,10 +207,10 @@ def schedule_create(
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
     test_data = test_data_location(testset, testset_name)
-    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
-    pipelines = openshift.Pipelines(endpoint)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep, schedule=name)
+    endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
+    pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)

@@ -528,7 +528,8 @@ def name_sweep(
     arguments: dict[str, Any], sweep: str | None, schedule: str | None = None
 ) -> dict[str, Any]:
     """``arguments`` with the sweep's name (``sweep_name``): ``--sweep``, else one given as
-    a parameter, else a schedule's name; a name that cannot name a sweep is refused."""
+    a parameter, else a schedule's name; a name that cannot name a sweep is refused here,
+    before anything is sent."""
     from ragsweep.sweep.settings import check_sweep_name
 
     given = arguments.get("sweep_name")
@@ -538,7 +539,9 @@ def name_sweep(
         )
     if sweep is not None:
         arguments["sweep_name"] = check_sweep_name(sweep, "--sweep")
-    elif given is None and schedule is not None:
+    elif given is not None:
+        check_sweep_name(str(given), "sweep_name")
+    elif schedule is not None:
         arguments["sweep_name"] = check_sweep_name(
             schedule, "--name (the schedule's, its sweep's name unless --sweep gives one)"
         )
@@ -546,17 +549,14 @@ def name_sweep(
 
 
 def preflight(package: Path, arguments: dict[str, Any]) -> None:
-    """Check the arguments here, as the pipeline's first steps would there: names, the
-    sweep's name, test data location, search space (with AutoRAG's preset and vector
-    store), budget and metric."""
+    """Check the arguments here, as the pipeline's first steps would there: names, test
+    data location, search space (with AutoRAG's preset and vector store), budget and metric."""
     from ragsweep.evaluation.leaderboard import check_metric
     from ragsweep.kubeflow import autorag
     from ragsweep.results.curation import stored_set_name
-    from ragsweep.sweep.settings import check_sweep_name
     from ragsweep.sweep.space import SearchSpace
 
     check_arguments(package, arguments)
-    check_sweep_name(str(arguments.get("sweep_name") or ""), "sweep_name")
     values = {
         name: arguments.get(name, spec.get("defaultValue"))
         for name, spec in pipeline_inputs(package).items()
