@@ -432,6 +432,7 @@ def test_the_cli_reads_a_store_made_before_question_versions(tmp_path):
     compared = ragsweep("compare", "old-run", "old-run", "--store", url)
 
     assert listed.returncode == 0 and "old-run" in listed.stdout, listed.stderr
+    assert f"(sweep {database.settings_of(b.leaderboard)['sweep_key']})" in listed.stdout
     assert shown.returncode == 0 and f"{b.leaderboard.num_rows} configurations" in shown.stdout
     assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr
 

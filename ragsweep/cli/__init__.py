@@ -512,7 +512,8 @@ def runs(
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),
 ) -> None:
-    """List the runs in the results database, latest first."""
+    """List the runs in the results database, latest first, each with its sweep (its name,
+    or an unnamed sweep's key)."""
     from ragsweep.results import database as results_store
 
     url = results_store.resolve_url(store)
@@ -524,7 +525,7 @@ def runs(
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
         typer.echo(
             f"{r['run_id']:<28} {r['status']:<9} {started}  {r['optimization_metric'] or '-'}: "
-            f"{r['best_label'] or '-'}"
+            f"{r['best_label'] or '-'}  (sweep {r['sweep']})"
         )
 
 
