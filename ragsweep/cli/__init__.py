@@ -395,14 +395,10 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     import hashlib
     import json
 
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
     from ragsweep.results.curation import live_questions
 
-    if "/" in name or name.startswith("."):
-        raise RagsweepError(
-            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
-            "`ragsweep testset export` it and pass the file as --testset"
-        )
+    check_name(name, "--testset-name")  # a valid name is a safe file name
     table = live_questions(testsets_in(url), name)
     content = json.dumps(table.to_pylist(), sort_keys=True).encode()
     folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
@@ -648,10 +644,12 @@ def generate(
     """Generate a Q&A test set from the documents with Giskard RAGET."""
     from ragsweep.documents.qagen import QASettings, generate_testset
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
 
     if out is None and not name:
         raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if name:
+        check_name(name, "--name")
     if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
         raise RagsweepError(
             f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"

@@ -32,6 +32,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
+from ragsweep.documents.testsets import check_name
 
 log = logging.getLogger("ragsweep")
 
@@ -252,28 +253,18 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def check_name(name: str | None) -> str:
-    """A test set's name, refused when empty or blank (Oracle would store '' as NULL)."""
-    if not name or not name.strip():
-        raise RagsweepError(
-            f"results store: a test set needs a name, got {name!r}: the file name, or "
-            "generated-<YYYYMMDD>-<hash> for a generated one"
-        )
-    return name
-
-
 def save_testset(
     conn: Connection, name: str, testset: pa.Table, deletions: bool = True
 ) -> tuple[int, dict[str, int]]:
-    """Store the test set's items under ``name`` (not empty): a new version for each changed
-    item, and (with ``deletions``) a deletion version for each item no longer there.
-    Returns its id and each item's version."""
-    check_name(name)
+    """Store the test set's items under ``name``: a new version for each changed item, and
+    (with ``deletions``) a deletion version for each item no longer there. A new name must
+    be valid (``check_name``); one stored before the rule keeps working. Returns its id and
+    each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
         or conn.execute(
-            testsets.insert().values(name=name, created_at=_now())
+            testsets.insert().values(name=check_name(name, "results store"), created_at=_now())
         ).inserted_primary_key[0]
     )
     latest: dict[str, tuple[int, str, bool, int | None]] = {}
