@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -16,19 +15,16 @@ import httpx
 import numpy as np
 import pytest
 import ui_demo
-from conftest import emptied, free_port
+from conftest import emptied, free_port, needs_chromium
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
+from ragsweep.ui.roots import DocRoots
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium on PATH (Debian package chromium; .ci/run installs it)"
-)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -46,28 +42,10 @@ def engine(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def base_url(engine, tmp_path_factory):
-    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"))
+    roots = DocRoots.of([str(tmp_path_factory.getbasetemp()), str(ROOT / "examples")])
+    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"), docs_roots=roots)
     with ui_demo.serving(app, free_port()) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("no chromium on PATH (Debian package chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    yield context.new_page()
-    context.close()
 
 
 def follow(page, selector: str) -> None:

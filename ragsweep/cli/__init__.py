@@ -533,7 +533,9 @@ def ui(
     store: str = typer.Option(
         None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
     ),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on (IPv6 too: ::1); beyond loopback a token."
+    ),
     port: int = typer.Option(8765, help="Port to listen on."),
     token: str = typer.Option(
         None,
@@ -541,22 +543,48 @@ def ui(
         help="Access token every request must carry (required with a non-loopback --host).",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+    docs_root: list[str] = typer.Option(
+        None,
+        "--docs-root",
+        help="A folder or s3://bucket/prefix under which runs started from the page may read "
+        "documents; repeatable ('s3://' alone: every bucket). [default: the current folder]",
+    ),
+    https: bool = typer.Option(
+        False,
+        "--https",
+        help="Browsers reach this ui over HTTPS (e.g. an OpenShift Route): Secure __Host- "
+        "cookies, HSTS, and POSTs only from https pages.",
+    ),
 ) -> None:
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
     from ragsweep.results import database as results_store
+    from ragsweep.ui.roots import DocRoots
     from ragsweep.ui.security import check_exposure, is_loopback
 
     check_exposure(host, token)
+    roots = DocRoots.of(docs_root) if docs_root else DocRoots.default()
     import uvicorn
 
     from ragsweep.ui import create_app
 
     url = results_store.resolve_url(store)
-    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
-    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
-    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {safe_url(url)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    bind = host.strip("[]")
+    loopback = [bind, "127.0.0.1", "localhost", "::1"] if is_loopback(bind) else None
+    app = create_app(
+        results_store.connect(url),
+        token,
+        allowed_hosts=loopback,
+        runs_dir=output,
+        docs_roots=roots,
+        https=https,
+    )
+    shown = f"[{bind}]" if ":" in bind else bind
+    typer.echo(
+        f"ragsweep ui on http://{shown}:{port}/ over {safe_url(url)}; runs started from the "
+        f"page read documents under: {roots.describe()}"
+    )
+    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def load_leaderboard(run: str, store: str | None):
