@@ -591,9 +591,11 @@ def find_runs(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 200,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
-    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive); at
+    most ``limit`` of them, after the first ``offset``."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -614,7 +616,8 @@ def find_runs(
         query = query.where(when >= since)
     if until:
         query = query.where(when < until)
-    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc())
+    query = query.limit(limit).offset(offset)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
