@@ -320,6 +320,8 @@ def test_a_client_may_try_again_once_its_oldest_failure_leaves_the_window():
     assert limiter.wait("10.0.0.2") == 0  # another address is not held back
     now[0] = 1060.0
     assert limiter.wait("10.0.0.1") == 0
+    now[0] = 1100.0
+    assert limiter.wait("10.0.0.1") == 0 and limiter.seen == {}  # nothing kept per address
 
 
 @needs_chromium

@@ -118,9 +118,11 @@ class LoginLimiter:
 
     def wait(self, client: str) -> int:
         """Seconds until ``client`` may try again; 0 when it may now."""
-        recent, now = self.seen[client], self.clock()
+        recent, now = self.seen.get(client, deque()), self.clock()
         while recent and recent[0] <= now - self.window:
             recent.popleft()
+        if not recent:
+            self.seen.pop(client, None)  # an address with no recent failure is forgotten
         if len(recent) < self.failures:
             return 0
         return max(1, int(recent[0] + self.window - now + 0.999))
