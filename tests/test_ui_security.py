@@ -20,8 +20,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 import ui_demo
 from conftest import free_port, needs_chromium
+from starlette.testclient import TestClient
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.results import database
@@ -254,6 +256,16 @@ def test_every_response_carries_the_security_headers(page, base_url):
         assert "strict-transport-security" not in headers  # plain HTTP: no HSTS
     cookie = next(c for c in page.context.cookies(base_url) if c["name"] == "ragsweep_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and not cookie["secure"]
+
+
+def test_an_internal_error_page_carries_the_security_headers_too(tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    with engine.begin() as conn:  # a store damaged under the running app
+        conn.execute(sa.text(f"DROP TABLE {database.runs.name}"))
+    answer = TestClient(create_app(engine), raise_server_exceptions=False).get("/")
+    assert answer.status_code == 500 and "internal error" in answer.text
+    assert answer.headers["content-security-policy"] == CSP
+    assert answer.headers["x-content-type-options"] == "nosniff"
 
 
 def test_over_https_the_cookies_are_secure_host_cookies_and_posts_must_come_from_https(engine):

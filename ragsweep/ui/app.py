@@ -69,9 +69,15 @@ def create_app(
     async def error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-        if "state" not in request.scope or "csrf" not in request.scope["state"]:
-            return Response(str(detail), status_code=status, media_type="text/plain")
-        return render(request, "error.html", status_code=status, status=status, detail=detail)
+        plain = "state" not in request.scope or "csrf" not in request.scope["state"]
+        response = (
+            Response(str(detail), status_code=status, media_type="text/plain")
+            if plain
+            else render(request, "error.html", status_code=status, status=status, detail=detail)
+        )
+        if not isinstance(exc, HTTPException):  # answered outside the guard: its headers here
+            response.raw_headers.extend(security.HEADERS)
+        return response
 
     async def login_form(request: Request) -> Response:
         return render(request, "login.html", target=request.query_params.get("next", "/"))
