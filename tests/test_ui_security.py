@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -289,6 +290,48 @@ def test_over_https_the_cookies_are_secure_host_cookies_and_posts_must_come_from
         assert secure.status_code == 303
         assert secure.headers["set-cookie"].startswith(f"__Host-ragsweep_token={TOKEN};")
         assert "; Secure" in secure.headers["set-cookie"]
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate (Debian package openssl)")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@needs_chromium
+def test_over_tls_chromium_keeps_the_host_cookies_and_posts_from_the_https_pages(
+    browser, engine, tmp_path
+):
+    app = create_app(engine, token=TOKEN, https=True)
+    with ui_demo.serving(app, free_port(), tls=self_signed(tmp_path)) as url:
+        context = browser.new_context(ignore_https_errors=True)
+        page = context.new_page()
+        page.goto(f"{url}/testsets/curated.json")
+        assert page.url.startswith(f"{url}/login")
+        page.fill("input[name=token]", TOKEN)
+        submit(page, "form button")
+        assert page.url == f"{url}/testsets/curated.json"
+        cookies = {c["name"]: c for c in context.cookies(url)}
+        assert set(cookies) == {"__Host-ragsweep_session", "__Host-ragsweep_token"}
+        assert all(c["secure"] and c["httpOnly"] and c["path"] == "/" for c in cookies.values())
+        page.fill("#add textarea[name=question]", "Over TLS?")
+        page.fill("#add textarea[name=answers]", "Yes")
+        page.fill("#add textarea[name=doc_ids]", "doc0.md")
+        response = submit(page, "#add button")
+        assert response.status == 200 and response.headers["strict-transport-security"]
+        assert "Over TLS?" in DatabaseStore(engine).load("curated.json")["question"].to_pylist()
+        submit(page, "#logout button")
+        assert {c["name"] for c in context.cookies(url)} <= {"__Host-ragsweep_session"}
+        context.close()
 
 
 # --- login: nothing shown, rate limit, logout ------------------------------------------------
