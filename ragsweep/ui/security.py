@@ -185,8 +185,9 @@ class Guard:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = message.setdefault("headers", [])
-                headers += HEADERS + ([HSTS] if self.cookies.https else [])
+                headers = [*message.get("headers", []), *HEADERS]
+                headers += [HSTS] if self.cookies.https else []
+                message["headers"] = headers
                 if fresh:
                     cookie = self.cookies.header(self.cookies.session, session)
                     headers.append((b"set-cookie", cookie.encode()))
