@@ -77,6 +77,8 @@ def test_the_second_night_finds_the_first_by_name_though_its_documents_and_test_
     with engine.connect() as conn:
         stored = conn.execute(sa.select(database.runs.c.run_id, database.runs.c.sweep_name))
         assert dict(stored.all()) == {first.name: "kb-nightly", second.name: "kb-nightly"}
+    listed = ragsweep("runs", "--store", nights["url"]).stdout
+    assert listed.count("(sweep kb-nightly)") == 2
 
 
 def test_the_second_night_reports_the_5_added_documents_and_the_edited_question(nights):
@@ -115,6 +117,6 @@ def test_a_sweep_name_that_cannot_name_a_sweep_is_refused_in_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "error: --sweep 'kb nightly': a sweep name is 1 to 100 letters, digits, "
-        "'.', '_' or '-', starting with a letter or digit"
+        "'.', '_' or '-', the first a letter or digit"
     ]
     assert not (tmp_path / "runs").exists()

@@ -4,7 +4,6 @@ folder records in ``settings.json``, and what is stored with its results."""
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from ragsweep import __version__
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import config_id
 from ragsweep.documents.qagen import QASettings
+from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.models.llm import LLMSettings
@@ -21,17 +21,14 @@ from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
 DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
-SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # letters, digits, . _ -; <= 100
 DOCUMENT_HASH_CHARS = 16  # per document, enough to tell an edit
 
 
 def check_sweep_name(name: str, source: str = "--sweep") -> str:
-    """``name`` when it can name a sweep (empty: unnamed); else a clear error."""
-    if name and not SWEEP_NAME.fullmatch(name):
-        raise RagsweepError(
-            f"{source} {name!r}: a sweep name is 1 to 100 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
+    """``name`` when it can name a sweep (empty: unnamed); else a clear error. A sweep's
+    name follows the rule of a stored test set's (``testsets.NAME``)."""
+    if name and not NAME.fullmatch(name):
+        raise RagsweepError(f"{source} {name!r}: a sweep name is {NAME_RULE}")
     return name
 
 
@@ -86,7 +83,7 @@ class RunSettings:
                 "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
                 f"more, not {self.embedding_shard_bytes}"
             )
-        self.space.check_budget(self.max_configs)
+        self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns)
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
 
