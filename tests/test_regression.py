@@ -370,7 +370,8 @@ def test_runs_recorded_before_document_hashes_compare_and_say_the_documents_cann
     assert change_lines(result.changes) == [
         "documents: not compared (a run made before ragsweep kept each document's hash)"
     ]
-    assert "documents_added" not in verdict_metrics(result)
+    metrics = verdict_metrics(result)
+    assert "documents_added" not in metrics and metrics["grid_changed"] == 0.0
 
 
 def test_the_document_hashes_follow_each_documents_text_not_its_place_in_the_table():

@@ -33,16 +33,14 @@ class Changes:
         return bool(self.documents_added or self.documents_removed or self.documents_edited)
 
     def counts(self) -> dict[str, int]:
-        """The documents' changes, as the compare step logs them (when both runs know)."""
-        if not self.documents_known:
-            return {}
-        return {
-            "documents_added": len(self.documents_added),
-            "documents_removed": len(self.documents_removed),
-            "documents_edited": len(self.documents_edited),
-            "testset_changed": int(bool(self.testset[0])),
-            "grid_changed": int(bool(self.grid)),
-        }
+        """The changes as the compare step logs them; the documents' only when both runs
+        recorded their hashes."""
+        out = {"testset_changed": int(bool(self.testset[0])), "grid_changed": int(bool(self.grid))}
+        if self.documents_known:
+            out["documents_added"] = len(self.documents_added)
+            out["documents_removed"] = len(self.documents_removed)
+            out["documents_edited"] = len(self.documents_edited)
+        return out
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> Changes:
