@@ -186,6 +186,9 @@ def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
     assert set(column(page, "#comparison td.verdict")) == {"regressed"}
     assert page.locator("#flips tr.flip-row").count() > 0
     assert "40 questions shared" in page.locator("#overlap").inner_text()
+    changes = column(page, "#changes li")
+    assert changes[:2] == ["documents: 10 -> 11 (1 added, 0 removed, 0 edited)",
+                           "documents added (1): new-0.md"]  # fmt: skip
 
 
 @needs_chromium

@@ -16,6 +16,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
+from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.database import find_runs
 from ragsweep.results.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
 from ragsweep.ui.documents import retrieved_chunks
@@ -221,8 +222,9 @@ def question_page(request: Request) -> Response:
 
 
 def compare_page(request: Request) -> Response:
-    """Two runs side by side: the alarm, per-configuration verdicts with intervals, the
-    questions that flipped, what only one run holds."""
+    """Two runs side by side: the alarm, what changed since the baseline (documents, test
+    set, grid), per-configuration verdicts with intervals, the questions that flipped, what
+    only one run holds."""
     data, q = request.app.state.data, request.query_params
     succeeded = find_runs(data.engine, status="succeeded", limit=1000)
     baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
@@ -239,6 +241,7 @@ def compare_page(request: Request) -> Response:
         baseline=baseline,
         candidate=candidate,
         comparison=comparison,
+        changes=change_lines(comparison.changes) if comparison else [],
         rows=comparison.table.to_pylist() if comparison else [],
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,
