@@ -411,11 +411,9 @@ def add_comparison(run_dir: Path, comparison: Comparison | None, none_found: str
     """The comparison with the baseline (or why there is none) in the run folder's
     ``report.html`` and, when there is one, as ``comparison.md``."""
     from ragsweep.results.regression import render
-    from ragsweep.results.report import comparison_section, with_comparison
+    from ragsweep.results.report import insert_comparison
 
-    report = run_dir / "report.html"
-    section = comparison_section(comparison, none_found)
-    report.write_text(with_comparison(report.read_text(encoding="utf-8"), section), "utf-8")
+    insert_comparison(run_dir / "report.html", comparison, none_found)
     if comparison is not None:
         (run_dir / "comparison.md").write_text(render(comparison, "markdown") + "\n", "utf-8")
 

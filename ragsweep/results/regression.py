@@ -488,7 +488,7 @@ def _count(items: list, noun: str) -> str:
 # What ``latest`` finds when a sweep has no earlier run: not a failure (a nightly schedule's
 # first night; for an unnamed sweep, also the night after its documents, test set or space
 # changed).
-NO_BASELINE = (
+_NO_BASELINE = (
     "No earlier successful run of this sweep ({sweep}) to compare with: this run is its "
     "first, and the baseline of the next"
 )
@@ -511,7 +511,7 @@ def no_baseline(leaderboard: pa.Table) -> str:
         if unnamed
         else f"'{sweep}'"
     )
-    return NO_BASELINE.format(sweep=what)
+    return _NO_BASELINE.format(sweep=what)
 
 
 def resolve_baseline(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from html import escape
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -508,3 +509,10 @@ def comparison_section(comparison: Comparison | None, none_found: str = "") -> s
 def with_comparison(report: str, section: str) -> str:
     """The report with ``section`` (``comparison_section``) in its place, after the cards."""
     return report.replace(COMPARISON_SLOT, section, 1)
+
+
+def insert_comparison(path: Path, comparison: Comparison | None, none_found: str = "") -> None:
+    """Put the comparison with the baseline (or ``none_found``, why there is none) into the
+    report file at ``path``."""
+    section = comparison_section(comparison, none_found)
+    path.write_text(with_comparison(path.read_text(encoding="utf-8"), section), "utf-8")
