@@ -382,14 +382,14 @@ class EmbeddingCache:
     def _store(self, name: str, shard: bytes, index: bytes) -> bool:
         """Write a shard, then its index (a reader finds the shard complete before its
         index). False when the store cannot take them: neither is kept."""
-        try:
-            self.files.write(name, shard)
-            self.files.write(_index_name(name), index)
-        except OSError as exc:  # a full disk, a read-only folder (S3's errors are raised)
-            with suppress(OSError):
-                self.files.delete(name)
-            self._unwritable(name, exc)
-            return False
+        for file, data in ((name, shard), (_index_name(name), index)):
+            try:
+                self.files.write(file, data)
+            except OSError as exc:  # a full disk, a read-only folder (S3's errors are raised)
+                with suppress(OSError):
+                    self.files.delete(name)
+                self._unwritable(file, exc)
+                return False
         return True
 
     def _unwritable(self, name: str, exc: OSError) -> None:
