@@ -197,6 +197,44 @@ def test_orphaned_partial_files_are_removed_after_the_grace_but_a_live_writers_k
         live.kill()
 
 
+def test_another_users_live_writer_keeps_its_partial_file(tmp_path):
+    """Two people on one host: a writer running as nobody leaves root's live partial file
+    alone (it may not signal root's process, so it cannot tell it is dead) and removes a
+    dead one's."""
+    import tempfile
+
+    from ragsweep.embeddings import files as cache_files
+
+    if os.geteuid() != 0:
+        pytest.skip("runs a second user's process: needs root")
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))
+    folder.chmod(0o777)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **TEXT)
+    hour_ago = time.time() - cache_files.PARTIAL_GRACE - 60
+    mine = f"a.arrow.{cache_files._HOST}.{live.pid}.{'1' * 32}.partial"
+    orphan = f"b.arrow.{cache_files._HOST}.{int(ended.stdout)}.{'2' * 32}.partial"
+    for name in (mine, orphan):
+        (folder / name).write_bytes(b"half a shard")
+        os.utime(folder / name, (hour_ago, hour_ago))
+    script = (  # modules load before the process becomes nobody (who may not read them)
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from ragsweep.embeddings.files import remove_orphans\n"
+        "os.setuid(65534)\n"
+        "print(' '.join(p.name for p in remove_orphans(Path(sys.argv[1]))))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        run = subprocess.run([sys.executable, "-c", script, str(folder)], env=env, **TEXT)
+        assert run.stdout.split() == [orphan]
+        assert sorted(p.name for p in folder.iterdir()) == [mine]
+    finally:
+        live.kill()
+        live.wait()
+        subprocess.run(["rm", "-rf", str(folder)], check=True)
+
+
 def mount_tmpfs(path: Path, size: str) -> None:
     path.mkdir()
     result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)])
