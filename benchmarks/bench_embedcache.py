@@ -1,7 +1,8 @@
 """Fetching 100 vectors from an embedding cache of 50,000: before the shard index, and after;
 then the cost of verifying what is read (the row checks): before them, and after.
 
-    python benchmarks/bench_embedcache.py
+    python benchmarks/bench_embedcache.py           # both
+    python benchmarks/bench_embedcache.py checks    # the checks only
 
 "Before" is ``ragsweep/embeddings/cache.py`` as it was at commit ``BEFORE`` (loaded from git
 history): a lookup reads every shard of the model whole. "After" is the current module: it
@@ -85,8 +86,8 @@ def unchecked_package() -> ModuleType:
         source = source.replace("ragsweep.embeddings.", "embeddings_unchecked.")
         (package / f"{name}.py").write_text(source)
     sys.path.insert(0, str(root))
-    importlib.import_module("embeddings_unchecked.shards")
-    return importlib.import_module("embeddings_unchecked.cache")
+    importlib.import_module("embeddings_unchecked.cache")  # and the modules it imports
+    return importlib.import_module("embeddings_unchecked")
 
 
 def fill(before, location: str, shards: int, texts: list[str], vectors: np.ndarray) -> None:
@@ -159,11 +160,16 @@ def range_costs(root: str) -> dict[int, float]:
 
 def main() -> None:
     logging.disable(logging.INFO)
-    before = old_module()
     rng = np.random.default_rng(7)
     texts = [f"chunk {i} of the benchmark corpus" for i in range(VECTORS)]
     vectors = rng.standard_normal((VECTORS, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    if sys.argv[1:] == ["checks"]:
+        s3_root, server = s3_location()
+        record_checks(check_costs(texts, vectors, rng, s3_root))
+        server.stop()
+        return
+    before = old_module()
     picked = rng.choice(VECTORS, ASKED, replace=False)
     asked, expected = [texts[i] for i in picked], vectors[picked]
     s3_root, server = s3_location()
@@ -210,7 +216,7 @@ def check_costs(texts: list[str], vectors: np.ndarray, rng, s3_root: str) -> lis
             ("S3 (moto)", s3_root, (100,)),
         ):
             location = f"{root}/checks"
-            old = unchecked.EmbeddingCache(f"{location}/unchecked")
+            old = unchecked.cache.EmbeddingCache(f"{location}/unchecked")
             new = EmbeddingCache(f"{location}/checked")
             for part in np.array_split(np.arange(len(texts)), 10):
                 old._write(MODEL, [keys[i] for i in part], vectors[part])
@@ -221,7 +227,7 @@ def check_costs(texts: list[str], vectors: np.ndarray, rng, s3_root: str) -> lis
                 times = [
                     measure(lambda c=cache, loc=f"{location}/{name}": c(loc), asked, expected)[0]
                     for cache, name in (
-                        (unchecked.EmbeddingCache, "unchecked"),
+                        (unchecked.cache.EmbeddingCache, "unchecked"),
                         (EmbeddingCache, "checked"),
                     )
                 ]
