@@ -344,7 +344,7 @@ class EmbeddingCache:
         try:
             if isinstance(self.files, LocalFiles):
                 with self.files.mapped(name) as data:
-                    vectors = take_rows(data, layout, ordered).copy()
+                    vectors = take_rows(data, layout, ordered)
                 read = len(rows) * layout.row_bytes
             else:
                 vectors, read = self._ranges(name, layout, ordered)

@@ -131,7 +131,7 @@ def verify_rows(
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
     """Which rows are unit vectors (or all zeros: the model's answer for an empty text)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
     return (np.abs(norms - 1) <= NORM_TOLERANCE) | (norms == 0)
 
 
@@ -184,7 +184,7 @@ def decode_shard(data: bytes | pa.Buffer) -> tuple[np.ndarray, np.ndarray]:
 
 def take_rows(data: pa.Buffer | bytes, layout: ShardIndex, rows: np.ndarray) -> np.ndarray:
     """Rows ``rows`` (sorted) of a shard's matrix, where its index says the matrix is;
-    ``data`` may be a memory map (only their pages are read)."""
+    ``data`` may be a memory map (only their pages are read; the rows are copied)."""
     rows_stored = len(layout.keys)
     if len(data) < layout.offset + rows_stored * layout.row_bytes:
         raise Damaged(f"{len(data)} bytes, too few for its {rows_stored} rows")
