@@ -32,8 +32,8 @@ def test_a_rerun_over_damaged_shards_ranks_as_the_cold_run_and_names_each_file_o
     cache = tmp_path / "cache"
     cold, _ = sweep(tmp_path, "cold", cache)
     shards = sorted(cache.glob("*/*.arrow"))
-    assert len(shards) >= 2, shards
-    [vectors_overwritten, truncated] = shards[:2]
+    assert len(shards) >= 3, shards  # chunks of 64 and 128 tokens, questions
+    [vectors_overwritten, truncated, indexed] = shards[:3]
     index = decode_index(vectors_overwritten.with_suffix(".idx").read_bytes())
     data = bytearray(vectors_overwritten.read_bytes())
     matrix = len(index.keys) * index.row_bytes
@@ -41,11 +41,9 @@ def test_a_rerun_over_damaged_shards_ranks_as_the_cold_run_and_names_each_file_o
     data[index.offset : index.offset + matrix] = noise.tobytes()  # the same size
     vectors_overwritten.write_bytes(bytes(data))
     truncated.write_bytes(truncated.read_bytes()[:1000])
-    damaged = [vectors_overwritten, truncated]
-    if len(shards) > 2:
-        idx = shards[2].with_suffix(".idx")
-        idx.write_bytes(idx.read_bytes()[:100])
-        damaged.append(idx)
+    index_truncated = indexed.with_suffix(".idx")
+    index_truncated.write_bytes(index_truncated.read_bytes()[:100])
+    damaged = [vectors_overwritten, truncated, index_truncated]
 
     rerun, log = sweep(tmp_path, "rerun", cache)
     for path in damaged:
