@@ -544,9 +544,11 @@ def compare(
     """Paired comparison per configuration on what both runs share, with verdicts.
 
     Configurations are paired by config id, questions by id and version; what only one run
-    holds is listed. The alarm tests one hypothesis decided in advance: the --deployed
-    configuration (one-sided paired sign-flip test, 5%), else "the sweep's best got worse"
-    (best of sweep against best of sweep, a permutation test that swaps the nights, 5%).
+    holds is listed, and what changed since the baseline: documents added, removed and
+    edited (by id), the test set, the grid and the settings. The alarm tests one hypothesis
+    decided in advance: the --deployed configuration (one-sided paired sign-flip test, 5%),
+    else "the sweep's best got worse" (best of sweep against best of sweep, a permutation
+    test that swaps the nights, 5%).
 
     Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
     2 on a usage error (unknown run, nothing shared, metric without values).
