@@ -14,7 +14,7 @@ from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
+from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count, check_sweep_name
 from ragsweep.sweep.space import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CONFIGS,
@@ -270,6 +270,13 @@ def run(
     baseline: str = typer.Option(
         "", help="Compare with this stored run id, or `latest` run of the same sweep."
     ),
+    sweep: str = typer.Option(
+        "",
+        "--sweep",
+        help="Name the sweep (letters, digits, . _ -): --baseline latest then finds the last "
+        "run of this name, whatever changed in the documents, test set or grid, and says what "
+        "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -318,6 +325,7 @@ def run(
     if docs is None:
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     check_count(patterns)
+    check_sweep_name(sweep)
     from ragsweep.answering.answerers import uses_model
 
     answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
@@ -406,6 +414,7 @@ def run(
         parallelism=parallelism,
         patterns=patterns,
         embedding_shard_bytes=embedding_shard_bytes,
+        sweep_name=sweep,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
@@ -470,7 +479,7 @@ def check_writable(output: Path) -> None:
 def finish(outcome, top: int, patterns: int) -> None:
     """Print a run's leaderboard, report, comparison and last line; exit with its status:
     1 when the best regressed, 3 when partial."""
-    from ragsweep.results.regression import NO_BASELINE, render
+    from ragsweep.results.regression import render
 
     run_dir = outcome.run_dir
     show(run_dir, top)
@@ -478,10 +487,11 @@ def finish(outcome, top: int, patterns: int) -> None:
     if patterns:
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if outcome.comparison is not None:
-        typer.echo(f"\ncompared with run {outcome.baseline}:")
-        typer.echo(render(outcome.comparison, "table"))
+        typer.echo(f"\ncompared with run {outcome.baseline} of sweep {outcome.sweep}:")
+        typer.echo(render(outcome.comparison))
+        typer.echo(f"comparison: {run_dir / 'comparison.md'} (and in the report)")
     elif outcome.no_baseline:
-        typer.echo(f"\n{NO_BASELINE}")
+        typer.echo(f"\n{outcome.no_baseline}")
     typer.echo(f"\n{outcome.summary()}", err=outcome.status != "succeeded")
     if outcome.status != "succeeded":
         raise typer.Exit(outcome.exit_code)
@@ -500,14 +510,10 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     import hashlib
     import json
 
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
     from ragsweep.results.curation import live_questions
 
-    if "/" in name or name.startswith("."):
-        raise RagsweepError(
-            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
-            "`ragsweep testset export` it and pass the file as --testset"
-        )
+    check_name(name, "--testset-name")  # a valid name is a safe file name
     table = live_questions(testsets_in(url), name)
     content = json.dumps(table.to_pylist(), sort_keys=True).encode()
     folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
@@ -589,8 +595,8 @@ def runs(
     limit: int = typer.Option(20, help="How many runs, latest first."),
 ) -> None:
     """List the runs in the results database, latest first: id, status (succeeded; partial:
-    results kept, a side step failed; failed; interrupted), start, metric, best, and what
-    failed."""
+    results kept, a side step failed; failed; interrupted), start, metric, best, its sweep
+    (its name, or an unnamed sweep's key), and what failed."""
     if ctx.invoked_subcommand:
         return
     from ragsweep.results import database as results_store
@@ -605,7 +611,7 @@ def runs(
         detail = f"  ({r['detail']})" if r.get("detail") else ""
         typer.echo(
             f"{r['run_id']:<28} {r['status']:<11} {started}  {r['optimization_metric'] or '-'}: "
-            f"{r['best_label'] or '-'}{detail}"
+            f"{r['best_label'] or '-'}  (sweep {r['sweep']}){detail}"
         )
 
 
@@ -650,9 +656,11 @@ def compare(
     """Paired comparison per configuration on what both runs share, with verdicts.
 
     Configurations are paired by config id, questions by id and version; what only one run
-    holds is listed. The alarm tests one hypothesis decided in advance: the --deployed
-    configuration (one-sided paired sign-flip test, 5%), else "the sweep's best got worse"
-    (best of sweep against best of sweep, a permutation test that swaps the nights, 5%).
+    holds is listed, and what changed since the baseline: documents added, removed and
+    edited (by id), the test set, the grid and the settings. The alarm tests one hypothesis
+    decided in advance: the --deployed configuration (one-sided paired sign-flip test, 5%),
+    else "the sweep's best got worse" (best of sweep against best of sweep, a permutation
+    test that swaps the nights, 5%).
 
     Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
     2 on a usage error (unknown run, nothing shared, metric without values).
@@ -674,7 +682,9 @@ def ui(
     store: str = typer.Option(
         None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
     ),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on (IPv6 too: ::1); beyond loopback a token."
+    ),
     port: int = typer.Option(8765, help="Port to listen on."),
     token: str = typer.Option(
         None,
@@ -682,6 +692,18 @@ def ui(
         help="Access token every request must carry (required with a non-loopback --host).",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+    docs_root: list[str] = typer.Option(
+        None,
+        "--docs-root",
+        help="A folder or s3://bucket/prefix under which runs started from the page may read "
+        "documents; repeatable ('s3://' alone: every bucket). [default: the current folder]",
+    ),
+    https: bool = typer.Option(
+        False,
+        "--https",
+        help="Browsers reach this ui over HTTPS (e.g. an OpenShift Route): Secure __Host- "
+        "cookies, HSTS, and POSTs only from https pages.",
+    ),
 ) -> None:
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
@@ -691,18 +713,32 @@ def ui(
         import uvicorn
 
         from ragsweep.ui import create_app
+        from ragsweep.ui.roots import DocRoots
         from ragsweep.ui.security import check_exposure, is_loopback
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("ragsweep"):
             raise
         raise missing_extra(exc.name, "ui", "ragsweep ui") from None
     check_exposure(host, token)
+    roots = DocRoots.of(docs_root) if docs_root else DocRoots.default()
 
     url = results_store.resolve_url(store)
-    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
-    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
-    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {safe_url(url)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    bind = host.strip("[]")
+    loopback = [bind, "127.0.0.1", "localhost", "::1"] if is_loopback(bind) else None
+    app = create_app(
+        results_store.connect(url),
+        token,
+        allowed_hosts=loopback,
+        runs_dir=output,
+        docs_roots=roots,
+        https=https,
+    )
+    shown = f"[{bind}]" if ":" in bind else bind
+    typer.echo(
+        f"ragsweep ui on http://{shown}:{port}/ over {safe_url(url)}; runs started from the "
+        f"page read documents under: {roots.describe()}"
+    )
+    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def load_leaderboard(run: str, store: str | None):
@@ -791,10 +827,12 @@ def generate(
     """Generate a Q&A test set from the documents with Giskard RAGET."""
     from ragsweep.documents.qagen import QASettings, generate_testset
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
 
     if out is None and not name:
         raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if name:
+        check_name(name, "--name")
     if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
         raise RagsweepError(
             f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"

@@ -10,7 +10,9 @@ later (``ragsweep runs import RUN_DIR``).
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +41,8 @@ class Outcome:
     stored: bool | None = None
     store: str = ""
     baseline: str | None = None
-    no_baseline: bool = False  # `latest` found no earlier run of the sweep
+    sweep: str = ""  # what `latest` follows: the sweep's name, else its key
+    no_baseline: str = ""  # why `latest` found no baseline (no earlier run of the sweep)
     comparison: Comparison | None = None
 
     @property
@@ -61,8 +64,7 @@ class Outcome:
 
 def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline: str) -> Outcome:
     """Run the side steps on a complete run folder and record how it ended (its marker and,
-    with ``store_url``, the store). The comparison goes into the folder too:
-    ``comparison.arrow`` (kind comparison) and ``comparison.md``."""
+    with ``store_url``, the store). The comparison goes into the folder too (``_compare``)."""
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     outcome = Outcome(run_dir, "succeeded", store=safe_url(store_url) if store_url else "")
     if tracking_uri:
@@ -99,24 +101,42 @@ def _track(outcome: Outcome, board, uri: str) -> None:
 
 
 def _compare(outcome: Outcome, board, baseline: str, store_url: str | None) -> None:
+    """Compare with the baseline (``latest``: the sweep's latest run with results), into the
+    folder: ``comparison.arrow``, ``comparison.md``, the verdict's figures ``verdict.json``
+    and the report's section (or why there is no baseline)."""
     from ragsweep.results import database
-    from ragsweep.results.regression import compare_runs, render, resolve_baseline
+    from ragsweep.results.regression import (
+        compare_runs,
+        no_baseline,
+        render,
+        resolve_baseline,
+        sweep_of,
+        verdict_metrics,
+    )
+    from ragsweep.results.report import insert_comparison
 
+    run_dir = outcome.run_dir
     try:
         if not store_url:
             raise RagsweepError("the baseline is read from the results store, and none is set")
         engine = database.connect(store_url)
-        found = resolve_baseline(engine, baseline, board, outcome.run_dir.name)
-        outcome.baseline, outcome.no_baseline = found, found is None
+        found = resolve_baseline(engine, baseline, board, run_dir.name)
+        outcome.baseline, outcome.sweep = found, sweep_of(board)
         if found is None:
-            return
-        stored = (database.load_leaderboard(engine, found), database.load_results(engine, found))
-        current = (board, read_table(outcome.run_dir / "results.arrow", "results"))
-        outcome.comparison = compare_runs(stored, current)
-        with staged(outcome.run_dir) as stage:
-            write_table(outcome.comparison.table, stage / "comparison.arrow", "comparison")
-            text = render(outcome.comparison, "markdown") + "\n"
-            (stage / "comparison.md").write_text(text, encoding="utf-8")
+            outcome.no_baseline = no_baseline(board)
+        else:
+            stored = database.load_leaderboard(engine, found), database.load_results(engine, found)
+            current = (board, read_table(run_dir / "results.arrow", "results"))
+            outcome.comparison = compare_runs(stored, current)
+        with staged(run_dir) as stage:
+            shutil.copyfile(run_dir / "report.html", stage / "report.html")
+            insert_comparison(stage / "report.html", outcome.comparison, outcome.no_baseline)
+            if outcome.comparison is not None:
+                write_table(outcome.comparison.table, stage / "comparison.arrow", "comparison")
+                text = render(outcome.comparison, "markdown") + "\n"
+                (stage / "comparison.md").write_text(text, encoding="utf-8")
+                figures = verdict_metrics(outcome.comparison)  # as the cluster's compare logs
+                (stage / "verdict.json").write_text(json.dumps(figures, indent=1) + "\n")
     except RagsweepError as exc:
         outcome.failed["compare"] = str(exc)
         outcome.status = "partial"
