@@ -183,7 +183,7 @@ def test_latest_follows_a_sweeps_name_across_changed_documents_and_test_sets(url
     publish(engine, named(b, "nightly", "k1"), "night-1")
     publish(engine, named(b, "nightly", "k2"), "night-2")  # the corpus grew: another key
     publish(engine, named(b, "k2", "k2"), "unnamed")  # unnamed: its key names it
-    database.record_failed(engine, "night-3", {"sweep_name": "nightly", "sweep_key": "k3"}, NOW)
+    database.record_unfinished(engine, "night-3", {"sweep_name": "nightly", "sweep_key": "k3"}, NOW)
     assert database.latest_successful(engine, "nightly") == "night-2"
     assert database.latest_successful(engine, "nightly", exclude="night-2") == "night-1"
     assert database.latest_successful(engine, "k2") == "unnamed"  # not the named sweep's

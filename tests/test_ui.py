@@ -299,7 +299,7 @@ def test_the_runs_list_pages_through_every_run(page, tmp_path):
     engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     for i in range(RUNS_PAGE * 2 + 5):
         settings = {"sweep_key": "paged", "optimization_metric": "answer_correctness"}
-        database.record_failed(engine, f"run-{i:03d}", settings, ui_demo.FIRST_NIGHT)
+        database.record_unfinished(engine, f"run-{i:03d}", settings, ui_demo.FIRST_NIGHT)
     with ui_demo.serving(create_app(engine), free_port()) as url:
         page.goto(f"{url}/?status=failed")
         shown = column(page, "#runs tr.run-row td:first-child")
