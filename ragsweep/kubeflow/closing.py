@@ -1,5 +1,5 @@
-"""A local run's side steps, after its folder is complete: log to MLflow (track), compare
-with a baseline (compare), store the run (publish).
+"""A local run's side steps, after its folder is complete: compare with a baseline
+(compare), log to MLflow (track), store the run (publish).
 
 None of them can throw results away: each failure is noted (the run is then ``partial``)
 and the others still run; the store is written last, with the run's final status, so it
@@ -67,10 +67,10 @@ def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline:
     with ``store_url``, the store). The comparison goes into the folder too (``_compare``)."""
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     outcome = Outcome(run_dir, "succeeded", store=safe_url(store_url) if store_url else "")
+    if baseline:  # first: the report MLflow gets holds the comparison
+        _compare(outcome, board, baseline, store_url)
     if tracking_uri:
         _track(outcome, board, tracking_uri)
-    if baseline:
-        _compare(outcome, board, baseline, store_url)
     if store_url:
         outcome.stored = publish_folder(run_dir, store_url, outcome.failed)
         if not outcome.stored:
