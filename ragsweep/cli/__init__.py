@@ -370,18 +370,23 @@ def run(
     typer.echo(f"report: {run_dir / 'report.html'}")
     if patterns:
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
+    from ragsweep.core.schemas import read_table, settings_of
+    from ragsweep.results.report import judge_warning
+
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     if baseline:
-        from ragsweep.core.schemas import read_table
         from ragsweep.results.regression import NO_BASELINE, resolve_baseline
 
-        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
         engine = results_store.connect(url)
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
         if baseline is None:
             typer.echo(f"\n{NO_BASELINE}")
-            return
-        typer.echo(f"\ncompared with run {baseline}:")
-        compare(baseline, str(run_dir), metric=None, format="table", store=url)
+        else:
+            typer.echo(f"\ncompared with run {baseline}:")
+            compare(baseline, str(run_dir), metric=None, format="table", store=url)
+    unreadable = judge_warning(settings_of(board))
+    if unreadable:  # the run's last line: its verdicts rest on a judge that often failed
+        typer.echo(unreadable)
 
 
 def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
@@ -422,15 +427,15 @@ def leaderboard(
     """Print the leaderboard of a finished run."""
     from ragsweep.core.schemas import settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = load_leaderboard(run, store)
     typer.echo(render(table, format, top or None, sort))
     if format == "table":
         typer.echo(f"\n{table.num_rows} configurations")
         evaluated = evaluation_summary(settings_of(table))
-        if evaluated:
-            typer.echo(evaluated)
+        for line in ([evaluated] if evaluated else []) + statistics_lines(table):
+            typer.echo(line)
 
 
 @app.command()
@@ -583,7 +588,7 @@ def load_leaderboard(run: str, store: str | None):
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.core.schemas import read_table, settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     typer.echo(render(table, top=top or None))
@@ -597,8 +602,9 @@ def show(run_dir: Path, top: int) -> None:
         f"{judged}; results in {run_dir}"
     )
     evaluated = evaluation_summary(settings)
-    if evaluated:
-        typer.echo(evaluated)
+    # the judge's warning is the run's last line (``run``)
+    for line in ([evaluated] if evaluated else []) + statistics_lines(table, judge=False):
+        typer.echo(line)
 
 
 @testset_app.command("convert")

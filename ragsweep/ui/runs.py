@@ -17,7 +17,15 @@ from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
 from ragsweep.results.database import find_runs
-from ragsweep.results.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
+from ragsweep.results.exports import (
+    COST_COLUMNS,
+    eliminated_cell,
+    has_eliminated,
+    has_errors,
+    number,
+    ranking_metric,
+    sorted_board,
+)
 from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 
@@ -132,6 +140,9 @@ def run_page(request: Request) -> Response:
         failures=failures.to_pylist(),
         settings=report.settings_list(settings_of(board)),
         evaluation=report.evaluation_summary(settings_of(board)),
+        statistics=report.statistics_lines(board),
+        eliminated=has_eliminated(board),
+        eliminated_cell=eliminated_cell,
         errors=report.errors_section(Board(board, run.results, breakdown, failures)),
         fmt=fmt,
     )
