@@ -9,10 +9,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import yaml
-from builders import SPACE, make_answers, make_board, make_scores, make_testset
+from builders import (
+    SPACE,
+    halved_board,
+    make_answers,
+    make_board,
+    make_scores,
+    make_testset,
+    one_pdf_board,
+)
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import SPAN, read_table, settings_of, write_table
+from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.evaluation.clusters import SECTION_CHARS
 from ragsweep.evaluation.leaderboard import build_board, failure_reason, per_question
 from ragsweep.results.exports import best_spec, render
@@ -255,30 +263,6 @@ def test_results_keep_each_retrieved_chunks_span_and_export_it_to_csv(tmp_path):
     assert "doc0.md:3-9; doc1.md:0-4" in (tmp_path / "out" / "results.csv").read_text()
 
 
-def one_pdf_board(values, sections=12):
-    """A board over one PDF: every question's reference is manual.pdf, its gold span in
-    one of ``sections`` sections of the document."""
-    configs = SPACE.all_configs()[: len(values)]
-    ids = [c["config_id"] for c in configs]
-    questions = [f"q{i:03d}" for i in range(np.shape(values)[1])]
-    spans = [
-        [{"doc_id": "manual.pdf", "start": (i % sections) * SECTION_CHARS + 10, "end": 500}]
-        for i in range(len(questions))
-    ]
-    testset = make_testset(questions)
-    testset = testset.set_column(
-        testset.schema.get_field_index("reference_doc_ids"),
-        "reference_doc_ids",
-        pa.array([["manual.pdf"]] * len(questions)),
-    )
-    testset = testset.set_column(
-        testset.schema.get_field_index("gold_spans"), "gold_spans", pa.array(spans, pa.list_(SPAN))
-    )
-    return build_board(
-        make_scores(ids, questions, values), make_answers(ids, questions), testset, configs
-    )
-
-
 def test_one_pdf_is_clustered_by_section_with_intervals_of_width_and_a_verdict():
     rng = np.random.default_rng(5)
     strong = (rng.random(48) < 0.9).astype(float)
@@ -314,23 +298,6 @@ def test_a_tiny_test_set_warns_in_one_line_and_cannot_call_a_configuration_worse
     assert any("too few clusters with the best for the test to reach 5%" in x for x in lines)
     assert "warning: only 3 questions" in render_markdown(board)
     assert "warning: only 3 questions" in render_html(board)
-
-
-def halved_board(leader, dropped, asked):
-    """Two configurations after successive halving: the leader answered every question,
-    the other only the first ``asked`` (round 0) and was then dropped."""
-    values = np.vstack([leader, np.where(np.arange(len(leader)) < asked, dropped, np.nan)])
-    configs = SPACE.all_configs()[:2]
-    ids = [c["config_id"] for c in configs]
-    questions = [f"q{i:03d}" for i in range(len(leader))]
-    answers = make_answers(ids, questions)
-    rounds = [0 if i < asked else 1 for i in range(len(leader))]
-    rounds += [0 if i < asked else None for i in range(len(leader))]
-    answers = answers.set_column(
-        answers.schema.get_field_index("round"), "round", pa.array(rounds, pa.int64())
-    )
-    scores = make_scores(ids, questions, values)
-    return build_board(scores, answers, make_testset(questions, documents=40), configs)
 
 
 def test_an_eliminated_configuration_is_compared_with_the_leader_on_the_questions_both_answered():

@@ -382,8 +382,9 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
     out_early = [r for r in rows if r.get("eliminated")]
     if out_early:
         out.append(
-            f"{len(out_early)} configurations were eliminated by successive halving ('out "
-            "after round N'); each is compared with the best on the questions both answered."
+            f"{len(out_early)} configuration{'s were' if len(out_early) > 1 else ' was'} "
+            "eliminated by successive halving ('out after round N'); each is compared with the "
+            "best on the questions both answered."
         )
     unreadable = judge_warning(settings) if judge else None
     return out + ([unreadable] if unreadable else [])
