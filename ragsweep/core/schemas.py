@@ -21,7 +21,7 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "6"  # 6: rerankers (reranker, rerank_fetch_k, rerank latency), retrieved spans
+SCHEMA_VERSION = "7"  # 7: eliminated and judge_errors on the leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 

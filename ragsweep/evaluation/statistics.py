@@ -1,11 +1,13 @@
 """Statistics for leaderboards and regression verdicts, on configs x questions matrices.
 
 Questions that come from one document are not independent, so every figure resamples
-*clusters* of questions (a question's cluster is its first reference document; a question
-without one is its own cluster):
+*clusters* of questions (``ragsweep.evaluation.clusters`` chooses the unit: the first
+reference document, the section of the gold span, or the question itself):
 
 - ``bootstrap_intervals``: mean and percentile bootstrap interval per row, resampling
   clusters with replacement, widened for the few-cluster bias (``small_sample_factor``);
+- ``score_intervals``: the same for scores between 0 and 1, never narrower than the
+  Clopper-Pearson interval at the row's effective sample size (8 of 8: [0.63, 1]);
 - ``sign_flip_pvalues``: the paired test of one row against another over the same
   questions: under "no difference" the sign of each cluster's summed difference is a coin
   flip; exact enumeration when few clusters differ, Monte Carlo (fixed seed) otherwise.
@@ -16,7 +18,9 @@ without one is its own cluster):
 - ``worse_than_best_pvalues``: which configurations are worse than the leader, aware that
   the leader was picked *because* it scored highest: a max-statistic (Tukey-HSD-like) test
   whose null distribution is the range of the centred configuration means under a wild
-  cluster bootstrap (sign flips of each cluster's jackknife deviations);
+  cluster bootstrap (sign flips of each cluster's jackknife deviations); each row on the
+  questions it shares with the leader (after successive halving: one level per round);
+- ``smallest_pvalue``: whether a test over so few clusters can reach 5% at all;
 - ``best_of_sweep_pvalue``: did the sweep's best get worse from one night to the next, the
   statistic being best-of-sweep minus best-of-sweep and its null distribution the swaps of
   the two nights within clusters (exact when the nights are exchangeable).

@@ -527,4 +527,9 @@ def best_metrics(board: Board) -> dict[str, float]:
     out[f"{metric}_high"] = best[metric + "_high"]
     out["configurations_tied_with_best"] = float(sum(lb["tied_with_best"].to_pylist()))
     out["questions"] = float(best["questions"])
+    settings = settings_of(lb)
+    out["clusters"] = (settings.get("clusters") or {}).get("count")
+    unread = settings.get("judge_unreadable") or {}
+    if unread.get("answers"):  # the share of answers the judge gave no readable verdict on
+        out["judge_unreadable_share"] = unread["unreadable"] / unread["answers"]
     return {k: float(v) for k, v in out.items() if present(v)}
