@@ -513,3 +513,19 @@ def test_a_run_page_marks_eliminated_rows_and_says_what_its_statistics_rest_on(t
     page = client.get("/runs/tiny").text
     assert page.count("warning: only 3 questions") == 1
     assert "<th>eliminated</th>" not in page and "out after round" not in page
+
+
+def test_compare_says_in_words_when_its_alarm_cannot_fire(tmp_path):
+    from builders import make_board
+
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    testset = ui_demo.testset_rows()
+    for run_id, values in (("before", np.ones((2, 4))), ("after", np.zeros((2, 4)))):
+        board = make_board(values)
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    page = TestClient(create_app(engine)).get("/compare?baseline=before&candidate=after").text
+    alarm = re.search(r'id="alarm"><b>([^<]+)</b>\s*<span>(.*?)</span>', page, re.S)
+    assert alarm.group(1) == "no verdict"
+    assert "with 4 clusters this alarm cannot fire at 5%" in alarm.group(2)
+    assert "p " not in alarm.group(2).split("(difference")[1].split(")")[0]
+    assert "The tests resample 4 questions, questions of one cluster together." in page

@@ -442,15 +442,17 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
             f"p = {number(alarm.p_value, 4)}"
         )
     else:
-        count = (
-            comparison.clusters.count if comparison.clusters else len(comparison.overlap.questions)
-        )
-        out.append(
-            f"{bullet}alarm, {name}: no verdict on {figures}: with {count} cluster"
-            f"{'' if count == 1 else 's'} this alarm cannot fire at 5% (a test over G clusters "
-            "gives p >= 2^-G); compare on more questions, documents or sections"
-        )
+        out.append(f"{bullet}alarm, {name}: no verdict on {figures}: {cannot_fire(comparison)}")
     return "\n".join(out)
+
+
+def cannot_fire(comparison: Comparison) -> str:
+    """Why the alarm gives no verdict, in words (``Comparison.alarm_can_fire`` is false)."""
+    count = comparison.clusters.count if comparison.clusters else len(comparison.overlap.questions)
+    return (
+        f"with {count} cluster{'' if count == 1 else 's'} this alarm cannot fire at 5% (a test "
+        "over G clusters gives p >= 2^-G); compare on more questions, documents or sections"
+    )
 
 
 def _overlap_lines(comparison: Comparison) -> list[str]:

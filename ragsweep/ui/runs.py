@@ -26,6 +26,7 @@ from ragsweep.results.exports import (
     ranking_metric,
     sorted_board,
 )
+from ragsweep.results.regression import cannot_fire
 from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 
@@ -240,4 +241,5 @@ def compare_page(request: Request) -> Response:
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,
         fmt=fmt,
+        cannot_fire=cannot_fire,
     )
