@@ -440,7 +440,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
     env, pipelines
 ):
     env = with_api(env, pipelines)
-    docs = ["--docs", "s3://team-docs/kb/", "--testset-name", "curated faq"]
+    docs = ["--docs", "s3://team-docs/kb/", "--testset-name", "curated-faq"]
     submitted = ragsweep(env, "submit", *docs, "--package", str(PACKAGE))
     assert submitted.returncode == 0, submitted.stderr
     run = created_run(pipelines)
@@ -449,7 +449,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
         "input_data_key": "kb/",
         "input_data_secret_name": "ragsweep-s3",
         "test_data_bucket_name": "",
-        "test_data_key": "store:curated faq",
+        "test_data_key": "store:curated-faq",
         "test_data_secret_name": "ragsweep-s3",
     }
     # the step that reads it gets the results-store Secret's RAGSWEEP_STORE_URL
@@ -469,7 +469,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
     parameters = created["runtime_config"]["parameters"]
     assert (parameters["test_data_bucket_name"], parameters["test_data_key"]) == (
         "",
-        "store:curated faq",
+        "store:curated-faq",
     )
 
 
@@ -484,6 +484,8 @@ def test_stored_test_set_mistakes_are_refused_before_anything_is_sent(env, pipel
     assert_user_error(neither, "no test data: give --testset (a file) or --testset-name")
     blank = ragsweep(env, "submit", "--docs", "s3://d/kb/", "--testset-name", " ", *package)
     assert_user_error(blank, "--testset-name: name a test set stored in the results database")
+    path = ragsweep(env, "submit", "--docs", "s3://d/kb/", "--testset-name", "../x", *package)
+    assert_user_error(path, "--testset-name: a test set needs a name of 1 to 100 letters")
     assert pipelines.requests == []  # refused before connecting
     bucket = ragsweep(
         env, "submit", "--docs", "s3://d/kb/", "--testset-name", "faq",

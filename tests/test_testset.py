@@ -12,11 +12,13 @@ import pytest
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import DOCUMENTS, TESTSET
 from ragsweep.documents.testsets import (
+    check_name,
     check_references,
     content_id,
     export_testset,
     load_testset,
     locate,
+    name_from_file,
     resolve_testset,
     stored_name,
 )
@@ -268,7 +270,24 @@ BAD_GISKARD = [
         '{"id": "a", "question": "R?", "reference_answer": "B"}',
         "t.jsonl: line 3: duplicate id 'a' (first on line 1)",
     ),
+    (  # the same question under a new id would be counted twice
+        '{"id": "a", "question": "Q?", "reference_answer": "A"}\n'
+        '{"id": "b", "question": "Q?", "reference_answer": "A"}',
+        "t.jsonl: line 2: id 'b' repeats the question, reference answer and conversation of "
+        "line 1 (id 'a'): remove one",
+    ),
 ]
+
+
+def test_a_question_asked_again_in_another_conversation_is_two_questions(tmp_path: Path) -> None:
+    lines = [
+        '{"id": "a", "question": "And its price?", "reference_answer": "10 EUR", '
+        '"conversation_history": [{"role": "user", "content": "Tell me about Ardent."}]}',
+        '{"id": "b", "question": "And its price?", "reference_answer": "10 EUR", '
+        '"conversation_history": [{"role": "user", "content": "Tell me about Brisk."}]}',
+    ]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    assert load_testset(str(tmp_path / "t.jsonl"))["question_id"].to_pylist() == ["a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -586,6 +605,33 @@ def test_stored_names_come_from_the_file_or_the_generated_content(tmp_path: Path
     assert stored_name("", testset.slice(0, 1), day) != generated
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["../../../../somewhere/x", "/tmp/x", "team/faq", ".hidden", "a b", "", " ", "x" * 101, "é"],
+)
+def test_a_test_set_name_that_could_be_a_path_or_is_not_plain_is_refused(name: str) -> None:
+    with pytest.raises(RagsweepError, match=r"^NAME: a test set needs a name of 1 to 100"):
+        check_name(name, "NAME")
+
+
+@pytest.mark.parametrize("name", ["faq.json", "generated-20261130-0a1b2c3d", "T_1", "x" * 100])
+def test_plain_test_set_names_are_accepted(name: str) -> None:
+    assert check_name(name) == name
+
+
+def test_a_name_made_from_a_file_name_is_always_valid(tmp_path: Path) -> None:
+    testset = load_testset(write_json(tmp_path / "t.json", AUTORAG))
+    day = date(2026, 11, 30)
+    assert stored_name("/data/my set (2).json", testset, day) == "my-set-2-.json"
+    assert stored_name("s3://b/k/..json", testset, day) == "json"
+    assert stored_name("/data/.json", testset, day) == "json"
+    assert name_from_file("../../../../somewhere/x") == "x"
+    assert name_from_file("@@@") == ""
+    assert stored_name("/data/@@@", testset, day).startswith("generated-20261130-")
+    with pytest.raises(RagsweepError, match=r"test data 'store:../x': a test set needs a name"):
+        stored_name("store:../x", testset, day)
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -630,3 +676,27 @@ def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> No
     print(f"context correctness: keyed {on_keyed:.3f}, native {on_native:.3f} ({on_all:.3f} all)")
     assert on_native == pytest.approx(on_keyed)
     assert abs(on_all - on_keyed) < 0.05
+
+
+def test_a_reference_to_a_skipped_document_says_it_was_skipped_and_why(tmp_path: Path) -> None:
+    from ragsweep.documents.sources import read_documents
+
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n", encoding="utf-8")
+    (docs / "guide" / "b.md").write_bytes(b"caf\xe9 au lait\n")  # Latin-1: not UTF-8
+    testset = tmp_path / "t.json"
+    testset.write_text(
+        '[{"question": "Milk?", "correct_answers": ["au lait"], '
+        '"correct_answer_document_ids": ["b.md"]}]'
+    )
+    read = read_documents(str(docs))
+    assert read.skipped["unreadable"] == ["guide/b.md"]
+
+    with pytest.raises(RagsweepError) as error:
+        resolve_testset(load_testset(str(testset)), read.table, skipped=read.skipped)
+    message = str(error.value)
+    assert (
+        "reference document 'b.md' was skipped when the documents were read (unreadable" in message
+    )
+    assert "guide/b.md" in message and "matches no document" not in message

@@ -93,9 +93,13 @@ def fill(engine: Engine, docs: Path) -> None:
 
 
 @contextmanager
-def serving(app, port: int) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+def serving(app, port: int, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread (over HTTPS with ``tls``,
+    a certificate and key file); its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    if tls:
+        config.ssl_certfile, config.ssl_keyfile = map(str, tls)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -103,7 +107,7 @@ def serving(app, port: int) -> Iterator[str]:
             raise RuntimeError(f"uvicorn did not start on port {port}")
         thread.join(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragsweep.cli.openshift import schedule_app, submit
-from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
@@ -400,14 +400,10 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     import hashlib
     import json
 
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
     from ragsweep.results.curation import live_questions
 
-    if "/" in name or name.startswith("."):
-        raise RagsweepError(
-            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
-            "`ragsweep testset export` it and pass the file as --testset"
-        )
+    check_name(name, "--testset-name")  # a valid name is a safe file name
     table = live_questions(testsets_in(url), name)
     content = json.dumps(table.to_pylist(), sort_keys=True).encode()
     folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
@@ -542,7 +538,9 @@ def ui(
     store: str = typer.Option(
         None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
     ),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on (IPv6 too: ::1); beyond loopback a token."
+    ),
     port: int = typer.Option(8765, help="Port to listen on."),
     token: str = typer.Option(
         None,
@@ -550,22 +548,53 @@ def ui(
         help="Access token every request must carry (required with a non-loopback --host).",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+    docs_root: list[str] = typer.Option(
+        None,
+        "--docs-root",
+        help="A folder or s3://bucket/prefix under which runs started from the page may read "
+        "documents; repeatable ('s3://' alone: every bucket). [default: the current folder]",
+    ),
+    https: bool = typer.Option(
+        False,
+        "--https",
+        help="Browsers reach this ui over HTTPS (e.g. an OpenShift Route): Secure __Host- "
+        "cookies, HSTS, and POSTs only from https pages.",
+    ),
 ) -> None:
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
     from ragsweep.results import database as results_store
-    from ragsweep.ui.security import check_exposure, is_loopback
 
+    try:
+        import uvicorn
+
+        from ragsweep.ui import create_app
+        from ragsweep.ui.roots import DocRoots
+        from ragsweep.ui.security import check_exposure, is_loopback
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("ragsweep"):
+            raise
+        raise missing_extra(exc.name, "ui", "ragsweep ui") from None
     check_exposure(host, token)
-    import uvicorn
-
-    from ragsweep.ui import create_app
+    roots = DocRoots.of(docs_root) if docs_root else DocRoots.default()
 
     url = results_store.resolve_url(store)
-    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
-    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
-    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {safe_url(url)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    bind = host.strip("[]")
+    loopback = [bind, "127.0.0.1", "localhost", "::1"] if is_loopback(bind) else None
+    app = create_app(
+        results_store.connect(url),
+        token,
+        allowed_hosts=loopback,
+        runs_dir=output,
+        docs_roots=roots,
+        https=https,
+    )
+    shown = f"[{bind}]" if ":" in bind else bind
+    typer.echo(
+        f"ragsweep ui on http://{shown}:{port}/ over {safe_url(url)}; runs started from the "
+        f"page read documents under: {roots.describe()}"
+    )
+    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def load_leaderboard(run: str, store: str | None):
@@ -623,7 +652,8 @@ def convert(
     if docs:
         from ragsweep.documents.testsets import resolve_testset
 
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     export_testset(table, target)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
 
@@ -654,10 +684,12 @@ def generate(
     """Generate a Q&A test set from the documents with Giskard RAGET."""
     from ragsweep.documents.qagen import QASettings, generate_testset
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
 
     if out is None and not name:
         raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if name:
+        check_name(name, "--name")
     if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
         raise RagsweepError(
             f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"
@@ -705,7 +737,8 @@ def testset_add(
 
     table = load_testset(source)
     if docs:
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     testsets_in(store).save(name, table)
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
 

@@ -54,7 +54,7 @@ PARAM = typer.Option(
     [],
     "--param",
     "-p",
-    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (README: Parameters)",
+    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (docs/openshift.md)",
 )
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
 IMAGE = typer.Option(
@@ -104,14 +104,14 @@ def prepared(
 
 def test_data_location(testset: str | None, testset_name: str | None) -> str:
     """The test data of ``--testset`` (a file), or of ``--testset-name`` (``store:<name>``)."""
-    from ragsweep.documents.testsets import STORE_PREFIX
+    from ragsweep.documents.testsets import STORE_PREFIX, check_name
 
     if testset is not None and testset_name is not None:
         raise RagsweepError("--testset and --testset-name: give one of them")
     if testset_name is not None:
         if not testset_name.strip():
             raise RagsweepError("--testset-name: name a test set stored in the results database")
-        return STORE_PREFIX + testset_name
+        return STORE_PREFIX + check_name(testset_name, "--testset-name")
     if testset is None:
         raise RagsweepError(
             "no test data: give --testset (a file) or --testset-name (a stored test set)"

@@ -30,8 +30,9 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
-from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
+from ragsweep.documents.testsets import check_name
 
 log = logging.getLogger("ragsweep")
 
@@ -183,6 +184,9 @@ def connect(url: str | None = None) -> Engine:
             metadata.create_all(conn, checkfirst=True)
             _add_new_columns(conn)
             _check_version(conn)
+    except ModuleNotFoundError as exc:  # the dialect's driver
+        extra = "postgres" if backend == "postgresql" else backend
+        raise missing_extra(exc.name, extra, f"results store {safe_url(parsed)}") from None
     except sa.exc.NoSuchModuleError:
         raise RagsweepError(
             f"results store {safe_url(parsed)}: no driver for {parsed.drivername!r}; "
@@ -252,28 +256,18 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def check_name(name: str | None) -> str:
-    """A test set's name, refused when empty or blank (Oracle would store '' as NULL)."""
-    if not name or not name.strip():
-        raise RagsweepError(
-            f"results store: a test set needs a name, got {name!r}: the file name, or "
-            "generated-<YYYYMMDD>-<hash> for a generated one"
-        )
-    return name
-
-
 def save_testset(
     conn: Connection, name: str, testset: pa.Table, deletions: bool = True
 ) -> tuple[int, dict[str, int]]:
-    """Store the test set's items under ``name`` (not empty): a new version for each changed
-    item, and (with ``deletions``) a deletion version for each item no longer there.
-    Returns its id and each item's version."""
-    check_name(name)
+    """Store the test set's items under ``name``: a new version for each changed item, and
+    (with ``deletions``) a deletion version for each item no longer there. A new name must
+    be valid (``check_name``); one stored before the rule keeps working. Returns its id and
+    each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
         or conn.execute(
-            testsets.insert().values(name=name, created_at=_now())
+            testsets.insert().values(name=check_name(name, "results store"), created_at=_now())
         ).inserted_primary_key[0]
     )
     latest: dict[str, tuple[int, str, bool, int | None]] = {}
@@ -600,9 +594,11 @@ def find_runs(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 200,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
-    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive); at
+    most ``limit`` of them, after the first ``offset``."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -623,7 +619,8 @@ def find_runs(
         query = query.where(when >= since)
     if until:
         query = query.where(when < until)
-    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc())
+    query = query.limit(limit).offset(offset)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 

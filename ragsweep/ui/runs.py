@@ -34,6 +34,7 @@ FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filter
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
 COSTS_SHOWN += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")  # when a reranker ran
 STATUSES = ("succeeded", "failed")
+RUNS_PAGE = 100  # runs a page of the runs list shows
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -61,9 +62,18 @@ def runs_page(request: Request) -> Response:
     if status and status not in STATUSES:
         raise HTTPException(400, f"status: {status!r}; choose from {', '.join(STATUSES)}")
     since, until = _day(q.get("since"), "since"), _day(q.get("until"), "until")
-    rows = find_runs(
-        data.engine, sweep, status, since, until + timedelta(days=1) if until else None
-    )
+    number = q.get("page", "1")
+    if not number.isdigit() or int(number) < 1:
+        raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
+    first = (int(number) - 1) * RUNS_PAGE
+    end = until + timedelta(days=1) if until else None
+    rows = find_runs(data.engine, sweep, status, since, end, RUNS_PAGE + 1, first)
+    more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
+    filters = {k: q.get(k, "") for k in ("sweep", "status", "since", "until")}
+
+    def page_link(to: int) -> str:
+        return "?" + urlencode({**{k: v for k, v in filters.items() if v}, "page": to})
+
     sweeps = sorted({r["sweep_key"] for r in find_runs(data.engine, limit=1000)})
     trends = []
     for key in [sweep] if sweep else sorted({r["sweep_key"] for r in rows}):
@@ -77,7 +87,11 @@ def runs_page(request: Request) -> Response:
         sweeps=sweeps,
         statuses=STATUSES,
         trends=trends,
-        filters={k: q.get(k, "") for k in ("sweep", "status", "since", "until")},
+        filters=filters,
+        first=first,
+        page=int(number),
+        previous_page=page_link(int(number) - 1) if first else None,
+        next_page=page_link(int(number) + 1) if more else None,
     )
 
 
@@ -199,8 +213,7 @@ def question_page(request: Request) -> Response:
     before = [f for f in failed if f < question_id]
     after = [f for f in failed if f > question_id]
     question = run.questions().get(question_id, {})
-    settings = run.info.get("settings") or {}
-    docs = [d for d in [settings.get("docs"), *settings.get("more_docs", [])] if d]
+    docs = list(run.locations)
     chunks = retrieved_chunks(result, question, docs)
     return request.app.state.render(
         request,
@@ -211,6 +224,7 @@ def question_page(request: Request) -> Response:
         question=question,
         chunks=chunks,
         docs=docs,
+        documents_changed=request.app.state.data.documents_changed(run.info["run_id"]),
         metrics=_present_metrics(run.board),
         previous_failure=before[-1] if before else None,
         next_failure=after[0] if after else None,

@@ -14,12 +14,13 @@ against (``recall_vs_exact``). Adding a store is one module here with a class th
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, missing_extra
 from ragsweep.core.schemas import DEFAULT_DISTANCE, DEFAULT_INDEX
 
 # store name -> "module:class", imported only when used (each store has its own client)
@@ -70,6 +71,7 @@ class VectorStore(Protocol):
 
     name: str
     INDEXES: dict[str, dict[str, Any]]  # index kind -> default parameters
+    REQUIRES: tuple[str, ...]  # the packages its client needs, when it imports them late
 
     def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None: ...
 
@@ -85,7 +87,17 @@ def store_class(name: str) -> type:
     if name not in STORES:
         raise RagsweepError(f"unknown vector store {name!r}; choose from {sorted(STORES)}")
     module, cls = STORES[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    try:
+        store = getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("ragsweep"):
+            raise
+        raise missing_extra(exc.name, name, f"the {name} vector store") from None
+    # found, not imported: a client's import can take seconds
+    for package in getattr(store, "REQUIRES", ()):
+        if importlib.util.find_spec(package) is None:
+            raise missing_extra(package, name, f"the {name} vector store")
+    return store
 
 
 def open_store(name: str, collection: str, distance: str = DEFAULT_DISTANCE) -> VectorStore:
