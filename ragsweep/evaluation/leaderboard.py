@@ -208,7 +208,7 @@ def rank_configs(
     # a configuration is compared with the leader on the questions both were asked
     asked = (answered | ~np.isnan(data[metric]))[order]
     p_value = statistics.worse_than_best_pvalues(ranked, chosen.ids, 0, resamples, seed, asked)
-    verdictless = _verdictless(asked, chosen.ids)
+    verdictless = _verdictless(ranked, asked, chosen.ids)
     p_value[verdictless] = np.nan
     columns["p_value"] = p_value
     leader = np.arange(len(order)) == 0
@@ -230,19 +230,25 @@ def rank_configs(
     return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
 
 
-def _verdictless(asked: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Rows (not the leader, row 0) compared with the leader on questions from too few
-    clusters for the test to reach 5% (``statistics.smallest_pvalue``): no verdict."""
+def _verdictless(values: np.ndarray, asked: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Rows with values (not the leader, row 0) compared with the leader on questions from
+    too few clusters for the test to reach 5% (``statistics.smallest_pvalue``, with the
+    levels of ``statistics.worse_than_best_pvalues``): no verdict."""
+    if not len(asked):
+        return np.zeros(0, dtype=bool)
     shared = asked & asked[0]
+    have = ~np.isnan(statistics.means(values))
     keys = [np.packbits(row).tobytes() for row in shared]
-    levels = {key: row for row, key in enumerate(keys[1:], start=1)}
+    levels = {keys[row]: row for row in range(1, len(keys)) if have[row]}
     # the range of the wild bootstrap over G clusters takes at most 2 ** (G - 1) values
     hopeless = {
         key: statistics.smallest_pvalue(len(np.unique(ids[shared[row]])) - 1, len(levels))
         >= statistics.ALPHA
         for key, row in levels.items()
     }
-    return np.array([row > 0 and hopeless[key] for row, key in enumerate(keys)], dtype=bool)
+    return np.array(
+        [row > 0 and have[row] and hopeless[key] for row, key in enumerate(keys)], dtype=bool
+    )
 
 
 def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) -> dict:

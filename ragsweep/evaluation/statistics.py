@@ -340,7 +340,7 @@ def _stepdown(
     rng = np.random.default_rng(seed)
     signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, g)).astype(np.int8)
     centred = signs @ deviations.T  # resamples x rows
-    always = [r for r in range(len(values)) if r not in set(tested)]
+    always = sorted(set(range(len(values))) - set(tested))  # the leader among them
     order = np.argsort(-gaps, kind="stable")
     behind = centred[:, np.asarray(tested)[order]]
     ceiling = np.maximum(
