@@ -3,6 +3,9 @@
 import csv
 import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -347,3 +350,14 @@ def test_a_judge_unreadable_on_more_than_5_percent_of_answers_is_said():
     line = judge_warning({"judge_unreadable": {"answers": 200, "unreadable": 14}})
     assert line.startswith("warning: the judge's verdict could not be read on 7.0%")
     assert judge_warning({"judge_unreadable": {"answers": 200, "unreadable": 10}}) is None
+
+
+def test_the_terminal_leaderboard_of_a_tiny_set_says_its_warning_once(tmp_path):
+    board = make_board(np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]))
+    path = tmp_path / "leaderboard.arrow"
+    write_table(board.leaderboard, path, "leaderboard")
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    shown = subprocess.run([ragsweep, "leaderboard", str(path)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("warning: only 3 questions") == 1
+    assert "Intervals and tests resample the 3 questions one by one" in shown.stdout

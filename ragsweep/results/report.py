@@ -365,10 +365,16 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
     record = settings.get("clusters")
     out = []
     if record:
-        out.append(
-            f"Intervals and tests resample {clusters.describe(record['unit'], record['count'])}"
-            f" ({record['questions']} questions), questions of one cluster together."
-        )
+        if record["unit"] == "question":
+            out.append(
+                f"Intervals and tests resample the {record['questions']} questions one by one "
+                "(too few documents or sections to cluster them)."
+            )
+        else:
+            out.append(
+                f"Intervals and tests resample {clusters.describe(record['unit'], record['count'])}"
+                f", the questions of each together ({record['questions']} questions)."
+            )
         caution = clusters.caution(record["questions"], record["effective"])
         if caution:
             out.append(caution)
