@@ -479,7 +479,9 @@ def check_writable(output: Path) -> None:
 def finish(outcome, top: int, patterns: int) -> None:
     """Print a run's leaderboard, report, comparison and last line; exit with its status:
     1 when the best regressed, 3 when partial."""
+    from ragsweep.core.schemas import read_table, settings_of
     from ragsweep.results.regression import render
+    from ragsweep.results.report import judge_warning
 
     run_dir = outcome.run_dir
     show(run_dir, top)
@@ -493,6 +495,11 @@ def finish(outcome, top: int, patterns: int) -> None:
     elif outcome.no_baseline:
         typer.echo(f"\n{outcome.no_baseline}")
     typer.echo(f"\n{outcome.summary()}", err=outcome.status != "succeeded")
+    unreadable = judge_warning(
+        settings_of(read_table(run_dir / "leaderboard.arrow", "leaderboard"))
+    )
+    if unreadable:  # the last line of the output: its verdicts rest on a judge that often failed
+        typer.echo(unreadable)
     if outcome.status != "succeeded":
         raise typer.Exit(outcome.exit_code)
     if outcome.comparison is not None and outcome.comparison.best_regressed:
@@ -533,15 +540,15 @@ def leaderboard(
     """Print the leaderboard of a finished run."""
     from ragsweep.core.schemas import settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = load_leaderboard(run, store)
     typer.echo(render(table, format, top or None, sort))
     if format == "table":
         typer.echo(f"\n{table.num_rows} configurations")
         evaluated = evaluation_summary(settings_of(table))
-        if evaluated:
-            typer.echo(evaluated)
+        for line in ([evaluated] if evaluated else []) + statistics_lines(table):
+            typer.echo(line)
 
 
 @app.command()
@@ -761,7 +768,7 @@ def load_leaderboard(run: str, store: str | None):
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.core.schemas import read_table, settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     typer.echo(render(table, top=top or None))
@@ -775,8 +782,9 @@ def show(run_dir: Path, top: int) -> None:
         f"{judged}; results in {run_dir}"
     )
     evaluated = evaluation_summary(settings)
-    if evaluated:
-        typer.echo(evaluated)
+    # the judge's warning is the run's last line (``run``)
+    for line in ([evaluated] if evaluated else []) + statistics_lines(table, judge=False):
+        typer.echo(line)
 
 
 @testset_app.command("convert")
