@@ -3,8 +3,9 @@
 Every figure is computed on configs x questions matrices (``ragsweep.evaluation.statistics``): the
 mean of each metric with a cluster-bootstrap interval, a selection-aware test of each
 configuration against the leader (``statistics.worse_than_best_pvalues``), and
-``tied_with_best`` for those not significantly worse. Metrics are the float columns of the
-scores (``schemas.METRICS``), so a new metric flows through without changes here.
+``tied_with_best`` for those not significantly worse. Metrics are the registered ones
+(``schemas.METRICS``), so a new metric flows through without changes here; the ranking
+follows its declared direction (``Metric.higher_is_better``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ragsweep.core.schemas import (
 )
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.metrics import is_out_of_scope
+from ragsweep.evaluation.metrics import metric as declared
 
 DEFAULT_METRIC = "answer_correctness"
 AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
@@ -185,13 +187,14 @@ def rank_configs(
         center, low, high = statistics.bootstrap_intervals(data[m], clusters, resamples, seed)
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
     labels = [by_id[c]["label"] for c in config_ids]
-    score = np.nan_to_num(columns[metric], nan=-np.inf)
+    sign = declared(metric).sign()  # scores times sign: higher is better
+    score = np.nan_to_num(sign * columns[metric], nan=-np.inf)
     rounds = np.nan_to_num(
         np.nanmax(matrix(results, "round", config_ids, question_ids), axis=1, initial=-1), nan=-1
     ).astype(int)
     order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
     columns = {name: values[order] for name, values in columns.items()}
-    ranked = data[metric][order]
+    ranked = sign * data[metric][order]
 
     p_value = statistics.worse_than_best_pvalues(ranked, clusters, 0, resamples, seed)
     columns["p_value"] = p_value
