@@ -6,14 +6,14 @@ STAMP := $(VENV)/.installed
 IMAGE ?= localhost/ragsweep:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: install run test lint compile bench clean image constraints
+.PHONY: install run test lint docs compile bench clean image constraints
 
 install: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $@
 
 run: install
@@ -24,7 +24,11 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint
+# the pages in docs/ (mkdocs.yml): a broken link or a page left out of nav fails
+docs: install
+	$(BIN)/mkdocs build --strict
+
+test: lint docs
 	$(BIN)/pytest
 
 compile: install
@@ -41,9 +45,15 @@ image:
 	  exit 1; fi
 	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
 
-# constraints.txt: the exact versions of this environment, which the image installs.
-constraints: install
-	{ sed -n '1,2p' constraints.txt; $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
+# constraints.txt: the exact versions the image installs: ragsweep with all its extras,
+# resolved in a virtual environment of its own (no test tools).
+RUNTIME := build/runtime-venv
+constraints:
+	rm -rf $(RUNTIME)
+	$(PYTHON) -m venv $(RUNTIME)
+	$(RUNTIME)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(RUNTIME)/bin/python -m pip install --quiet '.[all]'
+	{ sed -n '1,2p' constraints.txt; $(RUNTIME)/bin/pip freeze --exclude ragsweep | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
 	mv constraints.new constraints.txt
 
 clean:

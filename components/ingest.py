@@ -35,9 +35,10 @@ def ingest(
     from ragsweep.kubeflow.step import pipeline_step
 
     with pipeline_step():
-        docs_table = read_locations(locations(bucket_name, key, keys)).table
+        read = read_locations(locations(bucket_name, key, keys))
+        docs_table = read.table
         questions_table = resolve_testset(
-            read_table(testset.path, "testset"), docs_table, skip_unresolved
+            read_table(testset.path, "testset"), docs_table, skip_unresolved, read.skipped
         )
         questions_table = sample_questions(questions_table, max_questions, seed)
         docs_table = sample_documents(docs_table, questions_table, max_document_bytes, seed)

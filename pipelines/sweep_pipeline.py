@@ -1,6 +1,6 @@
 """The ragsweep pipeline: ingest, fan out over chunk configurations, answer and judge, rank.
 
-Reads top to bottom like the data flow in the README. Compile with ``make compile``; the
+Reads top to bottom like the data flow in docs/architecture.md. Compile with ``make compile``; the
 compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's names where
 the concept is the same; ``ragsweep.kubeflow.tasks`` says how each step runs on OpenShift AI.
 """

@@ -1,6 +1,7 @@
-"""Red Hat AutoRAG's pipeline parameters: the compiled pipeline takes every one, the README's
-tables are the code's, and AutoRAG's values (metric names, presets, vector_io provider ids,
-its Secrets' keys, several document keys) mean what AutoRAG means by them."""
+"""Red Hat AutoRAG's pipeline parameters: the compiled pipeline takes every one, the tables
+of docs/openshift.md are the code's, and AutoRAG's values (metric names, presets,
+vector_io provider ids, its Secrets' keys, several document keys) mean what AutoRAG means
+by them."""
 
 import re
 from pathlib import Path
@@ -14,16 +15,17 @@ from ragsweep.documents.sources import locations, read_locations
 from ragsweep.evaluation.leaderboard import check_metric
 from ragsweep.kubeflow.autorag import (
     PARAMETERS,
-    README_BEGIN,
-    README_END,
+    TABLE_BEGIN,
+    TABLE_END,
     adopt_connections,
     apply,
-    readme_table,
+    markdown_table,
     store_of,
 )
 from ragsweep.sweep.space import SearchSpace
 
 REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "openshift.md"  # the pipeline's parameters, AutoRAG's among them
 # documents_rag_optimization_pipeline's parameters: Red Hat's (red-hat-data-services
 # pipelines-components dd8d0c0), then those only Open Data Hub's upstream adds
 RED_HAT = {
@@ -47,18 +49,18 @@ def test_the_compiled_pipeline_has_every_autorag_parameter_of_the_table():
     assert compiled_parameters()["input_data_keys"]["parameterType"] == "LIST"
 
 
-def test_the_readme_table_is_the_one_generated_from_the_code():
-    readme = (REPO / "README.md").read_text()
-    assert readme.count(README_BEGIN) == 1 and readme.count(README_END) == 1
-    assert readme_table() in readme, (
-        "README out of date: paste ragsweep.kubeflow.autorag.readme_table()"
+def test_the_autorag_table_is_the_one_generated_from_the_code():
+    page = PAGE.read_text()
+    assert page.count(TABLE_BEGIN) == 1 and page.count(TABLE_END) == 1
+    assert markdown_table() in page, (
+        f"{PAGE.name} out of date: paste ragsweep.kubeflow.autorag.markdown_table()"
     )
 
 
-def test_the_readme_parameter_table_names_every_pipeline_parameter():
-    readme = (REPO / "README.md").read_text()
-    start = readme.index("| parameter | meaning | default |")
-    rows = readme[start : readme.index("\n\n", start)].splitlines()[2:]
+def test_the_parameter_table_names_every_pipeline_parameter():
+    page = PAGE.read_text()
+    start = page.index("| parameter | meaning | default |")
+    rows = page[start : page.index("\n\n", start)].splitlines()[2:]
     named = {n for row in rows for n in re.findall(r"`(\w+)`", row.split("|")[1])}
     assert set(compiled_parameters()) == named
 

@@ -76,7 +76,8 @@ def test_unknown_metric(kb):
 def test_a_grid_larger_than_max_configs_is_refused(kb):
     tmp, docs, good = kb
     result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--max-configs", "5")
-    assert_user_error(result, "holds 18 configurations, more than the budget of 5")
+    assert_user_error(result, "holds 18 configurations, more than the budget of 5 (--max-configs)")
+    assert "optimization_max_rag_patterns" not in result.stderr  # a name the user did not type
 
 
 def test_leaderboard_of_a_folder_that_is_no_run(tmp_path):

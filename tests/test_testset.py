@@ -268,7 +268,24 @@ BAD_GISKARD = [
         '{"id": "a", "question": "R?", "reference_answer": "B"}',
         "t.jsonl: line 3: duplicate id 'a' (first on line 1)",
     ),
+    (  # the same question under a new id would be counted twice
+        '{"id": "a", "question": "Q?", "reference_answer": "A"}\n'
+        '{"id": "b", "question": "Q?", "reference_answer": "A"}',
+        "t.jsonl: line 2: id 'b' repeats the question, reference answer and conversation of "
+        "line 1 (id 'a'): remove one",
+    ),
 ]
+
+
+def test_a_question_asked_again_in_another_conversation_is_two_questions(tmp_path: Path) -> None:
+    lines = [
+        '{"id": "a", "question": "And its price?", "reference_answer": "10 EUR", '
+        '"conversation_history": [{"role": "user", "content": "Tell me about Ardent."}]}',
+        '{"id": "b", "question": "And its price?", "reference_answer": "10 EUR", '
+        '"conversation_history": [{"role": "user", "content": "Tell me about Brisk."}]}',
+    ]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    assert load_testset(str(tmp_path / "t.jsonl"))["question_id"].to_pylist() == ["a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -630,3 +647,27 @@ def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> No
     print(f"context correctness: keyed {on_keyed:.3f}, native {on_native:.3f} ({on_all:.3f} all)")
     assert on_native == pytest.approx(on_keyed)
     assert abs(on_all - on_keyed) < 0.05
+
+
+def test_a_reference_to_a_skipped_document_says_it_was_skipped_and_why(tmp_path: Path) -> None:
+    from ragsweep.documents.sources import read_documents
+
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n", encoding="utf-8")
+    (docs / "guide" / "b.md").write_bytes(b"caf\xe9 au lait\n")  # Latin-1: not UTF-8
+    testset = tmp_path / "t.json"
+    testset.write_text(
+        '[{"question": "Milk?", "correct_answers": ["au lait"], '
+        '"correct_answer_document_ids": ["b.md"]}]'
+    )
+    read = read_documents(str(docs))
+    assert read.skipped["unreadable"] == ["guide/b.md"]
+
+    with pytest.raises(RagsweepError) as error:
+        resolve_testset(load_testset(str(testset)), read.table, skipped=read.skipped)
+    message = str(error.value)
+    assert (
+        "reference document 'b.md' was skipped when the documents were read (unreadable" in message
+    )
+    assert "guide/b.md" in message and "matches no document" not in message

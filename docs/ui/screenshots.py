@@ -1,9 +1,9 @@
-"""Take the README's screenshots of `ragsweep ui` with Playwright and the system Chromium.
+"""Take the screenshots of docs/ui.md of `ragsweep ui` with Playwright and the system Chromium.
 
     python docs/ui/screenshots.py STORE_URL
 
 STORE_URL: a results database holding at least one succeeded run and a test set (the
-README's: runs on examples/, one with `ragsweep run`, the others started from the page).
+page's: runs on examples/, one with `ragsweep run`, the others started from the page).
 The runs list, the comparison and a question's history are taken over the tests' nightly
 store instead (tests/ui_demo.py: three nights, the last one regressed; one question edited
 there). The PNGs are written beside this script.

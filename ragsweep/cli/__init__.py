@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragsweep.cli.openshift import schedule_app, submit
-from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
@@ -549,12 +549,17 @@ def ui(
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
     from ragsweep.results import database as results_store
-    from ragsweep.ui.security import check_exposure, is_loopback
 
+    try:
+        import uvicorn
+
+        from ragsweep.ui import create_app
+        from ragsweep.ui.security import check_exposure, is_loopback
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("ragsweep"):
+            raise
+        raise missing_extra(exc.name, "ui", "ragsweep ui") from None
     check_exposure(host, token)
-    import uvicorn
-
-    from ragsweep.ui import create_app
 
     url = results_store.resolve_url(store)
     loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
@@ -617,7 +622,8 @@ def convert(
     if docs:
         from ragsweep.documents.testsets import resolve_testset
 
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     export_testset(table, target)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
 
@@ -699,7 +705,8 @@ def testset_add(
 
     table = load_testset(source)
     if docs:
-        table = resolve_testset(table, read_documents(docs).table)
+        read = read_documents(docs)
+        table = resolve_testset(table, read.table, skipped=read.skipped)
     testsets_in(store).save(name, table)
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
 

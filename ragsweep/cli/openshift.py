@@ -54,7 +54,7 @@ PARAM = typer.Option(
     [],
     "--param",
     "-p",
-    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (README: Parameters)",
+    help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (docs/openshift.md)",
 )
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
 IMAGE = typer.Option(

@@ -17,3 +17,10 @@ def safe_url(url: object) -> str:
         return sa.make_url(url).render_as_string(hide_password=True)
     except sa.exc.ArgumentError:
         return "<unparseable URL>"
+
+
+def missing_extra(package: str | None, extra: str, what: str) -> RagsweepError:
+    """The one-line error for an optional part whose packages are not installed:
+    ``the milvus vector store needs pymilvus: pip install 'ragsweep[milvus]'``."""
+    package = (package or "a package").split(".")[0]
+    return RagsweepError(f"{what} needs {package}: pip install 'ragsweep[{extra}]'")

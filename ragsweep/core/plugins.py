@@ -61,7 +61,7 @@ def load(group: str, name: str) -> Any:
         raise RagsweepError(
             f"{kind(group)} {name!r} ({points[name].value}) cannot be loaded: "
             f"{type(exc).__name__}: {detail}"
-        ) from None
+        ) from exc
 
 
 def kind(group: str) -> str:

@@ -28,7 +28,7 @@ import logging
 import re
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import date
 from itertools import accumulate
@@ -171,24 +171,35 @@ def _row(
 
 
 class _Ids:
-    """Each question id once in a file; a repeated one names both records."""
+    """Each question id once in a file; a repeated one names both records. With ``contents``,
+    each question too: the same question, reference answers and conversation under a second
+    id would be counted twice."""
 
-    def __init__(self, name: str, unit: str) -> None:
+    def __init__(self, name: str, unit: str, contents: bool = False) -> None:
         self.name, self.unit, self.seen = name, unit, {}
+        self.contents: dict[tuple, tuple[int, str]] | None = {} if contents else None
 
     def add(self, row: dict, number: int, given: bool) -> None:
         qid, unit = row["question_id"], self.unit
         first = self.seen.setdefault(qid, number)
-        if first == number:
+        if first != number:
+            if given:
+                problem = f"duplicate id '{qid}' (first on {unit} {first})"
+            else:
+                problem = (
+                    f"the same question and reference answers as {unit} {first}: remove one "
+                    "(a question's id is derived from them)"
+                )
+            raise RagsweepError(f"{self.name}: {unit} {number}: {problem}")
+        if self.contents is None:
             return
-        if given:
-            problem = f"duplicate id '{qid}' (first on {unit} {first})"
-        else:
-            problem = (
-                f"the same question and reference answers as {unit} {first}: remove one "
-                "(a question's id is derived from them)"
+        content = (row["question"], tuple(row["reference_answers"]), row["conversation_history"])
+        first, first_id = self.contents.setdefault(content, (number, qid))
+        if first != number:
+            raise RagsweepError(
+                f"{self.name}: {unit} {number}: id '{qid}' repeats the question, reference "
+                f"answer and conversation of {unit} {first} (id '{first_id}'): remove one"
             )
-        raise RagsweepError(f"{self.name}: {unit} {number}: {problem}")
 
 
 # ---- formats ---------------------------------------------------------------------------------
@@ -216,7 +227,7 @@ def _read_autorag(name: str, text: str) -> list[dict]:
 
 
 def _read_giskard(name: str, text: str) -> list[dict]:
-    rows, ids = [], _Ids(name, "line")
+    rows, ids = [], _Ids(name, "line", contents=True)
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON may hold U+2028
         if not line.strip():
             continue
@@ -373,8 +384,10 @@ class _Collection:
     """The documents' texts, found by doc_id or by a file name unique in the collection; and
     passages searched across all of them (one ``str.find`` over the joined texts)."""
 
-    def __init__(self, documents: pa.Table) -> None:
+    def __init__(self, documents: pa.Table, skipped: Mapping[str, list[str]] | None = None) -> None:
         self.ids = documents.column("doc_id").to_pylist()
+        # the files read but skipped (reason -> doc_ids), so a reference to one says why
+        self.skipped = {doc_id: why for why, ids in (skipped or {}).items() for doc_id in ids}
         self.texts = dict(zip(self.ids, documents.column("text").to_pylist(), strict=True))
         self.by_name: dict[str, list[str]] = defaultdict(list)
         for doc_id in self.ids:
@@ -392,6 +405,12 @@ class _Collection:
             raise _Unresolved(
                 f"reference document '{ref}' is ambiguous, it names {', '.join(sorted(matches))}: "
                 "give the key relative to the docs folder"
+            )
+        skipped = [d for d in self.skipped if ref in (d, PurePosixPath(d).name)]
+        if len(skipped) == 1:
+            raise _Unresolved(
+                f"reference document '{ref}' was skipped when the documents were read "
+                f"({self.skipped[skipped[0]]}: the warning above names {skipped[0]} and why)"
             )
         raise _Unresolved(
             f"reference document '{ref}' matches no document (ids are keys relative to the "
@@ -427,7 +446,10 @@ class _Collection:
 
 
 def resolve_testset(
-    testset: pa.Table, documents: pa.Table, skip_unresolved: bool = False
+    testset: pa.Table,
+    documents: pa.Table,
+    skip_unresolved: bool = False,
+    skipped: Mapping[str, list[str]] | None = None,
 ) -> pa.Table:
     """Resolve every reference document id to a doc_id of ``documents`` and locate gold spans.
 
@@ -437,9 +459,10 @@ def resolve_testset(
     are references too, so an id that resolves nowhere (Giskard's own knowledge-base index)
     is replaced by them. An AutoRAG correct answer gives a span where it occurs in one of its
     reference documents exactly once. A question whose references are found nowhere is an
-    error naming it, or with ``skip_unresolved`` is left out with a warning.
+    error naming it, or with ``skip_unresolved`` is left out with a warning; one citing a file
+    the reading skipped (``skipped``: reason -> doc_ids, as ``DocumentSet`` has them) says so.
     """
-    collection = _Collection(documents)
+    collection = _Collection(documents, skipped)
     rows, kept, problems = testset.to_pylist(), [], []
     for number, row in enumerate(rows, 1):
         try:

@@ -5,8 +5,8 @@ red-hat-data-services/pipelines-components (commit dd8d0c0, July 2026) and, for 
 only its upstream uses, of opendatahub-io/pipelines-components (its parameters as
 ODH-ADR "AutoRAG Optimization Settings" of August 2026 lists them). Every one is a
 parameter of ragsweep's pipeline, so an AutoRAG run's parameters start a ragsweep run as
-they are. The README's table is rendered from ``PARAMETERS`` (``readme_table``); a test
-checks it against the compiled pipeline.
+they are. The table of docs/openshift.md is rendered from ``PARAMETERS``
+(``markdown_table``); a test checks it against the compiled pipeline.
 
 What AutoRAG's names need beyond ragsweep's own parameters is here: its Secrets' keys
 (``adopt_connections``), its ``preset`` (``apply``) and its ``vector_io_provider_id``
@@ -24,8 +24,8 @@ from urllib.parse import quote
 from ragsweep.core.errors import RagsweepError
 from ragsweep.retrieval.vector_stores import store_names
 
-README_BEGIN = "<!-- autorag-parameters: generated from ragsweep/kubeflow/autorag.py -->"
-README_END = "<!-- /autorag-parameters -->"
+TABLE_BEGIN = "<!-- autorag-parameters: generated from ragsweep/kubeflow/autorag.py -->"
+TABLE_END = "<!-- /autorag-parameters -->"
 
 
 @dataclass(frozen=True)
@@ -220,12 +220,12 @@ def pgvector_url(env: MutableMapping[str, str]) -> str:
     return f"postgresql://{credentials}{host}:{port}/{quote(env['PGVECTOR_DB'], safe='')}"
 
 
-def readme_table() -> str:
-    """``PARAMETERS`` as the README's Markdown table, between its markers."""
+def markdown_table() -> str:
+    """``PARAMETERS`` as the Markdown table of docs/openshift.md, between its markers."""
     rows = [
-        README_BEGIN,
+        TABLE_BEGIN,
         "| AutoRAG parameter | in ragsweep's pipeline |",
         "| --- | --- |",
     ]
     rows += [f"| `{p.name}` | {p.note} |" for p in PARAMETERS]
-    return "\n".join([*rows, README_END])
+    return "\n".join([*rows, TABLE_END])

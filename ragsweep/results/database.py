@@ -30,7 +30,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
-from ragsweep.core.errors import RagsweepError, safe_url
+from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
 
 log = logging.getLogger("ragsweep")
@@ -183,6 +183,9 @@ def connect(url: str | None = None) -> Engine:
             metadata.create_all(conn, checkfirst=True)
             _add_new_columns(conn)
             _check_version(conn)
+    except ModuleNotFoundError as exc:  # the dialect's driver
+        extra = "postgres" if backend == "postgresql" else backend
+        raise missing_extra(exc.name, extra, f"results store {safe_url(parsed)}") from None
     except sa.exc.NoSuchModuleError:
         raise RagsweepError(
             f"results store {safe_url(parsed)}: no driver for {parsed.drivername!r}; "

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pyarrow as pa
 
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, missing_extra
 from ragsweep.core.schemas import CONFIG_FIELDS, settings_of
 
 log = logging.getLogger("ragsweep")
@@ -81,8 +81,11 @@ def log_sweep(
     parent run ``run_name`` in ``experiment`` (default: ``MLFLOW_EXPERIMENT_NAME``, else
     ragsweep). Returns the parent run's id. Raises ``RagsweepError`` when MLflow cannot be
     reached or refuses a write; the parent run is then marked failed when it exists."""
+    try:
+        from mlflow.exceptions import MlflowException
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc.name, "mlflow", "tracking to MLflow") from None
     check_reachable(uri)
-    from mlflow.exceptions import MlflowException
 
     experiment = experiment or os.environ.get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT
     client, parent = _client(uri), None

@@ -62,7 +62,7 @@ def document_ranges(sizes: list[int], shard_bytes: int) -> list[tuple[int, int]]
 
 
 # The pipeline's default embedding_shard_bytes: some 20,000 chunks of 256 tokens, about
-# seven minutes of a 2-core CPU pod's embedding at ~48 chunks/s (README, "Performance").
+# seven minutes of a 2-core CPU pod's embedding at ~48 chunks/s (docs/performance.md).
 DEFAULT_SHARD_BYTES = 20_000_000
 # `ragsweep run`'s default: never shard. kfp.local runs the shards one after another, each a
 # process loading the model, so on one machine they only add time (the synthetic 10,000

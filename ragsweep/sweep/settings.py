@@ -72,7 +72,7 @@ class RunSettings:
                 "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
                 f"more, not {self.embedding_shard_bytes}"
             )
-        self.space.check_budget(self.max_configs)
+        self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns)
 
     def pipeline_arguments(self) -> dict[str, Any]:

@@ -439,19 +439,20 @@ class SearchSpace:
     def all_configs(self) -> list[dict[str, Any]]:
         return [c for chunk in self.chunk_configs() for c in self.configs(chunk)]
 
-    def check_budget(self, max_configs: int) -> None:
-        """Refuse a grid of more than ``max_configs`` configurations (0: no limit).
+    def check_budget(self, max_configs: int, source: str = "optimization_max_rag_patterns") -> None:
+        """Refuse a grid of more than ``max_configs`` configurations (0: no limit); ``source``
+        names the budget as the user gave it (``--max-configs``, or the pipeline parameter).
 
         The budget is Red Hat AutoRAG's ``optimization_max_rag_patterns``; ragsweep evaluates
         its grid exhaustively, so a larger grid is a mistake to fix, not one to sample from.
         """
         n = len(self.all_configs())
         if max_configs < 0:
-            raise RagsweepError(f"the configuration budget must be 0 or more, got {max_configs}")
+            raise RagsweepError(f"{source}: must be 0 or more, got {max_configs}")
         if max_configs and n > max_configs:
             raise RagsweepError(
                 f"the search space holds {n} configurations, more than the budget of "
-                f"{max_configs} (optimization_max_rag_patterns): narrow the lists or raise it"
+                f"{max_configs} ({source}): narrow the lists or raise it"
             )
 
 

@@ -14,6 +14,7 @@ ones in ragsweep's setup.cfg, another package's in its own).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragsweep.core import plugins
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, missing_extra
 from ragsweep.core.schemas import DEFAULT_DISTANCE, DEFAULT_INDEX
 
 log = logging.getLogger("ragsweep")
@@ -75,6 +76,7 @@ class VectorStore(Protocol):
     INDEXES: dict[str, dict[str, Any]]  # index kind -> default parameters
     CONNECTION_KEYS: tuple[str, ...]
     PATTERN_CODE: str | None
+    REQUIRES: tuple[str, ...]  # the packages its client needs, when it imports them late
 
     def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None: ...
 
@@ -92,18 +94,34 @@ def store_names() -> list[str]:
 
 def store_class(name: str) -> type:
     """The class of store ``name``, imported when first asked for (each store has its own
-    client); a clear error for an unknown one."""
-    return plugins.load(plugins.VECTOR_STORES, name)
+    client); a clear error for an unknown one, and for a built-in store whose client is
+    not installed, the extra that installs it."""
+    try:
+        store = plugins.load(plugins.VECTOR_STORES, name)
+    except RagsweepError as exc:
+        missing = exc.__cause__
+        builtin = plugins.registered(plugins.VECTOR_STORES)[name].value.startswith("ragsweep.")
+        client = isinstance(missing, ModuleNotFoundError) and not (missing.name or "").startswith(
+            "ragsweep"
+        )
+        if builtin and client:  # a built-in store's client: the extra that installs it
+            raise missing_extra(missing.name, name, f"the {name} vector store") from None
+        raise
+    # found, not imported: a client's import can take seconds
+    for package in getattr(store, "REQUIRES", ()):
+        if importlib.util.find_spec(package) is None:
+            raise missing_extra(package, name, f"the {name} vector store")
+    return store
 
 
 def connection_keys() -> list[str]:
     """The Secret keys every registered store reads, in store order, each once. A store
-    whose module cannot be imported here (its client is not installed) adds none, with a
-    warning: the pipeline compiled here does not mount its keys."""
+    whose module cannot be imported here adds none, with a warning: the pipeline compiled
+    here does not mount its keys."""
     keys: dict[str, None] = {}
     for name in store_names():
         try:
-            keys.update(dict.fromkeys(store_class(name).CONNECTION_KEYS))
+            keys.update(dict.fromkeys(plugins.load(plugins.VECTOR_STORES, name).CONNECTION_KEYS))
         except (RagsweepError, AttributeError) as exc:
             log.warning("vector store %s: its Secret keys are not mounted: %s", name, exc)
     return list(keys)

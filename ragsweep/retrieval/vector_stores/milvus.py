@@ -64,6 +64,7 @@ BM25_PARAMS = {"bm25_k1": 1.5, "bm25_b": 0.75}
 
 class MilvusStore:
     name = "milvus"
+    REQUIRES = ("pymilvus",)
     INDEXES: dict[str, dict[str, Any]] = {
         "exact": {},
         "ivf": {"nlist": 128, "nprobe": 32},

@@ -274,7 +274,7 @@ class OracleStore:
         except oracledb.DatabaseError as exc:
             hint = (
                 "; an HNSW index lives in the vector pool: ask the DBA to size VECTOR_MEMORY_SIZE"
-                " (see the README's Oracle section)"
+                " (see docs/vector-stores.md, Oracle: For the DBA)"
                 if kind == "hnsw"
                 else ""
             )

@@ -73,7 +73,8 @@ NEAREST = "SELECT id, embedding {op} %(q)s AS distance FROM {table} ORDER BY dis
 # OR of the question's words as PostgreSQL's 'simple' parser splits the texts, less the
 # English stop words the library's BM25 drops too (each lexeme quoted for tsquery input:
 # quotes doubled, backslashes escaped), ranked by ts_rank with normalization 1 (divided by
-# 1 + log(length)): on the Click docs it agrees with BM25 better than ts_rank_cd (README)
+# 1 + log(length)): on the Click docs it agrees with BM25 better than ts_rank_cd
+# (docs/vector-stores.md)
 KEYWORDS = r"""
 SELECT id, ts_rank(tsv, query, 1) AS score
 FROM {table}, (
