@@ -19,6 +19,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.chunking import chunker_names, get_chunker
 from ragsweep.evaluation.metrics import registered_metrics
 from ragsweep.results.patterns import pattern_code
+from ragsweep.results.report import scale_of
 from ragsweep.retrieval.reranking import Reranking, check_reranker
 from ragsweep.retrieval.vector_stores import connection_keys
 from ragsweep.sweep.space import SearchSpace
@@ -245,3 +246,20 @@ def test_a_metric_plugin_must_declare_a_metric_not_a_bare_function(plugins, monk
         r"ragsweep.evaluation.metrics.Metric",
     ):
         registered_metrics()
+
+
+def test_the_reports_interval_axis_is_the_metrics_declared_range(plugins, monkeypatch):
+    """A metric with no upper bound (the example's answer length) is drawn on an axis up to
+    the widest interval, not clipped to [0, 1]; a bounded one keeps its declared range."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    plugins({"ragsweep.metrics": {"answer_words": "ragsweep_example.metrics:ANSWER_WORDS"}})
+    board = pa.table(
+        {
+            "answer_words_low": [3.0, 9.0],
+            "answer_words_high": [7.0, 14.0],
+            "faithfulness_low": [0.2, 0.4],
+            "faithfulness_high": [0.5, 0.9],
+        }
+    )
+    assert scale_of(board, "answer_words") == (0.0, 14.0)
+    assert scale_of(board, "faithfulness") == (0.0, 1.0)
