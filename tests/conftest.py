@@ -111,13 +111,11 @@ def plugins(tmp_path_factory: pytest.TempPathFactory):
             patch.syspath_prepend(str(folder))
             path = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
             patch.setenv("PYTHONPATH", os.pathsep.join([str(folder), *path]))
-            registry.registered.cache_clear()
-            registry.load.cache_clear()
+            registry.forget()
             return folder
 
         yield install
-    registry.registered.cache_clear()  # the folders have left sys.path
-    registry.load.cache_clear()
+    registry.forget()  # the folders have left sys.path
 
 
 def emptied(url: str) -> str:

@@ -10,7 +10,7 @@ group's object provides.
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
 from typing import Any
 
 from ragsweep.core.errors import RagsweepError
@@ -22,11 +22,24 @@ RERANKERS = "ragsweep.rerankers"
 
 
 @cache
+def _installed() -> EntryPoints:
+    """Every installed package's entry points: one scan of the installed packages (~0.1 s
+    in ragsweep's environment) serves the four groups."""
+    return entry_points()
+
+
+def forget() -> None:
+    """Read the installed packages again at the next question (after an install)."""
+    for cached in (_installed, registered, load):
+        cached.cache_clear()
+
+
+@cache
 def registered(group: str) -> dict[str, EntryPoint]:
     """The entry points of ``group`` by name, not loaded. Two packages registering one name
     differently is an error: which one ran would depend on the install order."""
     found: dict[str, EntryPoint] = {}
-    for point in entry_points(group=group):
+    for point in _installed().select(group=group):
         other = found.get(point.name)
         if other is not None and other.value != point.value:
             raise RagsweepError(
