@@ -263,3 +263,61 @@ def test_the_reports_interval_axis_is_the_metrics_declared_range(plugins, monkey
     )
     assert scale_of(board, "answer_words") == (0.0, 14.0)
     assert scale_of(board, "faithfulness") == (0.0, 1.0)
+
+
+COMPARE_LOWER_IS_BETTER = """
+import json, sys
+import numpy as np
+import pyarrow as pa
+sys.path.insert(0, sys.argv[1])
+from builders import SPACE, make_answers, make_scores, make_testset
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.results.exports import sorted_board
+from ragsweep.results.regression import compare_runs
+from ragsweep.sweep.settings import RunSettings
+
+def run(words):
+    configs = SPACE.all_configs()[: len(words)]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(words.shape[1])]
+    scores = make_scores(ids, questions, np.ones_like(words))
+    at = scores.schema.get_field_index("answer_words")
+    scores = scores.set_column(at, "answer_words", pa.array(words.ravel()))
+    space = RunSettings("docs", "testset.json", SPACE, "answer_words").record()
+    board = build_board(scores, make_answers(ids, questions), make_testset(questions),
+                        configs, "answer_words", settings=space)
+    return board.leaderboard, board.results
+
+before = np.random.default_rng(0).integers(5, 15, (3, 60)).astype(float)
+longer = compare_runs(run(before), run(before + 3), metric="answer_words")
+shorter = compare_runs(run(before), run(before - 3), metric="answer_words")
+print(json.dumps({
+    "board": run(before)[0]["answer_words"].to_pylist(),
+    "sorted": sorted_board(run(before)[0].sort_by([("rank", "descending")]), "answer_words")[
+        "answer_words"].to_pylist(),
+    "longer": [longer.table["verdict"].to_pylist(), longer.table["difference"].to_pylist(),
+               longer.best_regressed, longer.alarm.difference],
+    "shorter": [shorter.table["verdict"].to_pylist(), shorter.best_regressed],
+}))
+"""
+
+
+def test_a_lower_is_better_metric_ranks_lowest_first_and_a_rise_is_a_regression(installed):
+    """The plugin's answer length, lower is better: the leaderboard (and ``--sort``) puts the
+    shortest first,
+    and answers 3 words longer every time are a regression (the difference reported as +3,
+    in the metric's own terms), 3 words shorter an improvement."""
+    result = subprocess.run(
+        [sys.executable, "-c", COMPARE_LOWER_IS_BETTER, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=with_plugin(installed),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    assert found["board"] == sorted(found["board"]) == found["sorted"]  # and --sort so
+    verdicts, differences, alarm, alarm_difference = found["longer"]
+    assert verdicts == ["regressed"] * 3 and alarm
+    assert differences == pytest.approx([3.0] * 3) and alarm_difference == pytest.approx(3.0)
+    assert found["shorter"] == [["improved"] * 3, False]
