@@ -304,9 +304,8 @@ print(json.dumps({
 
 def test_a_lower_is_better_metric_ranks_lowest_first_and_a_rise_is_a_regression(installed):
     """The plugin's answer length, lower is better: the leaderboard (and ``--sort``) puts the
-    shortest first,
-    and answers 3 words longer every time are a regression (the difference reported as +3,
-    in the metric's own terms), 3 words shorter an improvement."""
+    shortest first, and answers 3 words longer every time are a regression (the difference
+    reported as +3, in the metric's own terms), 3 words shorter an improvement."""
     result = subprocess.run(
         [sys.executable, "-c", COMPARE_LOWER_IS_BETTER, str(Path(__file__).parent)],
         capture_output=True,
