@@ -1,6 +1,8 @@
-"""Fetching 100 vectors from an embedding cache of 50,000: before the shard index, and after.
+"""Fetching 100 vectors from an embedding cache of 50,000: before the shard index, and after;
+then the cost of verifying what is read (the row checks): before them, and after.
 
-    python benchmarks/bench_embedcache.py
+    python benchmarks/bench_embedcache.py           # both
+    python benchmarks/bench_embedcache.py checks    # the checks only
 
 "Before" is ``ragsweep/embeddings/cache.py`` as it was at commit ``BEFORE`` (loaded from git
 history): a lookup reads every shard of the model whole. "After" is the current module: it
@@ -12,11 +14,18 @@ under 8 MB merged into shards of up to 64 MB) and measured again. Bytes are what
 read from the store: the whole shards before; the indexes and rows after (``bytes_read``).
 Each figure is the fastest of three fresh caches. The result replaces the section between
 the markers in ``benchmarks/README.md``.
+
+The checks: the embeddings package at commit ``UNCHECKED`` (indexed shards, no row checks:
+nothing read is verified) against the current one (a CRC-32 per row, finiteness and unit
+length verified on every read), the same 50,000 vectors in 10 shards, looking up 100 and
+10,000 of them (folder) and 100 (S3), and decoding one whole shard of 5,000 rows as
+compaction does. The result replaces the ``embedcache-checks`` section.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import logging
 import os
@@ -25,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from readme import write_section
@@ -36,26 +46,48 @@ from ragsweep.embeddings.cache import EmbeddingCache  # noqa: E402
 from ragsweep.embeddings.shards import text_key  # noqa: E402
 
 BEFORE = "4028de6"  # the last commit before the shard index
+UNCHECKED = "5164cda"  # the last commit before the row checks
 MODEL = "all-MiniLM-L6-v2"
 VECTORS, DIM, ASKED, REPEATS = 50_000, 384, 100, 3
 SHARD_COUNTS = (10, 50)
 
 
-def old_module():
-    """The embedding cache as it was before the index, from git history."""
-    source = subprocess.run(
-        ["git", "show", f"{BEFORE}:ragsweep/embeddings/cache.py"],
-        cwd=HERE.parent,
-        capture_output=True,
-        text=True,
-        check=True,
+def git_show(commit: str, path: str) -> str:
+    return subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=HERE.parent, capture_output=True, text=True
     ).stdout
+
+
+def old_module():
+    """The embedding cache as it was before the index, from git history (then a flat
+    module; its imports follow the modules' moves since)."""
+    source = git_show(BEFORE, "ragsweep/embedcache.py")
+    source = source.replace(
+        "from ragsweep import embedding", "from ragsweep.models import embedding"
+    )
+    source = source.replace(
+        "from ragsweep.sources import", "from ragsweep.documents.sources import"
+    )
     path = Path(tempfile.mkdtemp()) / "embedcache_before.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("embedcache_before", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def unchecked_package() -> ModuleType:
+    """``ragsweep.embeddings`` as it was before the row checks, as ``embeddings_unchecked``."""
+    root = Path(tempfile.mkdtemp())
+    package = root / "embeddings_unchecked"
+    package.mkdir()
+    for name in ("__init__", "cache", "files", "shards"):
+        source = git_show(UNCHECKED, f"ragsweep/embeddings/{name}.py")
+        source = source.replace("ragsweep.embeddings.", "embeddings_unchecked.")
+        (package / f"{name}.py").write_text(source)
+    sys.path.insert(0, str(root))
+    importlib.import_module("embeddings_unchecked.cache")  # and the modules it imports
+    return importlib.import_module("embeddings_unchecked")
 
 
 def fill(before, location: str, shards: int, texts: list[str], vectors: np.ndarray) -> None:
@@ -128,11 +160,16 @@ def range_costs(root: str) -> dict[int, float]:
 
 def main() -> None:
     logging.disable(logging.INFO)
-    before = old_module()
     rng = np.random.default_rng(7)
     texts = [f"chunk {i} of the benchmark corpus" for i in range(VECTORS)]
     vectors = rng.standard_normal((VECTORS, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    if sys.argv[1:] == ["checks"]:
+        s3_root, server = s3_location()
+        record_checks(check_costs(texts, vectors, rng, s3_root))
+        server.stop()
+        return
+    before = old_module()
     picked = rng.choice(VECTORS, ASKED, replace=False)
     asked, expected = [texts[i] for i in picked], vectors[picked]
     s3_root, server = s3_location()
@@ -161,8 +198,72 @@ def main() -> None:
                 )
                 print(rows[-1], flush=True)
     costs = range_costs(s3_root)
-    server.stop()
     record(rows, costs)
+    record_checks(check_costs(texts, vectors, rng, s3_root))
+    server.stop()
+
+
+def check_costs(texts: list[str], vectors: np.ndarray, rng, s3_root: str) -> list[tuple]:
+    """(what, unchecked seconds, checked seconds) of lookups and a whole-shard decode."""
+    from ragsweep.embeddings import shards
+
+    unchecked = unchecked_package()
+    keys = [text_key(t) for t in texts]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for store, root, sizes in (
+            ("folder", folder, (100, 10_000)),
+            ("S3 (moto)", s3_root, (100,)),
+        ):
+            location = f"{root}/checks"
+            old = unchecked.cache.EmbeddingCache(f"{location}/unchecked")
+            new = EmbeddingCache(f"{location}/checked")
+            for part in np.array_split(np.arange(len(texts)), 10):
+                old._write(MODEL, [keys[i] for i in part], vectors[part])
+                new._write(MODEL, [keys[i] for i in part], vectors[part])
+            for size in sizes:
+                picked = rng.choice(len(texts), size, replace=False)
+                asked, expected = [texts[i] for i in picked], vectors[picked]
+                times = [
+                    measure(lambda c=cache, loc=f"{location}/{name}": c(loc), asked, expected)[0]
+                    for cache, name in (
+                        (unchecked.cache.EmbeddingCache, "unchecked"),
+                        (EmbeddingCache, "checked"),
+                    )
+                ]
+                rows.append((f"{store}: look up {size:,}", *times))
+                print(rows[-1], flush=True)
+    part = np.arange(5000)
+    data = [
+        module.encode(np.array([keys[i] for i in part], shards.KEY), vectors[part])[0]
+        for module in (unchecked.shards, shards)
+    ]
+    times = []
+    for module, shard in zip((unchecked.shards, shards), data, strict=True):
+        best = float("inf")
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            module.decode_shard(shard)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+    rows.append(("decode a whole shard of 5,000 (compaction)", *times))
+    print(rows[-1], flush=True)
+    return rows
+
+
+def record_checks(rows: list[tuple]) -> None:
+    lines = [
+        f"Verifying what is read: {VECTORS:,} vectors ({DIM} float32 each) in 10 shards, "
+        f"fastest of {REPEATS} fresh caches, {time.strftime('%Y-%m-%d')}, the 2-core VM. "
+        f"Unchecked: the package at {UNCHECKED}; checked: a CRC-32 per row, finiteness and "
+        "unit length verified on every read.",
+        "",
+        "| read | unchecked | checked | checked / unchecked |",
+        "| --- | --- | --- | --- |",
+    ]
+    for what, old, new in rows:
+        lines.append(f"| {what} | {old:.4f} s | {new:.4f} s | {new / old:.2f} |")
+    write_section("embedcache-checks", "\n".join(lines))
 
 
 def record(rows: list[tuple], costs: dict[int, float]) -> None:
@@ -184,8 +285,8 @@ def record(rows: list[tuple], costs: dict[int, float]) -> None:
         )
     lines += [
         "",
-        f"After, the bytes read are the shards' indexes ({VECTORS:,} x 16-byte hashes, "
-        f"{VECTORS * 16 / mb:.1f} MB, read once per process) and the {ASKED} rows "
+        f"After, the bytes read are the shards' indexes ({VECTORS:,} x 16-byte hashes and "
+        f"4-byte checks, {VECTORS * 20 / mb:.1f} MB, read once per process) and the {ASKED} rows "
         f"({ASKED * DIM * 4 / 1e3:.0f} kB). On S3 they take one request per row (rows at most "
         f"4 apart share one): moto answers one 1,536-byte range GET in "
         + ", ".join(

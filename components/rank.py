@@ -34,10 +34,12 @@ def rank(
     best: Output[Metrics],
     rag_patterns: Output[Artifact],
     patterns: int = 3,
+    sweep_name: str = "",
 ):
     """Rank every configuration by ``optimization_metric`` with intervals and paired tests;
     the run's settings record the sweep key, a hash of the ``questions``' and ``documents``'
-    content.
+    content, each document's content hash, and ``sweep_name`` (empty: the sweep key), the
+    sweep a later run's ``baseline=latest`` follows.
 
     Outputs: Arrow artifacts ``leaderboard`` (run settings in its metadata), ``results``
     (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
@@ -73,6 +75,7 @@ def rank(
             seed=seed,
             llm=LLMSettings.from_dict(llm),
             qa_generation=QASettings.from_dict(qa_generation),
+            sweep_name=sweep_name,
         )
         testset = read_table(questions.path, "testset")
         answered = read_table(answers.path, "answers")

@@ -82,6 +82,7 @@ def sweep_pipeline(
     vector_store_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
     keep_collections: bool = False,
     baseline: str = "",
+    sweep_name: str = "",
     deployed_config: str = "",
     mlflow_tracking_uri: str = "",
     mlflow_secret_name: str = tasks.DEFAULT_MLFLOW_CONNECTION,
@@ -156,7 +157,11 @@ def sweep_pipeline(
         keep_collections: Keep each store's collections after retrieval (their names are
             logged), e.g. to deploy the winner's; by default they are dropped.
         baseline: Compare with this stored run id, or "latest" (the latest successful run of
-            the same sweep); empty: no comparison.
+            the same sweep: of sweep_name); empty: no comparison.
+        sweep_name: The sweep's name (1 to 100 letters, digits, '.', '_', '-'), which
+            baseline "latest" follows whatever changes in the documents, test set or grid
+            (the comparison says what changed); empty: the sweep key, a hash of the
+            documents, test set, search space and metric, so any change starts a new sweep.
         deployed_config: The configuration in production, whose regression against the
             baseline is the alarm: its config id, or the YAML `ragsweep best` prints; empty:
             the alarm is whether the sweep's best got worse.
@@ -231,6 +236,7 @@ def sweep_pipeline(
             max_configs=optimization_max_rag_patterns,
             preset=preset,
             vector_io_provider_id=vector_io_provider_id,
+            sweep_name=sweep_name,
         )
     )
     chunk_groups = tasks.step(
@@ -334,6 +340,7 @@ def sweep_pipeline(
             llm=llm,
             qa_generation=qa_generation,
             patterns=patterns,
+            sweep_name=sweep_name,
         )
     )
     stored = tasks.step(
@@ -361,6 +368,7 @@ def sweep_pipeline(
             compare(
                 leaderboard=ranked.outputs["leaderboard"],
                 results=ranked.outputs["results"],
+                run_report=ranked.outputs["report"],
                 baseline=baseline,
                 pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
                 deployed_config=deployed_config,

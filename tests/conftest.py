@@ -1,6 +1,6 @@
 """Shared fixtures. S3: a real moto server on 127.0.0.1 speaking HTTP to real boto3 clients.
 PostgreSQL: a real server started from the Debian package's binaries, and one with pgvector
-started by the ``pgserver`` package."""
+started by the ``pgserver`` package. Browser: Debian's Chromium driven by Playwright."""
 
 from __future__ import annotations
 
@@ -251,3 +251,29 @@ def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
     yield server
     server.stop()
+
+
+CHROMIUM = shutil.which("chromium")
+NO_CHROMIUM = "no chromium on PATH (Debian package chromium; .ci/run installs it)"
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright, for the session (the UI tests)."""
+    if CHROMIUM is None:
+        pytest.skip(NO_CHROMIUM)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A page of a fresh browser context (its own cookies)."""
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()

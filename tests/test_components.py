@@ -1,5 +1,6 @@
 """Each component called as a plain Python function, as the pipeline's steps would run it."""
 
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,8 @@ from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.results import database
-from ragsweep.results.regression import compare_runs
+from ragsweep.results.regression import alarm_line, compare_runs
+from ragsweep.results.report import COMPARISON_SLOT
 from ragsweep.sweep.fanout import NO_SHARD, read_chunk_set
 from ragsweep.sweep.space import SearchSpace
 
@@ -150,6 +152,7 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
         llm={},
         qa_generation={},
         **outputs,
+        sweep_name="kb-nightly",
     )
     board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("rank").to_pylist() == [1, 2, 3, 4]
@@ -157,6 +160,13 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     assert top == sorted(top, reverse=True)
     assert top[0] == 1.0
     assert settings_of(board)["docs"] == str(docs)
+    # what a later run's baseline=latest follows, and what its comparison tells apart
+    assert settings_of(board)["sweep_name"] == "kb-nightly"
+    hashes = settings_of(board)["document_hashes"]
+    assert [doc_id for doc_id, _ in hashes] == read_table(documents.path, "documents")[
+        "doc_id"
+    ].to_pylist()
+    assert all(len(h) == 16 for _, h in hashes)
     assert read_table(outputs["results"].path, "results").num_rows == 4 * 2
     assert '<table id="leaderboard">' in Path(outputs["report"].path).read_text()
     assert "context_correctness" in Path(outputs["summary"].path).read_text()
@@ -221,6 +231,22 @@ def test_build_space_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys
         )
     assert exit_info.value.code == 2
     assert "holds 18 configurations, more than the budget of 17" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["night ly", "-nightly", "n" * 101, "a/b"])
+def test_build_space_step_refuses_a_sweep_name_that_cannot_name_a_sweep(tmp_path, capsys, name):
+    with pytest.raises(SystemExit) as exit_info:
+        build_space.python_func(
+            **SearchSpace().to_parameters(),
+            max_configs=0,
+            preset="",
+            vector_io_provider_id="",
+            configs=artifact(tmp_path, "configs"),
+            sweep_name=name,
+        )
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"sweep_name {name!r}: a sweep name is 1 to 100 letters, digits" in message
 
 
 def test_test_data_in_a_bucket_is_read_from_s3(tmp_path, s3, bucket):
@@ -299,6 +325,19 @@ def test_evaluate_step_reads_every_branch(tmp_path):
     assert read_table(answers.path, "answers")["answer"].to_pylist() == ["the answer to q1"] * 2
 
 
+def compare_outputs(tmp_path):
+    """The compare step's outputs, and the rank step's report it reads."""
+    run_report = dsl.HTML(uri=str(tmp_path / "run-report.html"))
+    Path(run_report.path).write_text(f"<h1>report</h1>\n{COMPARISON_SLOT}\n<h2>Leaderboard</h2>")
+    return {
+        "run_report": run_report,
+        "comparison": artifact(tmp_path, "comparison"),
+        "summary": dsl.Markdown(uri=str(tmp_path / "c.md")),
+        "report": dsl.HTML(uri=str(tmp_path / "report.html")),
+        "verdict": dsl.Metrics(uri=str(tmp_path / "verdict")),
+    }
+
+
 def board_artifacts(tmp_path, seed):
     """A ranked run's leaderboard and results as artifacts, and its test set."""
     rng = np.random.default_rng(seed)
@@ -329,23 +368,22 @@ def test_compare_step_compares_with_the_latest_stored_run_and_logs_the_verdict(
     for seed, run_id in [(0, "night-1"), (1, "night-2")]:
         paths, questions = board_artifacts(tmp_path, seed)
         publish.python_func(**paths, questions=questions, pipeline_run_id=run_id)
-    comparison, summary = artifact(tmp_path, "comparison"), dsl.Markdown(uri=str(tmp_path / "c.md"))
-    verdict = dsl.Metrics(uri=str(tmp_path / "verdict"))
-    compare.python_func(
-        **paths,
-        baseline="latest",
-        pipeline_run_id="night-2",
-        comparison=comparison,
-        summary=summary,
-        verdict=verdict,
-    )
-    table = read_table(comparison.path, "comparison")
+    outputs = compare_outputs(tmp_path)
+    compare.python_func(**paths, baseline="latest", pipeline_run_id="night-2", **outputs)
+    table = read_table(outputs["comparison"].path, "comparison")
     current = tuple(read_table(paths[n].path, n) for n in ("leaderboard", "results"))
     expected = compare_runs(database.open_run("night-1"), current)  # the latest other run
     assert table.equals(expected.table.replace_schema_metadata(table.schema.metadata))
+    verdict = outputs["verdict"]
     assert verdict.metadata["best_regressed"] == float(expected.best_regressed)
     assert verdict.metadata["baseline_found"] == 1.0
-    assert Path(summary.path).read_text().startswith("| verdict |")
+    summary = Path(outputs["summary"].path).read_text()
+    assert summary.startswith("| verdict |")
+    assert "since the baseline:" in summary and alarm_line(expected) in summary
+    # the run's report, with the comparison in its place
+    report = Path(outputs["report"].path).read_text()
+    assert report.index('id="comparison"') < report.index("<h2>Leaderboard</h2>")
+    assert COMPARISON_SLOT not in report and escape(alarm_line(expected)) in report
 
 
 def test_compare_steps_latest_on_a_sweeps_first_run_says_so_and_does_not_fail(
@@ -356,31 +394,21 @@ def test_compare_steps_latest_on_a_sweeps_first_run_says_so_and_does_not_fail(
     monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'results.db'}")
     paths, questions = board_artifacts(tmp_path, 0)
     publish.python_func(**paths, questions=questions, pipeline_run_id="night-1")
-    comparison, summary = artifact(tmp_path, "comparison"), dsl.Markdown(uri=str(tmp_path / "c.md"))
-    verdict = dsl.Metrics(uri=str(tmp_path / "verdict"))
-    compare.python_func(
-        **paths,
-        baseline="latest",
-        pipeline_run_id="night-1",  # the only run of the sweep is this one
-        comparison=comparison,
-        summary=summary,
-        verdict=verdict,
-    )
-    assert read_table(comparison.path, "comparison").num_rows == 0
-    assert Path(summary.path).read_text().startswith("No earlier successful run of this sweep")
-    assert verdict.metadata == {"baseline_found": 0.0}
+    outputs = compare_outputs(tmp_path)
+    # the only run of the sweep is this one
+    compare.python_func(**paths, baseline="latest", pipeline_run_id="night-1", **outputs)
+    assert read_table(outputs["comparison"].path, "comparison").num_rows == 0
+    summary = Path(outputs["summary"].path).read_text()
+    assert summary.startswith("No earlier successful run of this sweep (unnamed, key ")
+    assert escape(summary.strip()) in Path(outputs["report"].path).read_text()
+    assert outputs["verdict"].metadata == {"baseline_found": 0.0}
 
 
 def test_compare_step_without_a_store_exits_with_a_message(tmp_path, capsys):
     paths, _ = board_artifacts(tmp_path, 0)
     with pytest.raises(SystemExit) as exit_info:
         compare.python_func(
-            **paths,
-            baseline="latest",
-            pipeline_run_id="k",
-            comparison=artifact(tmp_path, "c"),
-            summary=dsl.Markdown(uri=str(tmp_path / "c.md")),
-            verdict=dsl.Metrics(uri=str(tmp_path / "v")),
+            **paths, baseline="latest", pipeline_run_id="k", **compare_outputs(tmp_path)
         )
     assert exit_info.value.code == 2
     assert "RAGSWEEP_STORE_URL is unset" in capsys.readouterr().err

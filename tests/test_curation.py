@@ -261,6 +261,19 @@ def test_testset_commands_curate_a_test_set_in_the_results_database(tmp_path):
     assert len(autorag) == 64 and autorag[1]["question"] == "Sync port?"
 
 
+def test_every_command_refuses_a_test_set_name_that_could_be_a_path(tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    testset = str(EXAMPLES / "testset.json")
+    rule = "a test set needs a name of 1 to 100 letters, digits"
+    added = ragsweep("testset", "add", "../../../../somewhere/x", testset, url=url)
+    assert user_error(added, f"results store: {rule}")
+    run = ragsweep("run", "--docs", str(EXAMPLES / "docs"), "--testset-name", "/tmp/x", url=url)
+    assert user_error(run, f"--testset-name: {rule}")
+    generated = ragsweep("generate", "--docs", "d", "--name", "../x", "--llm", "m", url=url)
+    assert user_error(generated, f"--name: {rule}")
+    assert not list(tmp_path.rglob("x*")) and not (tmp_path.parent / "somewhere").exists()
+
+
 def test_testset_mistakes_exit_2_with_a_clear_message(tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     ragsweep("testset", "add", "tw", str(EXAMPLES / "testset.jsonl"), url=url)

@@ -27,7 +27,7 @@ def test_each_distinct_text_is_embedded_once_and_a_rerun_embeds_nothing(tmp_path
     texts = ["backups are kept 30 days", "port 8443", "backups are kept 30 days"]
     first = EmbeddingCache(tmp_path)
     vectors = first.embed(MODEL, texts)
-    assert model_calls == ["backups are kept 30 days", "port 8443"]
+    assert sorted(model_calls) == ["backups are kept 30 days", "port 8443"]
     assert (vectors[0] == vectors[2]).all() and vectors.shape == (3, 384)
     first.embed(MODEL, ["port 8443", "a new chunk"])  # a second chunk set sharing one text
     assert model_calls[2:] == ["a new chunk"]
@@ -66,7 +66,7 @@ def test_store_on_s3_is_shared_between_runs(bucket, model_calls):
     rerun = EmbeddingCache(location)
     vectors = rerun.embed(MODEL, ["twice", "stored on s3"])
     assert rerun.encoded == 0 and vectors.shape == (2, 384)
-    assert model_calls == ["stored on s3", "twice"]
+    assert sorted(model_calls) == ["stored on s3", "twice"]
 
 
 def test_store_on_a_missing_bucket_is_a_clear_error(s3):
@@ -153,16 +153,15 @@ def test_a_lookup_reads_only_the_rows_and_shards_it_needs(endpoint, location):
     written = {}
     for shard in range(5):  # 10,000 vectors in 5 shards
         batch = texts(shard * 2000, 2000)
-        written.update(
-            zip(batch, EmbeddingCache(location).embed(ENDPOINT_MODEL, batch), strict=True)
-        )
+        cache = EmbeddingCache(location, flush=2000)
+        written.update(zip(batch, cache.embed(ENDPOINT_MODEL, batch), strict=True))
     asked = texts(0, 10_000)[::100]  # 100 texts spread over every shard
     rerun = EmbeddingCache(location)
     vectors = rerun.embed(ENDPOINT_MODEL, asked)
     assert rerun.encoded == 0 and rerun.vectors_read == 100 and rerun.shards_read == 5
     np.testing.assert_array_equal(vectors, np.stack([written[t] for t in asked]))
     assert rerun.bytes_read - rerun.index_bytes_read == 100 * ROW_BYTES
-    assert 10_000 * 16 <= rerun.index_bytes_read < 10_000 * 16 + 5 * 4096
+    assert 10_000 * 20 <= rerun.index_bytes_read < 10_000 * 20 + 5 * 4096  # hash, check
 
     one_shard = EmbeddingCache(location)  # 1,000 texts, all in the third shard
     one_shard.embed(ENDPOINT_MODEL, texts(4000, 1000)[::-1])
@@ -295,12 +294,12 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
 def test_over_the_cap_the_least_recently_used_shards_are_evicted(endpoint, location):
     batches = [texts(i * 1000, 1000) for i in range(5)]
     for batch in batches[:4]:  # shards A, B, C, D, written in this order
-        EmbeddingCache(location).embed(ENDPOINT_MODEL, batch)
+        EmbeddingCache(location, flush=1000).embed(ENDPOINT_MODEL, batch)
     EmbeddingCache(location).embed(ENDPOINT_MODEL, batches[0][:10])  # A is used again
     cache = EmbeddingCache(location)
     sizes = [e.size for e in cache.files.list(cache.files.folders()[0]) if "/used/" not in e.name]
     shard = sum(sizes) / 4  # a shard and its index
-    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9)
+    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9, flush=1000)
     capped.embed(ENDPOINT_MODEL, batches[4])  # E: five shards over a cap of three and a half
 
     assert sum(n.endswith(".arrow") for n in stored_files(location)) == 3

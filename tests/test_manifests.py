@@ -159,7 +159,9 @@ def test_the_ui_options_are_those_of_the_ui_command():
     if "ui" not in commands:
         pytest.skip("no `ragsweep ui` command in this checkout")
     # parsing checks every option and value the manifest passes
-    commands["ui"].make_context("ui", list(ui_container(resources())["command"][2:]))
+    context = commands["ui"].make_context("ui", list(ui_container(resources())["command"][2:]))
+    assert context.params["https"] is True  # served over the Route's TLS: __Host- cookies
+    assert context.params["docs_root"] == ["/opt/app-root/src/examples"]
 
 
 def test_the_ui_runs_the_built_image_and_is_served_over_https_only():

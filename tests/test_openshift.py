@@ -411,6 +411,40 @@ def test_a_bad_cron_is_refused_before_anything_is_sent(env, pipelines):
     assert pipelines.requests == []
 
 
+def test_a_schedule_names_its_sweep_after_itself_unless_given_and_submit_passes_one(env, pipelines):
+    env = with_api(env, pipelines)
+    package = ["--package", str(PACKAGE)]
+    default = ragsweep(env, "schedule", "create", "--cron", "@daily", "--name", "kb-nightly",
+                       *S3_RUN, *package)  # fmt: skip
+    given = ragsweep(env, "schedule", "create", "--cron", "@daily", "--name", "kb nightly 2",
+                     "--sweep", "kb.v2", *S3_RUN, *package)  # fmt: skip
+    submitted = ragsweep(env, "submit", *S3_RUN, "--sweep", "kb-nightly", *package)
+    for result in (default, given, submitted):
+        assert result.returncode == 0, result.stderr
+    names = {r["display_name"]: r["runtime_config"]["parameters"].get("sweep_name")
+             for r in pipelines.recurring.values()}  # fmt: skip
+    assert names == {"kb-nightly": "kb-nightly", "kb nightly 2": "kb.v2"}
+    assert created_run(pipelines)["runtime_config"]["parameters"]["sweep_name"] == "kb-nightly"
+
+
+def test_a_name_that_cannot_name_a_sweep_is_refused_before_anything_is_sent(env, pipelines):
+    env = with_api(env, pipelines)
+    package = ["--package", str(PACKAGE)]
+    spaced = ragsweep(env, "schedule", "create", "--cron", "@daily", "--name", "kb nightly",
+                      *S3_RUN, *package)  # fmt: skip
+    assert_user_error(
+        spaced, "--name (the schedule's, its sweep's name unless --sweep gives one) 'kb nightly'",
+        "a sweep name is 1 to 100 letters, digits, '.', '_' or '-'",
+    )  # fmt: skip
+    long = ragsweep(env, "submit", *S3_RUN, "--sweep", "k" * 101, *package)
+    assert_user_error(long, "--sweep 'kkk", "a sweep name is 1 to 100 letters")
+    param = ragsweep(env, "submit", *S3_RUN, "-p", "sweep_name=../x", *package)
+    assert_user_error(param, "sweep_name '../x': a sweep name is 1 to 100 letters")
+    twice = ragsweep(env, "submit", *S3_RUN, "--sweep", "a", "-p", "sweep_name=b", *package)
+    assert_user_error(twice, "--sweep 'a' and --param sweep_name='b': give the sweep's name once")
+    assert pipelines.requests == []
+
+
 def test_schedules_are_listed_paused_resumed_and_deleted_by_name(env, pipelines):
     env = with_api(env, pipelines)
     created = ragsweep(
@@ -440,7 +474,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
     env, pipelines
 ):
     env = with_api(env, pipelines)
-    docs = ["--docs", "s3://team-docs/kb/", "--testset-name", "curated faq"]
+    docs = ["--docs", "s3://team-docs/kb/", "--testset-name", "curated-faq"]
     submitted = ragsweep(env, "submit", *docs, "--package", str(PACKAGE))
     assert submitted.returncode == 0, submitted.stderr
     run = created_run(pipelines)
@@ -449,7 +483,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
         "input_data_key": "kb/",
         "input_data_secret_name": "ragsweep-s3",
         "test_data_bucket_name": "",
-        "test_data_key": "store:curated faq",
+        "test_data_key": "store:curated-faq",
         "test_data_secret_name": "ragsweep-s3",
     }
     # the step that reads it gets the results-store Secret's RAGSWEEP_STORE_URL
@@ -469,7 +503,7 @@ def test_submit_and_schedule_run_a_stored_test_set_read_by_load_testset_from_the
     parameters = created["runtime_config"]["parameters"]
     assert (parameters["test_data_bucket_name"], parameters["test_data_key"]) == (
         "",
-        "store:curated faq",
+        "store:curated-faq",
     )
 
 
@@ -484,6 +518,8 @@ def test_stored_test_set_mistakes_are_refused_before_anything_is_sent(env, pipel
     assert_user_error(neither, "no test data: give --testset (a file) or --testset-name")
     blank = ragsweep(env, "submit", "--docs", "s3://d/kb/", "--testset-name", " ", *package)
     assert_user_error(blank, "--testset-name: name a test set stored in the results database")
+    path = ragsweep(env, "submit", "--docs", "s3://d/kb/", "--testset-name", "../x", *package)
+    assert_user_error(path, "--testset-name: a test set needs a name of 1 to 100 letters")
     assert pipelines.requests == []  # refused before connecting
     bucket = ragsweep(
         env, "submit", "--docs", "s3://d/kb/", "--testset-name", "faq",

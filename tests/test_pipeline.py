@@ -82,7 +82,7 @@ def test_ragsweep_run_executes_the_pipeline_locally_stores_and_compares_runs(tmp
     # the first night of a schedule comparing with the latest run: none yet, and no failure
     result = ragsweep("run", *sweep, "--baseline", "latest")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "no earlier successful run of this sweep" in result.stdout
+    assert "No earlier successful run of this sweep (unnamed, key " in result.stdout
     [run_dir] = (tmp_path / "runs").iterdir()
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     assert board.num_rows == 2 * 3 * 2  # chunk sizes x top k x search types

@@ -1,5 +1,6 @@
 """Regression verdicts between two runs, from run folders and from the store."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import write_table
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.results import database
+from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.exports import best_spec
 from ragsweep.results.regression import compare_runs, render, resolve_deployed, verdict_metrics
 from ragsweep.sweep.settings import RunSettings
@@ -298,3 +300,85 @@ def test_matrix_leaves_out_rows_of_unlisted_configurations_and_questions():
     expected = outcomes(SPACE, ids)[[c["config_id"] for c in SPACE.all_configs()].index(config)]
     assert got[0, :2].tolist() == [expected[3], expected[1]]
     assert np.isnan(got[0, 2]) and np.isnan(got[1]).all()
+
+
+# ---- what changed since the baseline ---------------------------------------------------------
+
+
+def documents(texts):
+    from ragsweep.core.schemas import DOCUMENTS
+
+    rows = [{"doc_id": k, "source": k, "format": "md", "text": v} for k, v in texts.items()]
+    return pa.Table.from_pylist(rows, schema=DOCUMENTS)
+
+
+def recorded(run, settings):
+    """``run`` with these settings in its leaderboard's metadata, as the rank step records."""
+    from ragsweep.core.schemas import SETTINGS_KEY
+
+    leaderboard, results = run
+    return leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)}), results
+
+
+def test_the_comparison_says_which_documents_were_added_removed_and_edited_and_what_else_changed():
+    ids = [f"q{i:03d}" for i in range(30)]
+    small = SearchSpace(chunk_sizes=(64, 128), top_ks=(1,), search_types=("similarity",))
+    large = SearchSpace(chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",))
+    before_docs = {f"doc{i}.md": f"Text {i}." for i in range(10)}
+    after_docs = {**before_docs, "doc3.md": "Text 3, edited."}
+    del after_docs["doc9.md"]
+    after_docs.update({f"new/n{i}.md": f"New {i}." for i in range(12)})
+    questions = make_testset(ids)
+    edited = pa.Table.from_pylist(
+        [{**r, "question_version": "q001-v2"} if r["question_id"] == "q001" else r
+         for r in questions.to_pylist()],
+        schema=questions.schema,
+    )  # fmt: skip
+
+    def night(space, testset, texts):
+        settings = RunSettings("docs", "t.json", space, "answer_correctness", sweep_name="kb")
+        return recorded(board(outcomes(space, ids), ids, space), settings.record(testset, texts))
+
+    base = night(small, questions, documents(before_docs))
+    cand = night(large, edited, documents(after_docs))
+
+    result = compare_runs(base, cand)
+
+    assert result.changes.documents_added == sorted(f"new/n{i}.md" for i in range(12))
+    assert result.changes.documents_removed == ["doc9.md"]
+    assert result.changes.documents_edited == ["doc3.md"]
+    out = render(result)
+    assert "documents: 10 -> 21 (12 added, 1 removed, 1 edited)" in out
+    assert "documents added (12): new/n0.md, new/n1.md, new/n10.md" in out and "... 2 more" in out
+    assert "documents removed (1): doc9.md" in out and "documents edited (1): doc3.md" in out
+    assert "test set: changed" in out
+    assert "grid: top_ks: [1] -> [1, 3]" in out
+    assert "only in the candidate: 2 configurations" in out  # the grid's new Top K
+    metrics = verdict_metrics(result)
+    assert (metrics["documents_added"], metrics["documents_removed"]) == (12.0, 1.0)
+    assert (metrics["documents_edited"], metrics["testset_changed"]) == (1.0, 1.0)
+    assert metrics["grid_changed"] == 1.0
+    # the same documents, test set and grid: nothing changed, and it says so
+    same = compare_runs(base, base)
+    assert change_lines(same.changes) == ["documents: unchanged (10)"]
+    assert verdict_metrics(same)["documents_added"] == 0.0
+
+
+def test_runs_recorded_before_document_hashes_compare_and_say_the_documents_cannot_be_told():
+    ids = [f"q{i:03d}" for i in range(30)]
+    result = compare_runs(board(outcomes(SPACE, ids), ids), board(outcomes(SPACE, ids), ids))
+    assert change_lines(result.changes) == [
+        "documents: not compared (a run made before ragsweep kept each document's hash)"
+    ]
+    metrics = verdict_metrics(result)
+    assert "documents_added" not in metrics and metrics["grid_changed"] == 0.0
+
+
+def test_the_document_hashes_follow_each_documents_text_not_its_place_in_the_table():
+    from ragsweep.sweep.settings import document_hashes
+
+    texts = {"b.md": "Beta.", "a.md": "Alpha."}
+    hashes = document_hashes(documents(texts))
+    assert [d for d, _ in hashes] == ["a.md", "b.md"]
+    assert hashes == document_hashes(documents(dict(reversed(texts.items()))))
+    assert document_hashes(documents({**texts, "a.md": "Alpha!"}))[0][1] != hashes[0][1]

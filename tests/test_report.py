@@ -132,3 +132,22 @@ def test_report_renders_in_headless_chromium(board, tmp_path):
     header = shot.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", header[16:24]) == (1400, 2000)
+
+
+def test_the_settings_list_counts_the_documents_hashes_instead_of_listing_each():
+    from ragsweep.results.report import settings_list
+
+    hashes = [[f"doc{i}.md", f"{i:016x}"] for i in range(500)]
+    shown = settings_list({"sweep_name": "kb-nightly", "document_hashes": hashes})
+    assert "500 documents, each one&#x27;s content hash" in shown
+    assert "doc1.md" not in shown and "kb-nightly" in shown
+
+
+def test_the_report_holds_a_place_for_the_comparison_with_the_baseline(board):
+    from ragsweep.results.report import comparison_section, with_comparison
+
+    html = render_html(board)
+    placed = with_comparison(html, comparison_section(None, "No earlier run of 'kb' & co."))
+    assert placed.index('id="comparison"') < placed.index('<table id="leaderboard">')
+    assert "No earlier run of &#x27;kb&#x27; &amp; co." in placed
+    assert placed.replace(comparison_section(None, "No earlier run of 'kb' & co."), "") != html

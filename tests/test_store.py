@@ -17,6 +17,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.results import database
 
 ORACLE_DSN = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
+NOW = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "oracle"])
@@ -166,6 +167,33 @@ def test_latest_successful_run_skips_failures_other_sweeps_and_the_current_run(t
         database.load_results(engine, "nope")
 
 
+def named(b, sweep_name, sweep_key):
+    """``b`` recorded as a run of sweep ``sweep_name`` whose content hashes to ``sweep_key``."""
+    settings = {**database.settings_of(b.leaderboard), "sweep_name": sweep_name}
+    settings["sweep_key"] = sweep_key
+    board = b.leaderboard.replace_schema_metadata(
+        {database.SETTINGS_KEY: database.json.dumps(settings)}
+    )
+    return type(b)(board, b.results, b.breakdown, b.failures)
+
+
+def test_latest_follows_a_sweeps_name_across_changed_documents_and_test_sets(url):
+    engine = database.connect(url)
+    b = board()
+    publish(engine, named(b, "nightly", "k1"), "night-1")
+    publish(engine, named(b, "nightly", "k2"), "night-2")  # the corpus grew: another key
+    publish(engine, named(b, "k2", "k2"), "unnamed")  # unnamed: its key names it
+    database.record_failed(engine, "night-3", {"sweep_name": "nightly", "sweep_key": "k3"}, NOW)
+    assert database.latest_successful(engine, "nightly") == "night-2"
+    assert database.latest_successful(engine, "nightly", exclude="night-2") == "night-1"
+    assert database.latest_successful(engine, "k2") == "unnamed"  # not the named sweep's
+    found = database.find_runs(engine, sweep="nightly")
+    assert [(r["run_id"], r["sweep"]) for r in found] == [
+        ("night-3", "nightly"), ("night-2", "nightly"), ("night-1", "nightly")
+    ]  # fmt: skip
+    assert [p["run_id"] for p in database.sweep_trend(engine, "nightly")] == ["night-1", "night-2"]
+
+
 def test_publish_step_skips_cleanly_without_a_store_url(caplog):
     b = board()
     with caplog.at_level("INFO", logger="ragsweep"):
@@ -282,6 +310,7 @@ def old_ddl(dialect) -> list[str]:
     """The CREATE TABLE statements of the store as ragsweep wrote it before question_version
     (and before test-set curation moved into it)."""
     newer = ("question_version", "gold_spans", "conversation_history", "item_position")
+    newer += ("sweep_name",)
     statements = []
     for table in database.metadata.sorted_tables:
         ddl = str(CreateTable(table).compile(dialect=dialect))
@@ -357,6 +386,24 @@ def test_a_store_made_before_question_versions_still_reads_and_takes_new_runs(ur
     assert [r["run_id"] for r in database.list_runs(engine)] == ["new-run", "old-run"]
 
 
+def test_a_store_made_before_sweep_names_gains_the_column_and_finds_old_runs_by_key(url):
+    b = board()
+    make_old_store(url, b)
+
+    engine = database.connect(url)
+
+    key = database.settings_of(b.leaderboard)["sweep_key"]
+    assert database.latest_successful(engine, key) == "old-run"  # an unnamed sweep: its key
+    publish(engine, b, "new-run")  # unnamed, the same content
+    assert database.latest_successful(engine, key, exclude="new-run") == "old-run"
+    assert {r["run_id"]: r["sweep"] for r in database.find_runs(engine)} == {
+        "new-run": key, "old-run": key
+    }  # fmt: skip
+    with engine.connect() as conn:
+        names = conn.execute(sa.select(database.runs.c.run_id, database.runs.c.sweep_name))
+        assert dict(names.all()) == {"old-run": None, "new-run": key}
+
+
 def test_a_test_set_stored_before_curation_moved_here_loads_and_takes_edits(url):
     from ragsweep.results.curation import DatabaseStore, edit_question
 
@@ -385,6 +432,7 @@ def test_the_cli_reads_a_store_made_before_question_versions(tmp_path):
     compared = ragsweep("compare", "old-run", "old-run", "--store", url)
 
     assert listed.returncode == 0 and "old-run" in listed.stdout, listed.stderr
+    assert f"(sweep {database.settings_of(b.leaderboard)['sweep_key']})" in listed.stdout
     assert shown.returncode == 0 and f"{b.leaderboard.num_rows} configurations" in shown.stdout
     assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr
 

@@ -107,6 +107,8 @@ def test_stored_test_data_mistakes_are_one_line_errors(tmp_path, monkeypatch, ca
     assert "test set 'empty' in sqlite:///" in user_error(capsys, tmp_path, "store:empty")
     assert "has no questions" in user_error(capsys, tmp_path, "store:empty")
     assert "name the stored test set, store:<name>" in user_error(capsys, tmp_path, "store:")
+    traversal = user_error(capsys, tmp_path, "store:../../x")
+    assert "test_data_key 'store:../../x': a test set needs a name of" in traversal
     in_bucket = user_error(capsys, tmp_path, "store:faq", bucket="team-eval")
     assert "leave test_data_bucket_name empty (it is 'team-eval')" in in_bucket
     with pytest.raises(RagsweepError, match="no test set 'nope'"):
@@ -116,7 +118,8 @@ def test_stored_test_data_mistakes_are_one_line_errors(tmp_path, monkeypatch, ca
 def test_a_stored_set_is_published_under_its_own_name():
     table = read_testset(str(EXAMPLES / "testset.json"))
     assert stored_name("store:faq", table, date(2026, 1, 2)) == "faq"
-    assert stored_name("store:team/faq.arrow", table, date(2026, 1, 2)) == "team/faq.arrow"
+    with pytest.raises(RagsweepError, match="test data 'store:team/faq.arrow': a test set needs"):
+        stored_name("store:team/faq.arrow", table, date(2026, 1, 2))  # a name, never a path
 
 
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")

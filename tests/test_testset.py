@@ -12,11 +12,13 @@ import pytest
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import DOCUMENTS, TESTSET
 from ragsweep.documents.testsets import (
+    check_name,
     check_references,
     content_id,
     export_testset,
     load_testset,
     locate,
+    name_from_file,
     resolve_testset,
     stored_name,
 )
@@ -601,6 +603,33 @@ def test_stored_names_come_from_the_file_or_the_generated_content(tmp_path: Path
     generated = stored_name("", testset, day)
     assert generated.startswith("generated-20261130-") and len(generated) == len("generated-") + 17
     assert stored_name("", testset.slice(0, 1), day) != generated
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../../../../somewhere/x", "/tmp/x", "team/faq", ".hidden", "a b", "", " ", "x" * 101, "é"],
+)
+def test_a_test_set_name_that_could_be_a_path_or_is_not_plain_is_refused(name: str) -> None:
+    with pytest.raises(RagsweepError, match=r"^NAME: a test set needs a name of 1 to 100"):
+        check_name(name, "NAME")
+
+
+@pytest.mark.parametrize("name", ["faq.json", "generated-20261130-0a1b2c3d", "T_1", "x" * 100])
+def test_plain_test_set_names_are_accepted(name: str) -> None:
+    assert check_name(name) == name
+
+
+def test_a_name_made_from_a_file_name_is_always_valid(tmp_path: Path) -> None:
+    testset = load_testset(write_json(tmp_path / "t.json", AUTORAG))
+    day = date(2026, 11, 30)
+    assert stored_name("/data/my set (2).json", testset, day) == "my-set-2-.json"
+    assert stored_name("s3://b/k/..json", testset, day) == "json"
+    assert stored_name("/data/.json", testset, day) == "json"
+    assert name_from_file("../../../../somewhere/x") == "x"
+    assert name_from_file("@@@") == ""
+    assert stored_name("/data/@@@", testset, day).startswith("generated-20261130-")
+    with pytest.raises(RagsweepError, match=r"test data 'store:../x': a test set needs a name"):
+        stored_name("store:../x", testset, day)
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

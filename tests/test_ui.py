@@ -16,19 +16,18 @@ import httpx
 import numpy as np
 import pytest
 import ui_demo
-from conftest import emptied, free_port
+from conftest import emptied, free_port, needs_chromium
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from ragsweep.documents.testsets import load_testset
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
+from ragsweep.ui.roots import DocRoots
+from ragsweep.ui.runs import RUNS_PAGE
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium on PATH (Debian package chromium; .ci/run installs it)"
-)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -46,28 +45,10 @@ def engine(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def base_url(engine, tmp_path_factory):
-    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"))
+    roots = DocRoots.of([str(tmp_path_factory.getbasetemp()), str(ROOT / "examples")])
+    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"), docs_roots=roots)
     with ui_demo.serving(app, free_port()) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("no chromium on PATH (Debian package chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    yield context.new_page()
-    context.close()
 
 
 def follow(page, selector: str) -> None:
@@ -91,8 +72,12 @@ def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(
     ids = column(page, "#runs tr.run-row td:first-child")
     assert ids == ["broken-night", "night-3", "night-2", "night-1"]
     assert column(page, "#runs tr.run-row td:nth-child(2)")[0] == "failed"
+    sweeps = column(page, "#runs tr.run-row td:nth-child(7)")
+    assert sweeps == ["other-sweep", *[ui_demo.SWEEP] * 3]
     trend = page.locator(".trend-chart")
-    assert trend.count() == 1  # the failed run's sweep has no score to draw
+    # one trend: the nights by their sweep's name, though night-3's key is another; the
+    # failed run's sweep has no score to draw
+    assert trend.count() == 1
     assert trend.locator("circle.regressed").count() == 1
     assert trend.locator("circle.night").count() == 2
     assert "night-3 (regressed)" in trend.inner_text()
@@ -179,9 +164,6 @@ def test_drill_down_marks_the_retrieved_documents_holding_a_gold_span(page, base
 
 
 def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
-    from ragsweep.ui.documents import document_text
-
-    document_text.cache_clear()
     docs = database.run_info(engine, "night-1")["settings"]["docs"]
     moved = tmp_path / "moved"
     Path(docs).rename(moved)
@@ -193,7 +175,6 @@ def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
         assert "holds a gold span" in page
     finally:
         moved.rename(docs)
-        document_text.cache_clear()
 
 
 def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
@@ -205,6 +186,9 @@ def test_compare_shows_verdicts_flips_and_the_alarm(page, base_url):
     assert set(column(page, "#comparison td.verdict")) == {"regressed"}
     assert page.locator("#flips tr.flip-row").count() > 0
     assert "40 questions shared" in page.locator("#overlap").inner_text()
+    changes = column(page, "#changes li")
+    assert changes[:2] == ["documents: 10 -> 11 (1 added, 0 removed, 0 edited)",
+                           "documents added (1): new-0.md"]  # fmt: skip
 
 
 @needs_chromium
@@ -269,6 +253,78 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
     assert "error:" in log and "no-such-folder" in log
     page.goto(f"{base_url}/start")
     assert "failed (2)" in page.locator("main ul").last.inner_text()
+
+
+@needs_chromium
+def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_warns_after_an_edit(
+    page, base_url, engine, tmp_path
+):
+    """A real run (kfp.local) of a stored set over a copy of the example documents; once a
+    document is edited, the drill-down says the text may not be what the run retrieved."""
+    from playwright.sync_api import expect
+
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the pipeline run is the same on every store; kfp.local runs it once")
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "examples" / "docs", docs)
+    DatabaseStore(engine).save("faq.json", load_testset(str(ROOT / "examples" / "testset.json")))
+    page.goto(f"{base_url}/start")
+    page.fill("input[name=docs]", str(docs))
+    page.select_option("select[name=testset]", "faq.json")
+    for field, value in {"chunk_sizes": "64", "top_k": "1", "max_questions": "4"}.items():
+        page.fill(f"input[name={field}]", value)
+    page.fill("input[name=search_types]", "similarity")
+    follow(page, "form.box button")
+    expect(page.locator("#job-status")).to_have_text("succeeded", timeout=600_000)
+    run = database.find_runs(engine, status="succeeded", limit=1)[0]  # the newest
+    info = database.run_info(engine, run["run_id"])
+    assert info["testset_name"] == "faq.json" and info["settings"]["docs"] == str(docs)
+    result = database.load_results(engine, run["run_id"]).to_pylist()[0]
+    drill_down = (
+        f"{base_url}/runs/{run['run_id']}/configs/{result['config_id']}"
+        f"/questions/{result['question_id']}"
+    )
+    page.goto(drill_down)
+    assert page.locator("#retrieved .chunk-text").count() == 1
+    assert page.locator("#documents-changed").count() == 0
+    [retrieved] = result["retrieved_doc_ids"]
+    with (docs / retrieved).open("a", encoding="utf-8") as edited:
+        edited.write("\nA sentence added after the run.\n")
+    page.goto(drill_down)
+    assert "changed since this run" in page.locator("#documents-changed").inner_text()
+
+
+@needs_chromium
+def test_the_runs_list_pages_through_every_run(page, tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    for i in range(RUNS_PAGE * 2 + 5):
+        settings = {"sweep_key": "paged", "optimization_metric": "answer_correctness"}
+        database.record_failed(engine, f"run-{i:03d}", settings, ui_demo.FIRST_NIGHT)
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/?status=failed")
+        shown = column(page, "#runs tr.run-row td:first-child")
+        assert len(shown) == RUNS_PAGE and shown[0] == "run-204"
+        assert (
+            page.locator("#runs-pager")
+            .inner_text()
+            .startswith(f"Runs 1–{RUNS_PAGE}, newest first; more are older.")
+        )
+        assert page.locator("#newer-runs").count() == 0
+        seen = list(shown)
+        for _ in range(2):
+            follow(page, "#older-runs")
+            assert "status=failed" in page.url
+            seen += column(page, "#runs tr.run-row td:first-child")
+        assert seen == [f"run-{i:03d}" for i in reversed(range(RUNS_PAGE * 2 + 5))]
+        assert page.locator("#older-runs").count() == 0
+        assert (
+            page.locator("#runs-pager")
+            .inner_text()
+            .startswith(f"Runs {RUNS_PAGE * 2 + 1}–{RUNS_PAGE * 2 + 5}, newest first.")
+        )
+        follow(page, "#newer-runs")
+        assert column(page, "#runs tr.run-row td:first-child")[0] == f"run-{RUNS_PAGE + 4:03d}"
+        assert page.goto(f"{url}/?page=0").status == 400
 
 
 @needs_chromium

@@ -16,11 +16,13 @@ import uvicorn
 from builders import make_board, make_testset
 from sqlalchemy.engine import Engine
 
-from ragsweep.core.schemas import SETTINGS_KEY, SPAN, settings_of
+from ragsweep.core.schemas import DOCUMENTS, SETTINGS_KEY, SPAN, settings_of
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
+from ragsweep.sweep.settings import document_hashes
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse
+SWEEP = "docs-nightly"  # the nights' sweep, followed by name across changed documents
 FIRST_NIGHT = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
 TESTSET = "nightly.json"
 QUESTIONS = 40
@@ -58,6 +60,14 @@ def write_documents(folder: Path) -> Path:
     return folder
 
 
+def documents_read(docs: Path, gained: int = 0) -> pa.Table:
+    """The documents in ``docs`` as a run read them, and ``gained`` more (``new-<i>.md``)."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(docs.glob("*.md"))}
+    texts.update({f"new-{i}.md": f"New document {i}." for i in range(gained)})
+    rows = [{"doc_id": k, "source": k, "format": "md", "text": v} for k, v in texts.items()]
+    return pa.Table.from_pylist(rows, schema=DOCUMENTS)
+
+
 def with_chunks(board, docs: Path) -> tuple[pa.Table, pa.Table]:
     """The board's (leaderboard, results), read from ``docs``, each result's two retrieved
     chunks located in doc0.md and doc1.md."""
@@ -72,12 +82,17 @@ def with_chunks(board, docs: Path) -> tuple[pa.Table, pa.Table]:
 
 
 def fill(engine: Engine, docs: Path) -> None:
-    """Three nightly runs of one sweep over the documents in ``docs`` (the last run
-    regressed), one failed run, and the test set in the store."""
+    """Three nightly runs of one sweep, ``SWEEP``, over the documents in ``docs`` (the last
+    run regressed; it read one document more, so its sweep key is another), one failed
+    run, and the test set in the store."""
     testset = testset_rows()
     write_documents(docs)
     for i, run_id in enumerate(NIGHTS):
         leaderboard, results = with_chunks(make_board(night_scores(i)), docs)
+        settings = {**settings_of(leaderboard), "sweep_name": SWEEP}
+        settings["sweep_key"] = f"{settings['sweep_key'][:8]}-{i // 2}"
+        settings["document_hashes"] = document_hashes(documents_read(docs, gained=i // 2))
+        leaderboard = leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
         database.publish(
             engine,
             run_id,
@@ -93,9 +108,13 @@ def fill(engine: Engine, docs: Path) -> None:
 
 
 @contextmanager
-def serving(app, port: int) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+def serving(app, port: int, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread (over HTTPS with ``tls``,
+    a certificate and key file); its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    if tls:
+        config.ssl_certfile, config.ssl_keyfile = map(str, tls)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -103,7 +122,7 @@ def serving(app, port: int) -> Iterator[str]:
             raise RuntimeError(f"uvicorn did not start on port {port}")
         thread.join(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join()

@@ -13,7 +13,7 @@ from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
+from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count, check_sweep_name
 from ragsweep.sweep.space import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CONFIGS,
@@ -23,6 +23,7 @@ from ragsweep.sweep.space import (
 
 if TYPE_CHECKING:
     from ragsweep.results.curation import DatabaseStore
+    from ragsweep.results.regression import Comparison
 
 LLM_DEFAULTS = LLMSettings()
 
@@ -249,6 +250,13 @@ def run(
     baseline: str = typer.Option(
         "", help="Compare with this stored run id, or `latest` run of the same sweep."
     ),
+    sweep: str = typer.Option(
+        "",
+        "--sweep",
+        help="Name the sweep (letters, digits, . _ -): --baseline latest then finds the last "
+        "run of this name, whatever changed in the documents, test set or grid, and says what "
+        "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -269,6 +277,7 @@ def run(
     Without --testset, one is generated with Giskard (--qa-llm, --num-questions).
     """
     check_count(patterns)
+    check_sweep_name(sweep)
     from ragsweep.answering.answerers import uses_model
 
     answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
@@ -353,6 +362,7 @@ def run(
         parallelism=parallelism,
         patterns=patterns,
         embedding_shard_bytes=embedding_shard_bytes,
+        sweep_name=sweep,
     )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
@@ -374,16 +384,40 @@ def run(
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
     if baseline:
         from ragsweep.core.schemas import read_table
-        from ragsweep.results.regression import NO_BASELINE, resolve_baseline
+        from ragsweep.results.database import open_run
+        from ragsweep.results.regression import (
+            compare_runs,
+            no_baseline,
+            render,
+            resolve_baseline,
+            sweep_of,
+        )
 
         board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
         engine = results_store.connect(url)
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
         if baseline is None:
-            typer.echo(f"\n{NO_BASELINE}")
+            add_comparison(run_dir, None, no_baseline(board))
+            typer.echo(f"\n{no_baseline(board)}")
             return
-        typer.echo(f"\ncompared with run {baseline}:")
-        compare(baseline, str(run_dir), metric=None, format="table", store=url)
+        result = compare_runs(open_run(baseline, url), open_run(str(run_dir), url))
+        add_comparison(run_dir, result)
+        typer.echo(f"\ncompared with run {baseline} of sweep {sweep_of(board)}:")
+        typer.echo(render(result))
+        typer.echo(f"comparison: {run_dir / 'comparison.md'} (and in the report)")
+        if result.best_regressed:
+            raise typer.Exit(1)
+
+
+def add_comparison(run_dir: Path, comparison: Comparison | None, none_found: str = "") -> None:
+    """The comparison with the baseline (or why there is none) in the run folder's
+    ``report.html`` and, when there is one, as ``comparison.md``."""
+    from ragsweep.results.regression import render
+    from ragsweep.results.report import insert_comparison
+
+    insert_comparison(run_dir / "report.html", comparison, none_found)
+    if comparison is not None:
+        (run_dir / "comparison.md").write_text(render(comparison, "markdown") + "\n", "utf-8")
 
 
 def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
@@ -397,14 +431,10 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     import hashlib
     import json
 
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
     from ragsweep.results.curation import live_questions
 
-    if "/" in name or name.startswith("."):
-        raise RagsweepError(
-            f"--testset-name {name!r}: a name with '/' or a leading '.' cannot be run; "
-            "`ragsweep testset export` it and pass the file as --testset"
-        )
+    check_name(name, "--testset-name")  # a valid name is a safe file name
     table = live_questions(testsets_in(url), name)
     content = json.dumps(table.to_pylist(), sort_keys=True).encode()
     folder = output / "testsets" / hashlib.sha256(content).hexdigest()[:16]
@@ -478,7 +508,8 @@ def runs(
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),
 ) -> None:
-    """List the runs in the results database, latest first."""
+    """List the runs in the results database, latest first, each with its sweep (its name,
+    or an unnamed sweep's key)."""
     from ragsweep.results import database as results_store
 
     url = results_store.resolve_url(store)
@@ -490,7 +521,7 @@ def runs(
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
         typer.echo(
             f"{r['run_id']:<28} {r['status']:<9} {started}  {r['optimization_metric'] or '-'}: "
-            f"{r['best_label'] or '-'}"
+            f"{r['best_label'] or '-'}  (sweep {r['sweep']})"
         )
 
 
@@ -515,9 +546,11 @@ def compare(
     """Paired comparison per configuration on what both runs share, with verdicts.
 
     Configurations are paired by config id, questions by id and version; what only one run
-    holds is listed. The alarm tests one hypothesis decided in advance: the --deployed
-    configuration (one-sided paired sign-flip test, 5%), else "the sweep's best got worse"
-    (best of sweep against best of sweep, a permutation test that swaps the nights, 5%).
+    holds is listed, and what changed since the baseline: documents added, removed and
+    edited (by id), the test set, the grid and the settings. The alarm tests one hypothesis
+    decided in advance: the --deployed configuration (one-sided paired sign-flip test, 5%),
+    else "the sweep's best got worse" (best of sweep against best of sweep, a permutation
+    test that swaps the nights, 5%).
 
     Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
     2 on a usage error (unknown run, nothing shared, metric without values).
@@ -539,7 +572,9 @@ def ui(
     store: str = typer.Option(
         None, help="Results database URL [default: $RAGSWEEP_STORE_URL, else a SQLite file]."
     ),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on; beyond loopback a token."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on (IPv6 too: ::1); beyond loopback a token."
+    ),
     port: int = typer.Option(8765, help="Port to listen on."),
     token: str = typer.Option(
         None,
@@ -547,6 +582,18 @@ def ui(
         help="Access token every request must carry (required with a non-loopback --host).",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for runs started from the page."),
+    docs_root: list[str] = typer.Option(
+        None,
+        "--docs-root",
+        help="A folder or s3://bucket/prefix under which runs started from the page may read "
+        "documents; repeatable ('s3://' alone: every bucket). [default: the current folder]",
+    ),
+    https: bool = typer.Option(
+        False,
+        "--https",
+        help="Browsers reach this ui over HTTPS (e.g. an OpenShift Route): Secure __Host- "
+        "cookies, HSTS, and POSTs only from https pages.",
+    ),
 ) -> None:
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
@@ -556,18 +603,32 @@ def ui(
         import uvicorn
 
         from ragsweep.ui import create_app
+        from ragsweep.ui.roots import DocRoots
         from ragsweep.ui.security import check_exposure, is_loopback
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("ragsweep"):
             raise
         raise missing_extra(exc.name, "ui", "ragsweep ui") from None
     check_exposure(host, token)
+    roots = DocRoots.of(docs_root) if docs_root else DocRoots.default()
 
     url = results_store.resolve_url(store)
-    loopback = [host, "127.0.0.1", "localhost", "::1"] if is_loopback(host) else None
-    app = create_app(results_store.connect(url), token, allowed_hosts=loopback, runs_dir=output)
-    typer.echo(f"ragsweep ui on http://{host}:{port}/ over {safe_url(url)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    bind = host.strip("[]")
+    loopback = [bind, "127.0.0.1", "localhost", "::1"] if is_loopback(bind) else None
+    app = create_app(
+        results_store.connect(url),
+        token,
+        allowed_hosts=loopback,
+        runs_dir=output,
+        docs_roots=roots,
+        https=https,
+    )
+    shown = f"[{bind}]" if ":" in bind else bind
+    typer.echo(
+        f"ragsweep ui on http://{shown}:{port}/ over {safe_url(url)}; runs started from the "
+        f"page read documents under: {roots.describe()}"
+    )
+    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def load_leaderboard(run: str, store: str | None):
@@ -656,10 +717,12 @@ def generate(
     """Generate a Q&A test set from the documents with Giskard RAGET."""
     from ragsweep.documents.qagen import QASettings, generate_testset
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import check_name, export_testset
 
     if out is None and not name:
         raise RagsweepError("generate: give --out FILE and/or --name NAME (to store it)")
+    if name:
+        check_name(name, "--name")
     if out is not None and out.suffix.lower() not in (".json", ".jsonl", ".arrow"):
         raise RagsweepError(
             f"--out: {out}: use .jsonl (Giskard), .json (Red Hat AutoRAG) or .arrow"

@@ -57,6 +57,13 @@ PARAM = typer.Option(
     help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (docs/openshift.md)",
 )
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
+SWEEP = typer.Option(
+    None,
+    "--sweep",
+    help="The sweep's name (pipeline parameter sweep_name; letters, digits, . _ -), which "
+    "baseline=latest follows across changed documents, test sets and grids.",
+    show_default=False,
+)
 IMAGE = typer.Option(
     None,
     help="Image for the steps (default: RAGSWEEP_IMAGE, else the project's ragsweep ImageStream)",
@@ -104,14 +111,14 @@ def prepared(
 
 def test_data_location(testset: str | None, testset_name: str | None) -> str:
     """The test data of ``--testset`` (a file), or of ``--testset-name`` (``store:<name>``)."""
-    from ragsweep.documents.testsets import STORE_PREFIX
+    from ragsweep.documents.testsets import STORE_PREFIX, check_name
 
     if testset is not None and testset_name is not None:
         raise RagsweepError("--testset and --testset-name: give one of them")
     if testset_name is not None:
         if not testset_name.strip():
             raise RagsweepError("--testset-name: name a test set stored in the results database")
-        return STORE_PREFIX + testset_name
+        return STORE_PREFIX + check_name(testset_name, "--testset-name")
     if testset is None:
         raise RagsweepError(
             "no test data: give --testset (a file) or --testset-name (a stored test set)"
@@ -128,6 +135,7 @@ def submit(
     param: list[str] = PARAM,
     experiment: str = EXPERIMENT,
     run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
+    sweep: str = SWEEP,
     wait: bool = typer.Option(False, help="Follow the run to its end."),
     poll_seconds: float = typer.Option(30.0, help="With --wait: seconds between looks."),
     image: str = IMAGE,
@@ -144,9 +152,10 @@ def submit(
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
     test_data = test_data_location(testset, testset_name)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    openshift.name_sweep(arguments, sweep)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
@@ -168,7 +177,10 @@ def schedule_create(
     cron: str = typer.Option(
         ..., help="When, in UTC: '0 2 * * *' (5 fields) or '0 0 2 * * *' (seconds first)."
     ),
-    name: str = typer.Option("ragsweep-nightly", help="Schedule name."),
+    name: str = typer.Option(
+        "ragsweep-nightly", help="Schedule name; also its sweep's name unless --sweep gives one."
+    ),
+    sweep: str = SWEEP,
     docs: str = DOCS,
     testset: str = TESTSET,
     testset_name: str = TESTSET_NAME,
@@ -188,14 +200,17 @@ def schedule_create(
     kubeconfig: str = KUBECONFIG,
     ca_cert: str = CA_CERT,
 ) -> None:
-    """Run the sweep on a cron schedule, one run at a time, never catching up missed runs."""
+    """Run the sweep on a cron schedule, one run at a time, never catching up missed runs.
+    Its runs are one sweep, named after the schedule (or --sweep), so that a run's
+    baseline=latest is the schedule's last successful run whatever changed since."""
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
     test_data = test_data_location(testset, testset_name)
+    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
+    openshift.name_sweep(arguments, sweep, schedule=name)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
-    arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
         openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)

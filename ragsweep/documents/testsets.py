@@ -44,6 +44,9 @@ from ragsweep.documents.sources import read_bytes
 
 # test data naming a test set in the results database: store:<name>
 STORE_PREFIX = "store:"
+# a stored test set's name: safe in a file name, a URL and a shell, never a path
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', the first a letter or digit"
 
 log = logging.getLogger("ragsweep")
 
@@ -147,15 +150,29 @@ def fingerprint(testset: pa.Table) -> str:
     return _digest(sorted(zip(ids, versions, strict=True), key=str))
 
 
+def check_name(name: str | None, where: str = "test set name") -> str:
+    """``name`` when it is a valid stored test set's name (``NAME``), else a clear error
+    naming ``where`` it came from."""
+    if name is None or not NAME.fullmatch(name):
+        raise RagsweepError(f"{where}: a test set needs a name of {NAME_RULE}; got {name!r}")
+    return name
+
+
+def name_from_file(filename: str) -> str:
+    """A valid test set name from a file's name: each run of other characters becomes
+    '-' (``my set (2).json`` is ``my-set-2-.json``); '' when nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", PurePosixPath(filename).name)
+    return name.lstrip("._-")[:100]
+
+
 def stored_name(uri: str, testset: pa.Table, day: date) -> str:
-    """The name a test set is stored under: the name of a ``store:<name>`` location, else
-    its file name (an ``.arrow`` one's without the suffix: the stored set ``--testset-name``
-    ran), or for a generated one (no ``uri``) ``generated-<YYYYMMDD>-<hash8>``, the hash of
-    its content."""
+    """The name a test set is stored under: the name of a ``store:<name>`` location
+    (checked), else its file name made a valid name (an ``.arrow`` one's without the
+    suffix: the stored set ``--testset-name`` ran), or for a generated one (no ``uri``)
+    ``generated-<YYYYMMDD>-<hash8>``, the hash of its content."""
     if uri.startswith(STORE_PREFIX):
-        return uri.removeprefix(STORE_PREFIX)
-    name = PurePosixPath(uri.rstrip("/")).name.strip() if uri else ""
-    name = name.removesuffix(".arrow")
+        return check_name(uri.removeprefix(STORE_PREFIX), f"test data {uri!r}")
+    name = name_from_file(uri.rstrip("/").removesuffix(".arrow")) if uri else ""
     return name or f"generated-{day:%Y%m%d}-{fingerprint(testset)[:8]}"
 
 

@@ -12,6 +12,13 @@ locked: writers never touch each other's files, compaction merges small shards i
 one before it deletes them, and a reader that finds a shard gone looks again. With a size
 cap, whole shards are evicted, least recently used first (each read or write leaves a small
 use record under ``<model>/used/``).
+
+The cache cannot lie: every shard and index is verified when read (``shards``), and one that
+fails is moved aside to ``<model>/quarantine/`` with one warning naming it; its vectors are
+computed again. New vectors are stored a shard every ``flush`` texts, so a process killed
+mid-way loses at most the texts since the last shard. A store that cannot be written (a full
+disk) gets one warning naming the file: the vectors are used, nothing half-written is kept,
+and this cache writes no more.
 """
 
 from __future__ import annotations
@@ -23,21 +30,26 @@ import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
 
+from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.embeddings.files import Entry, LocalFiles, S3Files, Vanished, open_files
 from ragsweep.embeddings.shards import (
     KEY,
+    Damaged,
     ShardIndex,
+    check_size,
     decode_index,
     decode_shard,
     encode,
     key_list,
     take_rows,
     text_key,
+    verify_taken,
 )
 from ragsweep.models import embedding
 
@@ -51,6 +63,8 @@ FOLD_AT = 64  # more use records than this are folded into one
 GAP_ROWS = 4  # on S3, rows this close are fetched in one byte range
 THREADS = 8  # S3 requests a lookup makes at once
 LOOKUPS = 5  # listings a lookup takes at most while the store changes under it
+FLUSH_TEXTS = 256  # new vectors are stored a shard per this many texts (4 model batches)
+QUARANTINE = "quarantine"  # the subfolder of a model's folder where damaged files go
 
 
 class EmbeddingCache:
@@ -63,7 +77,8 @@ class EmbeddingCache:
     read from the store (``index_bytes_read`` of it from shard indexes), ``shards_read`` the
     shards they read rows from. ``tiers`` are folders of the same layout read first and
     never written (the vectors of the pipeline's shard steps); ``from_tiers`` counts the
-    vectors found there.
+    vectors found there. ``flush`` is how many new texts are embedded between two stored
+    shards (a multiple of 256 gives the model the batches one call would).
     """
 
     def __init__(
@@ -71,10 +86,15 @@ class EmbeddingCache:
         location: str | Path | None = None,
         max_gb: float = 0.0,
         tiers: list[str | Path] | None = None,
+        flush: int = FLUSH_TEXTS,
     ) -> None:
         if max_gb < 0:
             raise ValueError(f"max_gb must be 0 (no cap) or more, not {max_gb}")
+        if flush < 1:
+            raise ValueError(f"flush must be 1 or more texts, not {flush}")
         self.files = open_files(str(location)) if location else None
+        self.writable = True  # until a write fails (a full disk, a read-only folder)
+        self.flush = flush
         self.tiers = [EmbeddingCache(tier) for tier in tiers or []]
         self.from_tiers = 0
         self.max_bytes = int(max_gb * 1e9)
@@ -108,10 +128,7 @@ class EmbeddingCache:
             old_format = self._fetch(model, list(wanted))
         missing = {key: text for key, text in wanted.items() if key not in known}
         if missing:
-            vectors = embedding.encode(model, list(missing.values()))
-            self.encoded += len(missing)
-            known.update(zip(missing, vectors, strict=True))
-            self._write(model, list(missing), vectors)
+            self._encode(model, missing)
         log.info(
             "embeddings: %d from the cache, %d new (store: %d vectors, %.1f MB read so far)",
             len(set(keys)) - len(missing),
@@ -119,13 +136,28 @@ class EmbeddingCache:
             self.vectors_read,
             self.bytes_read / 1e6,
         )
-        if self.files:
+        if self.files and self.writable:
             self._record_use(model)
             if missing or old_format:
                 self.maintain(model)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([known[key] for key in keys])
+
+    def _encode(self, model: str, missing: dict[bytes, str]) -> None:
+        """Embed ``missing`` (key -> text) through the model and store a shard every
+        ``flush`` texts. Texts go in order of length, as one ``embedding.encode`` call
+        orders them, so the model sees the batches one call would."""
+        order = sorted(missing, key=lambda key: len(missing[key]))
+        progress.expect(progress.EMBEDDED, len(order))
+        for start in range(0, len(order), self.flush):
+            keys = order[start : start + self.flush]
+            vectors = embedding.encode(model, [missing[key] for key in keys])
+            self.encoded += len(keys)
+            self.known[model].update(zip(keys, vectors, strict=True))
+            self._write(model, keys, vectors)
+            if len(order) > self.flush:
+                log.info("embedded %d/%d texts", start + len(keys), len(order))
 
     def save(self, model: str, texts: list[str], vectors: np.ndarray, prefix: str = "") -> None:
         """Store ``vectors`` (one row per text, read by the model after ``prefix``) as one
@@ -156,7 +188,7 @@ class EmbeddingCache:
         reader always finds every vector; shards written meanwhile are left alone. Returns
         the number of shards merged away.
         """
-        if not self.files:
+        if not self.files or not self.writable:
             return 0
         folder = _model_key(model)
         entries = self.files.list(folder)
@@ -234,7 +266,11 @@ class EmbeddingCache:
             results = self._parallel(lambda read: self._read_rows(*read), reads)
             vanished = False
             for (name, picked), result in zip(jobs, results, strict=True):
-                if result is None:  # its rows are in a shard listed now, or were evicted
+                if isinstance(result, Damaged):
+                    self._quarantine(name, result)
+                if result is None or isinstance(result, Damaged):
+                    # its rows are in a shard listed now, or were evicted, or are damaged:
+                    # look again for other copies (the rest are computed again)
                     index.drop(name)
                     vanished = True
                     continue
@@ -251,23 +287,32 @@ class EmbeddingCache:
         Returns how many shards were new to it, and whether any was read whole."""
         entries = self.files.list(_model_key(model))
         shards, indexed = _shards(entries)
-        index.keep({s.name for s in shards})
+        sizes = {s.name: s.size for s in shards}
+        index.keep(set(sizes))
         new = [s.name for s in shards if s.name not in index.seen]
         files = [_index_name(n) if n in indexed else n for n in new]
         added, whole = 0, False
-        for name, data in zip(new, self._parallel(self._read, files), strict=True):
+        for name, file, data in zip(new, files, self._parallel(self._read, files), strict=True):
             if data is None:
                 continue
             self.bytes_read += len(data)
-            added += 1
-            if name in indexed:
-                self.index_bytes_read += len(data)
-                index.add(name, decode_index(data))
+            index.seen.add(name)  # read once: a damaged file is not read again
+            try:
+                if name in indexed:
+                    self.index_bytes_read += len(data)
+                    layout = decode_index(data)
+                    file = name  # what follows checks the shard against its index
+                    check_size(layout, sizes[name])
+                    index.add(name, layout)
+                    added += 1
+                    continue
+                keys, vectors = decode_shard(data)
+            except Damaged as exc:
+                self._quarantine(file, exc)
                 continue
-            keys, vectors = decode_shard(data)
+            added += 1
             self.vectors_read += len(keys)
             self.shards_read += 1
-            index.seen.add(name)
             found = key_list(keys)
             self.known[model].update(zip(found, vectors, strict=True))
             if wanted.intersection(found):
@@ -290,20 +335,24 @@ class EmbeddingCache:
 
     def _read_rows(
         self, name: str, layout: ShardIndex, rows: np.ndarray
-    ) -> tuple[np.ndarray, int] | None:
+    ) -> tuple[np.ndarray, int] | Damaged | None:
         """Rows ``rows`` of shard ``name`` and the bytes read for them: only they are read
-        (pages of a memory map, or byte ranges); None when the shard is gone."""
+        (pages of a memory map, or byte ranges), and verified; None when the shard is gone,
+        ``Damaged`` when they fail."""
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
         try:
             if isinstance(self.files, LocalFiles):
                 with self.files.mapped(name) as data:
-                    vectors = take_rows(data, ordered)
+                    vectors = take_rows(data, layout, ordered)
                 read = len(rows) * layout.row_bytes
             else:
                 vectors, read = self._ranges(name, layout, ordered)
+            verify_taken(layout, ordered, vectors)
         except Vanished:
             return None
+        except Damaged as exc:
+            return exc
         out = np.empty_like(vectors)
         out[order] = vectors
         return out, read
@@ -314,6 +363,8 @@ class EmbeddingCache:
         start, size = layout.offset, layout.row_bytes
         spans = [(int(start + r[0] * size), int(start + (r[-1] + 1) * size)) for r in runs]
         parts = self.files.read_ranges(name, spans)
+        if [len(p) for p in parts] != [end - begin for begin, end in spans]:
+            raise Damaged("shorter than its index says")
         blocks = [
             np.frombuffer(part, np.float32).reshape(-1, layout.dim)[run - run[0]]
             for part, run in zip(parts, runs, strict=True)
@@ -321,14 +372,56 @@ class EmbeddingCache:
         return np.concatenate(blocks), sum(len(p) for p in parts)
 
     def _write(self, model: str, keys: list[bytes], vectors: np.ndarray) -> None:
-        if not self.files:
+        if not self.files or not self.writable:
             return
-        shard, index = encode(np.array(keys, dtype=KEY), vectors)
         name = f"{_model_key(model)}/{uuid.uuid4().hex}.arrow"
-        self.files.write(name, shard)
-        self.files.write(_index_name(name), index)  # the shard is complete before its index
-        self.indexes.setdefault(model, _Index()).seen.add(name)
-        self.used.setdefault(model, set()).add(name)
+        if self._store(name, *encode(np.array(keys, dtype=KEY), vectors)):
+            self.indexes.setdefault(model, _Index()).seen.add(name)
+            self.used.setdefault(model, set()).add(name)
+
+    def _store(self, name: str, shard: bytes, index: bytes) -> bool:
+        """Write a shard, then its index (a reader finds the shard complete before its
+        index). False when the store cannot take them: neither is kept."""
+        for file, data in ((name, shard), (_index_name(name), index)):
+            try:
+                self.files.write(file, data)
+            except OSError as exc:  # a full disk, a read-only folder (S3's errors are raised)
+                with suppress(OSError):
+                    self.files.delete(name)
+                self._unwritable(file, exc)
+                return False
+        return True
+
+    def _unwritable(self, name: str, exc: OSError) -> None:
+        """One warning naming the file that could not be written; no more writes."""
+        if self.writable:
+            self.writable = False
+            log.warning(
+                "embedding cache: cannot write %s/%s: %s; vectors are used but no more are "
+                "stored by this step",
+                self.files.uri,
+                name,
+                exc.strerror or exc,
+            )
+
+    def _quarantine(self, name: str, problem: Damaged) -> None:
+        """Move the shard ``name`` (or the shard of index ``name``) and its index aside to
+        ``<model>/quarantine/``, with one warning naming the file that failed."""
+        shard = name.removesuffix(".idx") + ".arrow" if name.endswith(".idx") else name
+        aside = f"{shard.rsplit('/', 1)[0]}/{QUARANTINE}"
+        try:
+            for file in (shard, _index_name(shard)):  # the shard first: readers list shards
+                self.files.move(file, f"{aside}/{file.rsplit('/', 1)[1]}")
+            where = f"moved to {self.files.uri}/{aside}/"
+        except (OSError, RagsweepError) as exc:
+            where = f"not used, and not moved aside ({exc})"
+        log.warning(
+            "embedding cache: %s/%s is damaged (%s): %s; its vectors are computed again",
+            self.files.uri,
+            name,
+            problem,
+            where,
+        )
 
     def _record_use(self, model: str) -> None:
         names = self.used.pop(model, set())
@@ -341,7 +434,11 @@ class EmbeddingCache:
 
     def _write_use(self, folder: str, used: dict[str, float]) -> None:
         body = json.dumps({"used": used}, sort_keys=True).encode()
-        self.files.write(f"{folder}/used/{uuid.uuid4().hex}.json", body)
+        name = f"{folder}/used/{uuid.uuid4().hex}.json"
+        try:
+            self.files.write(name, body)
+        except OSError as exc:
+            self._unwritable(name, exc)
 
     def _last_used(self, folder: str, shards: list[Entry]) -> dict[str, float]:
         """When each shard was last read or written (its use records, else its file time);
@@ -371,6 +468,9 @@ class EmbeddingCache:
                 found, rows = decode_shard(self.files.read(shard.name))
             except Vanished:  # compacted or evicted by another process meanwhile
                 continue
+            except Damaged as exc:
+                self._quarantine(shard.name, exc)
+                continue
             if len(found):
                 keys.append(found)
                 vectors.append(rows)
@@ -382,10 +482,9 @@ class EmbeddingCache:
             all_keys = np.concatenate(keys)
             _, first = np.unique(all_keys, return_index=True)
             first.sort()
-            shard, index = encode(all_keys[first], np.concatenate(vectors)[first])
             name = f"{folder}/{uuid.uuid4().hex}.arrow"
-            self.files.write(name, shard)
-            self.files.write(_index_name(name), index)
+            if not self._store(name, *encode(all_keys[first], np.concatenate(vectors)[first])):
+                return 0
             self._write_use(folder, {name: last_used})
         for shard in merged:  # only now: every row is durable in the new shard
             self.files.delete(shard.name)

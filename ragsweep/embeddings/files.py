@@ -2,18 +2,26 @@
 
 Both offer the same few operations on names relative to the root (``model/abc.arrow``):
 list a folder's files with their sizes and times, read a file or byte ranges of it, write
-a file so that a reader sees all of it or nothing, and delete one. A file deleted under a
-reader raises ``Vanished``, so the reader can look again (compaction deletes shards only
-after their rows are durable elsewhere).
+a file so that a reader sees all of it or nothing, move one aside, and delete one. A file
+deleted under a reader raises ``Vanished``, so the reader can look again (compaction deletes
+shards only after their rows are durable elsewhere).
+
+In a folder, a file is written to ``<name>.<host>.<pid>.<random>.partial`` and renamed. A
+write that fails (a full disk) removes its partial file; one left by a killed writer is
+removed by a later writer of the same folder once it is ``PARTIAL_GRACE`` seconds old, unless
+the process named in it still runs on this host (another user's, say).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import socket
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +33,7 @@ from botocore.exceptions import ClientError
 from ragsweep.documents.sources import s3_client, s3_errors, split_s3
 
 RANGE_THREADS = 8  # byte-range GETs in flight at once
+PARTIAL_GRACE = 3600  # seconds a partial file of a process not known to be alive is kept
 
 
 class Vanished(Exception):
@@ -44,6 +53,7 @@ class LocalFiles:
     def __init__(self, root: str) -> None:
         self.root = Path(root).expanduser()
         self.uri = str(self.root)
+        self.swept: set[Path] = set()  # folders whose orphaned partial files were removed
 
     def folders(self) -> list[str]:
         return (
@@ -80,14 +90,63 @@ class LocalFiles:
             yield source.read_buffer()
 
     def write(self, name: str, data: bytes) -> None:
+        """Write ``name`` whole or not at all; an ``OSError`` (a full disk) leaves nothing."""
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
-        partial.write_bytes(data)
-        os.replace(partial, path)  # readers never see half a file
+        if path.parent not in self.swept:
+            self.swept.add(path.parent)
+            remove_orphans(path.parent)
+        partial = path.with_name(f"{path.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex}.partial")
+        try:
+            with open(partial, "wb") as out:
+                out.write(data)
+            os.replace(partial, path)  # readers never see half a file
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+
+    def move(self, name: str, to: str) -> None:
+        """Rename ``name`` to ``to`` (nothing when ``name`` is gone)."""
+        target = self.root / to
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with suppress(FileNotFoundError):  # moved or deleted by another process
+            os.replace(self.root / name, target)
 
     def delete(self, name: str) -> None:
         (self.root / name).unlink(missing_ok=True)
+
+
+_HOST = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname())[:64] or "host"
+_PARTIAL = re.compile(r"\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.partial$")
+
+
+def remove_orphans(folder: Path, grace: float = PARTIAL_GRACE) -> list[Path]:
+    """Remove the partial files in ``folder`` left by writers that died: older than
+    ``grace`` seconds and not written by a process alive on this host. Returns them."""
+    removed = []
+    now = time.time()
+    for path in folder.glob("*.partial"):
+        try:
+            if now - path.stat().st_mtime < grace:
+                continue
+        except FileNotFoundError:  # renamed or removed meanwhile
+            continue
+        owner = _PARTIAL.search(path.name)
+        if owner and owner["host"] == _HOST and _alive(int(owner["pid"])):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 class S3Files:
@@ -132,6 +191,18 @@ class S3Files:
     def write(self, name: str, data: bytes) -> None:
         with s3_errors(self.uri, self.bucket):
             self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data)
+
+    def move(self, name: str, to: str) -> None:
+        """Copy ``name`` to ``to``, then delete it (nothing when ``name`` is gone)."""
+        source = {"Bucket": self.bucket, "Key": self.prefix + name}
+        with s3_errors(self.uri, self.bucket):
+            try:
+                self.client.copy_object(Bucket=self.bucket, Key=self.prefix + to, CopySource=source)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    return
+                raise
+            self.client.delete_object(**source)
 
     def delete(self, name: str) -> None:
         with s3_errors(self.uri, self.bucket):

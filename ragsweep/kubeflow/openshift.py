@@ -524,6 +524,30 @@ def run_arguments(
     return arguments
 
 
+def name_sweep(
+    arguments: dict[str, Any], sweep: str | None, schedule: str | None = None
+) -> dict[str, Any]:
+    """``arguments`` with the sweep's name (``sweep_name``): ``--sweep``, else one given as
+    a parameter, else a schedule's name; a name that cannot name a sweep is refused here,
+    before anything is sent."""
+    from ragsweep.sweep.settings import check_sweep_name
+
+    given = arguments.get("sweep_name")
+    if sweep is not None and given is not None and str(given) != sweep:
+        raise RagsweepError(
+            f"--sweep {sweep!r} and --param sweep_name={given!r}: give the sweep's name once"
+        )
+    if sweep is not None:
+        arguments["sweep_name"] = check_sweep_name(sweep, "--sweep")
+    elif given is not None:
+        check_sweep_name(str(given), "sweep_name")
+    elif schedule is not None:
+        arguments["sweep_name"] = check_sweep_name(
+            schedule, "--name (the schedule's, its sweep's name unless --sweep gives one)"
+        )
+    return arguments
+
+
 def preflight(package: Path, arguments: dict[str, Any]) -> None:
     """Check the arguments here, as the pipeline's first steps would there: names, test
     data location, search space (with AutoRAG's preset and vector store), budget and metric."""

@@ -13,7 +13,6 @@ Models trained with a query instruction or ``query:`` / ``passage:`` prefixes ge
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +23,6 @@ import numpy as np
 
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
-
-log = logging.getLogger("ragsweep")
 
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 ENDPOINT_PREFIX = "openai:"
@@ -172,13 +169,13 @@ def load_tokenizer(name: str) -> Callable[[str], np.ndarray]:
 def encode(name: str, texts: list[str]) -> np.ndarray:
     """Run the model: unit-length float32 embeddings, one row per text.
 
-    Texts go to the model sorted by length, so a batch pads to similar lengths.
+    Texts go to the model sorted by length, so a batch pads to similar lengths. The caller
+    says how many texts are coming (``progress.expect``); this advances the count.
     """
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     embedder = load_embedder(name)
-    progress.expect(progress.EMBEDDED, len(texts))
     vectors = np.empty((len(texts), 0), dtype=np.float32)
     for start in range(0, len(order), BATCH * 4):
         batch = order[start : start + BATCH * 4]
@@ -187,6 +184,4 @@ def encode(name: str, texts: list[str]) -> np.ndarray:
             vectors = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
         vectors[batch] = rows
         progress.advance(progress.EMBEDDED, len(batch))
-        if len(texts) > BATCH * 4:
-            log.info("embedded %d/%d texts", min(start + BATCH * 4, len(texts)), len(texts))
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import TESTSET
-from ragsweep.documents.testsets import STORE_PREFIX, content_id, question_version
+from ragsweep.documents.testsets import STORE_PREFIX, check_name, content_id, question_version
 from ragsweep.results import database
 
 _ITEM_FIELDS = [
@@ -172,6 +172,7 @@ def stored_set_name(bucket: str, key: str) -> str | None:
     name = key.removeprefix(STORE_PREFIX)
     if not name.strip():
         raise RagsweepError(f"test_data_key {key!r}: name the stored test set, store:<name>")
+    check_name(name, f"test_data_key {key!r}")
     if bucket:
         raise RagsweepError(
             f"test_data_key {key!r} names a test set in the results database: "

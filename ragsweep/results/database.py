@@ -32,6 +32,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
+from ragsweep.documents.testsets import check_name
 
 log = logging.getLogger("ragsweep")
 
@@ -107,7 +108,16 @@ runs = sa.Table(
     sa.Column("best_config_id", sa.String(64)),
     sa.Column("best_label", sa.String(400)),
     sa.Column("settings", sa.JSON),
+    # what `baseline=latest` follows: the sweep's name, else its key; null in older stores,
+    # where the key stands in (``_sweep``)
+    sa.Column("sweep_name", sa.String(200)),
 )
+
+
+def _sweep() -> sa.ColumnElement[str]:
+    """A run's sweep: its name, else (a run stored before names) its key."""
+    return sa.func.coalesce(runs.c.sweep_name, runs.c.sweep_key)
+
 
 results = sa.Table(
     "ragsweep_results",
@@ -255,28 +265,18 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def check_name(name: str | None) -> str:
-    """A test set's name, refused when empty or blank (Oracle would store '' as NULL)."""
-    if not name or not name.strip():
-        raise RagsweepError(
-            f"results store: a test set needs a name, got {name!r}: the file name, or "
-            "generated-<YYYYMMDD>-<hash> for a generated one"
-        )
-    return name
-
-
 def save_testset(
     conn: Connection, name: str, testset: pa.Table, deletions: bool = True
 ) -> tuple[int, dict[str, int]]:
-    """Store the test set's items under ``name`` (not empty): a new version for each changed
-    item, and (with ``deletions``) a deletion version for each item no longer there.
-    Returns its id and each item's version."""
-    check_name(name)
+    """Store the test set's items under ``name``: a new version for each changed item, and
+    (with ``deletions``) a deletion version for each item no longer there. A new name must
+    be valid (``check_name``); one stored before the rule keeps working. Returns its id and
+    each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
         or conn.execute(
-            testsets.insert().values(name=name, created_at=_now())
+            testsets.insert().values(name=check_name(name, "results store"), created_at=_now())
         ).inserted_primary_key[0]
     )
     latest: dict[str, tuple[int, str, bool, int | None]] = {}
@@ -372,6 +372,7 @@ def publish(
             runs.insert().values(
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
+                sweep_name=_text(settings.get("sweep_name")),
                 pipeline_run_id=_text(pipeline_run_id),
                 testset_id=testset_id,
                 status="succeeded",
@@ -397,6 +398,7 @@ def record_failed(engine: Engine, run_id: str, settings: dict, started_at: datet
             runs.insert().values(
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
+                sweep_name=_text(settings.get("sweep_name")),
                 status="failed",
                 started_at=started_at,
                 finished_at=_now(),
@@ -528,18 +530,20 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        _sweep().label("sweep"),
     ]
     query = sa.select(*columns).order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
 
-def latest_successful(engine: Engine, sweep_key: str, exclude: str | None = None) -> str | None:
-    """The newest succeeded run of the same sweep (same documents, test set, space and
-    metric), other than ``exclude``; None when there is none."""
+def latest_successful(engine: Engine, sweep: str, exclude: str | None = None) -> str | None:
+    """The newest succeeded run of the sweep named ``sweep`` (a run's ``sweep_name``
+    setting: the name given, else its sweep key), other than ``exclude``; None when there
+    is none."""
     query = (
         sa.select(runs.c.run_id)
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(_sweep() == sweep, runs.c.status == "succeeded")
         .order_by(runs.c.finished_at.desc(), runs.c.id.desc())
     )
     if exclude:
@@ -598,14 +602,16 @@ def publish_from_step(
 
 def find_runs(
     engine: Engine,
-    sweep_key: str | None = None,
+    sweep: str | None = None,
     status: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 200,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """Runs newest first, as ``list_runs``, filtered by sweep, status and start time (the
-    finish time when the start is unknown; ``since`` inclusive, ``until`` exclusive)."""
+    """Runs newest first, as ``list_runs``, filtered by sweep (its name), status and start
+    time (the finish time when the start is unknown; ``since`` inclusive, ``until``
+    exclusive); at most ``limit`` of them, after the first ``offset``."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -616,9 +622,10 @@ def find_runs(
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        _sweep().label("sweep"),
     )
-    if sweep_key:
-        query = query.where(runs.c.sweep_key == sweep_key)
+    if sweep:
+        query = query.where(_sweep() == sweep)
     if status:
         query = query.where(runs.c.status == status)
     when = sa.func.coalesce(runs.c.started_at, runs.c.finished_at)
@@ -626,7 +633,8 @@ def find_runs(
         query = query.where(when >= since)
     if until:
         query = query.where(when < until)
-    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc())
+    query = query.limit(limit).offset(offset)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
@@ -645,9 +653,10 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     return dict(row)
 
 
-def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
-    """The succeeded runs of a sweep, oldest first, each with its best configuration's
-    score on the run's metric and that score's interval (``score``, ``low``, ``high``)."""
+def sweep_trend(engine: Engine, sweep: str) -> list[dict[str, Any]]:
+    """The succeeded runs of the sweep named ``sweep``, oldest first, each with its best
+    configuration's score on the run's metric and that score's interval (``score``,
+    ``low``, ``high``)."""
     query = (
         sa.select(
             runs.c.run_id,
@@ -657,7 +666,7 @@ def sweep_trend(engine: Engine, sweep_key: str) -> list[dict[str, Any]]:
             leaderboards.c.figures,
         )
         .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
-        .where(runs.c.sweep_key == sweep_key, runs.c.status == "succeeded")
+        .where(_sweep() == sweep, runs.c.status == "succeeded")
         .where(leaderboards.c.rank == 1)
         .order_by(runs.c.finished_at, runs.c.id)
     )

@@ -37,6 +37,8 @@ from ragsweep.core.schemas import COMPARISON, FLIPS, settings_of
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, failure_reason, matrix
 from ragsweep.evaluation.metrics import metric as declared
+from ragsweep.results.changes import Changes, changes
+from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.exports import number, ranking_metric
 
 log = logging.getLogger("ragsweep")
@@ -95,6 +97,7 @@ class Comparison:
     metric: str
     overlap: Overlap
     alarm: Alarm
+    changes: Changes  # documents, test set, grid and settings since the baseline
     baseline_best: dict = field(default_factory=dict)  # the baseline leaderboard's first row
 
     @property
@@ -198,7 +201,8 @@ def compare_runs(
             "deployed": alone,
         }
     ).cast(COMPARISON)
-    return Comparison(table, flips, metric, overlap, alarm, best)
+    since = changes(settings_of(base_board), settings_of(cand_board))
+    return Comparison(table, flips, metric, overlap, alarm, since, best)
 
 
 def _check_shared(
@@ -372,9 +376,8 @@ def _flips(
     return pa.table(rows, schema=FLIPS)
 
 
-def render(comparison: Comparison, fmt: str = "table") -> str:
-    """The verdicts as a terminal or Markdown table; below it what only one run holds, the
-    flips of the alarm's configuration, and the alarm."""
+def verdict_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The verdicts table as text cells: its header and one row per shared configuration."""
     header = ["verdict", "configuration", "baseline", "candidate", "difference [95% CI]", "p"]
     header += ["to wrong", "to right"]
     rows = []
@@ -393,6 +396,14 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
                 str(r["flipped_to_right"]),
             ]
         )
+    return header, rows
+
+
+def render(comparison: Comparison, fmt: str = "table") -> str:
+    """The verdicts as a terminal or Markdown table; below it what changed since the
+    baseline (``ragsweep.results.changes``), what only one run holds, the flips of the
+    alarm's configuration, and the alarm."""
+    header, rows = verdict_rows(comparison)
     if fmt == "markdown":
         lines = [header, ["---"] * len(header), *rows]
         out = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in lines]
@@ -406,33 +417,48 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
             for r in [header, ["-" * w for w in widths], *rows]
         ]
     bullet = "- " if fmt == "markdown" else ""
-    out += ["", *(bullet + line for line in _overlap_lines(comparison))]
+    out += ["", "since the baseline:"]
+    out += [bullet + line for line in change_lines(comparison.changes)]
+    out += ["", *(bullet + line for line in overlap_lines(comparison))]
+    out += flip_lines(comparison, bullet)
+    out.append(bullet + alarm_line(comparison))
+    return "\n".join(out)
+
+
+def flip_lines(comparison: Comparison, bullet: str = "") -> list[str]:
+    """The questions the alarm's configuration (deployed, else the baseline's best) now
+    fails: a heading line, then one indented line each (Markdown list items with ``- ``)."""
     subject = comparison.deployed or comparison.best
-    if subject:
-        mine = comparison.flips.filter(
-            pc.equal(comparison.flips["config_id"], subject["config_id"])
-        )
-        wrong = [r for r in mine.to_pylist() if r["direction"] == "to wrong"]
-        if wrong:
-            who = "deployed" if subject["deployed"] else "baseline's best"
-            out.append(f"{bullet}questions the {who} configuration now fails ({len(wrong)}):")
-            out += [f"  {bullet}{r['question_id']}: {r['reason']}" for r in wrong]
+    if not subject:
+        return []
+    mine = comparison.flips.filter(pc.equal(comparison.flips["config_id"], subject["config_id"]))
+    wrong = [r for r in mine.to_pylist() if r["direction"] == "to wrong"]
+    if not wrong:
+        return []
+    who = "deployed" if subject["deployed"] else "baseline's best"
+    return [f"{bullet}questions the {who} configuration now fails ({len(wrong)}):"] + [
+        f"  {bullet}{r['question_id']}: {r['reason']}" for r in wrong
+    ]
+
+
+def alarm_line(comparison: Comparison) -> str:
+    """The verdict on the hypothesis decided in advance, in one line."""
     alarm = comparison.alarm
     name = (
         f"deployed configuration {alarm.subject}"
         if alarm.hypothesis == DEPLOYED
-        else ("best of sweep (the best shared configuration of each run)")
+        else "best of sweep (the best shared configuration of each run)"
     )
     verdict = "REGRESSED" if alarm.regressed else "not regressed"
-    out.append(
-        f"{bullet}alarm, {name}: {verdict} on {comparison.metric}: {number(alarm.baseline)} -> "
+    return (
+        f"alarm, {name}: {verdict} on {comparison.metric}: {number(alarm.baseline)} -> "
         f"{number(alarm.candidate)} ({number(alarm.difference)}), {alarm.test}, "
         f"p = {number(alarm.p_value, 4)}"
     )
-    return "\n".join(out)
 
 
-def _overlap_lines(comparison: Comparison) -> list[str]:
+def overlap_lines(comparison: Comparison) -> list[str]:
+    """What the runs share and what only one of them holds, as lines."""
     o, best = comparison.overlap, comparison.baseline_best
 
     def some(items: list[str]) -> str:
@@ -469,24 +495,45 @@ def _count(items: list, noun: str) -> str:
 
 
 # What ``latest`` finds when a sweep has no earlier run: not a failure (a nightly schedule's
-# first night, or the night after its test set, documents or space changed).
-NO_BASELINE = (
-    "no earlier successful run of this sweep (the same documents, test set, search space and "
-    "metric) to compare with: this run is its first, and the baseline of the next"
+# first night; for an unnamed sweep, also the night after its documents, test set or space
+# changed).
+_NO_BASELINE = (
+    "No earlier successful run of this sweep ({sweep}) to compare with: this run is its "
+    "first, and the baseline of the next"
 )
+
+
+def sweep_of(leaderboard: pa.Table) -> str:
+    """The sweep a run belongs to, as ``latest`` follows it: its name when given, else its
+    sweep key (the same documents, test set, search space and metric)."""
+    settings = settings_of(leaderboard)
+    return settings.get("sweep_name") or settings.get("sweep_key", "")
+
+
+def no_baseline(leaderboard: pa.Table) -> str:
+    """What ``latest`` says when the sweep of ``leaderboard`` has no earlier run."""
+    sweep = sweep_of(leaderboard)
+    unnamed = sweep == settings_of(leaderboard).get("sweep_key")
+    what = (
+        f"unnamed, key {sweep}: the same documents, test set, search space and metric; "
+        "name it with --sweep to follow it across changes"
+        if unnamed
+        else f"'{sweep}'"
+    )
+    return _NO_BASELINE.format(sweep=what)
 
 
 def resolve_baseline(
     engine: Engine, baseline: str, leaderboard: pa.Table, run_id: str
 ) -> str | None:
     """A baseline run id: as given, or for ``latest`` the latest successful run of the same
-    sweep as ``leaderboard``'s other than ``run_id`` (None when there is none)."""
+    sweep (``sweep_of``) as ``leaderboard``'s other than ``run_id`` (None when there is
+    none)."""
     from ragsweep.results import database
 
     if baseline != "latest":
         return baseline
-    sweep_key = settings_of(leaderboard).get("sweep_key", "")
-    return database.latest_successful(engine, sweep_key, exclude=run_id)
+    return database.latest_successful(engine, sweep_of(leaderboard), exclude=run_id)
 
 
 def compare_with_store(
@@ -511,7 +558,7 @@ def compare_with_store(
         engine, baseline, current[0], database.current_run_id(pipeline_run_id)
     )
     if baseline is None:
-        log.warning(NO_BASELINE)
+        log.warning(no_baseline(current[0]))
         return None
     log.info("comparing with baseline run %s", baseline)
     stored = (database.load_leaderboard(engine, baseline), database.load_results(engine, baseline))
@@ -532,6 +579,7 @@ def verdict_metrics(comparison: Comparison) -> dict[str, float]:
         "configurations_improved": float(verdicts.count(IMPROVED)),
         "baseline_best_missing": float(comparison.best is None),
         **{name: float(n) for name, n in comparison.overlap.counts().items()},
+        **{name: float(n) for name, n in comparison.changes.counts().items()},
     }
     best = comparison.best
     if best:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import math
 from html import escape
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -30,7 +31,12 @@ from ragsweep.results.exports import (
     render,
 )
 
+if TYPE_CHECKING:
+    from ragsweep.results.regression import Comparison
+
 TOP_CONFIGS_BY_TOPIC = 5
+# where the compare step (or `ragsweep run --baseline`) puts the comparison with the baseline
+COMPARISON_SLOT = "<!-- ragsweep: comparison with the baseline -->"
 ERRORS_SHOWN = 100  # rows of the table of failed answers and verdicts
 
 CSS = """
@@ -369,6 +375,8 @@ def settings_list(settings: dict) -> str:
     items = []
     for key, value in settings.items():
         shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        if key == "document_hashes":  # one per document: the count says enough here
+            shown = f"{len(value)} documents, each one's content hash"
         items.append(f"<dt>{escape(key)}</dt><dd>{escape(shown)}</dd>")
     return f'<dl id="settings">{"".join(items)}</dl>'
 
@@ -426,6 +434,7 @@ significantly worse than the best (a max-statistic test aware that the best was
 selected, 5%).</p>
 {f'<p class="lead" id="evaluation">{escape(evaluated)}</p>' if evaluated else ""}
 <div class="cards">{card_html}</div>
+{COMPARISON_SLOT}
 <h2>Leaderboard</h2>
 {leaderboard_table(lb, metric)}
 <h2>Score against cost</h2>
@@ -487,3 +496,42 @@ def best_metrics(board: Board) -> dict[str, float]:
     out["configurations_tied_with_best"] = float(sum(lb["tied_with_best"].to_pylist()))
     out["questions"] = float(best["questions"])
     return {k: float(v) for k, v in out.items() if present(v)}
+
+
+def comparison_section(comparison: Comparison | None, none_found: str = "") -> str:
+    """The comparison with the baseline as a report section: the alarm's verdict, what
+    changed since the baseline, what only one run holds, and each shared configuration's
+    verdict; or, without a comparison, ``none_found`` (why there is none)."""
+    from ragsweep.results.changes import lines as change_lines
+    from ragsweep.results.regression import alarm_line, overlap_lines, verdict_rows
+
+    if comparison is None:
+        return (
+            f'<h2>Since the baseline</h2>\n<p class="lead" id="comparison">{escape(none_found)}</p>'
+        )
+    header, rows = verdict_rows(comparison)
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+
+    def items(lines: list[str]) -> str:
+        return "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>"
+
+    return (
+        f'<h2>Since the baseline</h2>\n<div id="comparison">'
+        f'<p class="lead"><b>{escape(alarm_line(comparison))}</b></p>\n'
+        f"<p>What changed:</p>{items(change_lines(comparison.changes))}\n"
+        f"{items(overlap_lines(comparison))}\n"
+        f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div></div>'
+    )
+
+
+def with_comparison(report: str, section: str) -> str:
+    """The report with ``section`` (``comparison_section``) in its place, after the cards."""
+    return report.replace(COMPARISON_SLOT, section, 1)
+
+
+def insert_comparison(path: Path, comparison: Comparison | None, none_found: str = "") -> None:
+    """Put the comparison with the baseline (or ``none_found``, why there is none) into the
+    report file at ``path``."""
+    section = comparison_section(comparison, none_found)
+    path.write_text(with_comparison(path.read_text(encoding="utf-8"), section), "utf-8")

@@ -13,6 +13,7 @@ from ragsweep import __version__
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import config_id
 from ragsweep.documents.qagen import QASettings
+from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.models.llm import LLMSettings
@@ -20,6 +21,15 @@ from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
 
 DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
+DOCUMENT_HASH_CHARS = 16  # per document, enough to tell an edit
+
+
+def check_sweep_name(name: str, source: str = "--sweep") -> str:
+    """``name`` when it can name a sweep (empty: unnamed); else a clear error. A sweep's
+    name follows the rule of a stored test set's (``testsets.NAME``)."""
+    if name and not NAME.fullmatch(name):
+        raise RagsweepError(f"{source} {name!r}: a sweep name is {NAME_RULE}")
+    return name
 
 
 def check_count(patterns: int, source: str = "--patterns") -> int:
@@ -53,6 +63,7 @@ class RunSettings:
     patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
+    sweep_name: str = ""  # what `baseline=latest` follows; empty: the sweep key names it
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -74,6 +85,7 @@ class RunSettings:
             )
         self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns)
+        check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
 
     def pipeline_arguments(self) -> dict[str, Any]:
         """The pipeline's parameters for this run (locations as keys without a bucket)."""
@@ -96,6 +108,7 @@ class RunSettings:
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
             "patterns": self.patterns,
+            "sweep_name": self.sweep_name,
         }
 
     def record(
@@ -106,8 +119,14 @@ class RunSettings:
         what is measured and of the content of the ``testset`` (its questions' ids and
         versions) and of the ``documents`` (their texts): moving a file leaves it as it is,
         editing one changes it. Without those tables (a run that failed before reading
-        them) their locations stand in for their content."""
+        them) their locations stand in for their content.
+
+        ``sweep_name`` is what ``baseline=latest`` follows: the name given, else the sweep
+        key (so an unnamed sweep changes with its content, as before names). With the
+        documents, each one's content hash is kept (``document_hashes``), so a comparison
+        can say which documents were added, removed or edited."""
         content = {"docs": self.docs, "testset": self.testset}
+        hashes = {}
         if self.more_docs:
             content["more_docs"] = list(self.more_docs)
         if testset is not None and documents is not None:
@@ -115,6 +134,7 @@ class RunSettings:
 
             content = {"documents_content": documents_fingerprint(documents)}
             content["testset_content"] = fingerprint(testset)
+            hashes = {"document_hashes": document_hashes(documents)}
         sweep = {
             **content,
             "search_space": self.space.to_dict(),  # with its stores, unless memory alone
@@ -128,12 +148,15 @@ class RunSettings:
             sweep["max_llm_calls"] = self.max_llm_calls
         if not self.testset:
             sweep["qa_generation"] = self.qa_generation.to_dict()
+        key = config_id(sweep)
         return {
             **sweep,
             "docs": self.docs,
             **({"more_docs": list(self.more_docs)} if self.more_docs else {}),
             "testset": self.testset,
-            "sweep_key": config_id(sweep),
+            "sweep_key": key,
+            "sweep_name": self.sweep_name or key,
+            **hashes,
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
                 "interval": "95% cluster bootstrap, clusters = first reference document",
@@ -149,3 +172,13 @@ def documents_fingerprint(documents: pa.Table) -> str:
     """A hash of the documents' texts, whatever their ids or order."""
     hashes = sorted(hashlib.sha256(t.encode()).hexdigest() for t in documents["text"].to_pylist())
     return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+
+
+def document_hashes(documents: pa.Table) -> list[list[str]]:
+    """Each document's ``[doc_id, hash of its text]``, by id: a list, so that MLflow logs it
+    as one parameter, not one per document."""
+    pairs = zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True)
+    return sorted(
+        [doc_id, hashlib.sha256(text.encode()).hexdigest()[:DOCUMENT_HASH_CHARS]]
+        for doc_id, text in pairs
+    )

@@ -10,7 +10,6 @@ from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -20,6 +19,7 @@ from ragsweep.core.errors import safe_url
 from ragsweep.results.report import CSS
 from ragsweep.ui import jobs, runs, security, testsets
 from ragsweep.ui.data import Data
+from ragsweep.ui.roots import DocRoots
 
 HERE = Path(__file__).parent
 
@@ -39,19 +39,27 @@ def create_app(
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
     runs_dir: Path | None = None,
+    docs_roots: DocRoots | None = None,
+    https: bool = False,
+    limiter: security.LoginLimiter | None = None,
 ) -> Starlette:
     """The web app over the results database behind ``engine``.
 
     ``token``: when set, every request but the login form must carry it (``Authorization:
     Bearer`` or the cookie the login form sets). ``allowed_hosts``: the Host headers
     accepted (None: any). ``runs_dir``: where runs started from the page write their folders.
+    ``docs_roots``: where those runs may read documents (default: the current folder).
+    ``https``: browsers reach the app over HTTPS (Secure ``__Host-`` cookies, HSTS).
+    ``limiter``: how many wrong tokens a client may send (default ``LoginLimiter()``).
     """
     env = _environment()
 
     def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+        state = request.scope["state"]
         html = env.get_template(template).render(
             request=request,
-            csrf=request.scope["state"]["csrf"],
+            csrf=state["csrf"],
+            authorized=state.get("authorized", False),
             store_url=safe_url(engine.url),
             token_required=bool(token),
             **context,
@@ -61,23 +69,27 @@ def create_app(
     async def error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-        if "state" not in request.scope or "csrf" not in request.scope["state"]:
-            return Response(str(detail), status_code=status, media_type="text/plain")
-        return render(request, "error.html", status_code=status, status=status, detail=detail)
+        plain = "state" not in request.scope or "csrf" not in request.scope["state"]
+        response = (
+            Response(str(detail), status_code=status, media_type="text/plain")
+            if plain
+            else render(request, "error.html", status_code=status, status=status, detail=detail)
+        )
+        if not isinstance(exc, HTTPException):  # answered outside the guard: its headers here
+            response.raw_headers.extend(security.HEADERS)
+        return response
 
     async def login_form(request: Request) -> Response:
         return render(request, "login.html", target=request.query_params.get("next", "/"))
 
     async def login(request: Request) -> Response:
-        form = await security.checked_form(request)
-        return security.login_response(
-            token, str(form.get("token", "")), str(form.get("next", "/"))
-        )
+        return await security.login(request, token)
 
     routes = [
         Route("/", runs.runs_page),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
+        Route("/logout", security.logout, methods=["POST"]),
         Route("/runs/{run_id}/configs/{config_id}/questions/{question_id}", runs.question_page),
         Route("/runs/{run_id}/configs/{config_id}", runs.config_page),
         Route("/runs/{run_id}", runs.run_page),
@@ -86,15 +98,19 @@ def create_app(
         *jobs.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    middleware = [Middleware(security.Guard, token=token)]
-    if allowed_hosts:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    guard = Middleware(
+        security.Guard,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        cookies=security.Cookies(https),
+        limiter=limiter,
+    )
     app = Starlette(
         routes=routes,
-        middleware=middleware,
+        middleware=[guard],
         exception_handlers={HTTPException: error, 500: error},
     )
     app.state.data = Data(engine)
     app.state.render = render
-    app.state.jobs = jobs.Jobs(runs_dir or Path("runs"), engine)
+    app.state.jobs = jobs.Jobs(runs_dir or Path("runs"), engine, docs_roots or DocRoots.default())
     return app

@@ -3,6 +3,10 @@ failures, comparisons) computed once per run and kept while the app runs."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -14,8 +18,11 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation import leaderboard
 from ragsweep.results import database
 from ragsweep.results.regression import Comparison, compare_runs
+from ragsweep.ui.documents import S3_RECHECK_S
 
 TREND_RUNS = 30  # nights drawn per sweep
+
+log = logging.getLogger("ragsweep")
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,28 @@ class RunData:
     def questions(self) -> dict[str, dict]:
         return {q["question_id"]: q for q in self.testset.to_pylist()}
 
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Where the run read its documents (its ``docs`` and ``more_docs`` settings)."""
+        settings = self.info.get("settings") or {}
+        return tuple(d for d in [settings.get("docs"), *settings.get("more_docs", [])] if d)
+
+
+def _stamp(locations: tuple[str, ...]) -> tuple:
+    """What changes when a document under ``locations`` does: each local file's size and
+    modification time; for S3, the minute (read again at most every S3_RECHECK_S)."""
+    stamp: list = []
+    for location in locations:
+        if location.startswith("s3://"):
+            stamp.append(int(time.time() // S3_RECHECK_S))
+            continue
+        for folder, _, names in os.walk(location):
+            for name in sorted(names):
+                with contextlib.suppress(OSError):
+                    info = os.stat(os.path.join(folder, name))
+                    stamp.append((folder, name, info.st_size, info.st_mtime_ns))
+    return tuple(stamp)
+
 
 class Data:
     """The results database as the pages need it. What is derived from a run is kept by
@@ -38,6 +67,7 @@ class Data:
         self._run = lru_cache(maxsize=16)(self._load)
         self._derived = lru_cache(maxsize=16)(self._derive)
         self._compare = lru_cache(maxsize=64)(self._compared)
+        self._changed = lru_cache(maxsize=16)(self._documents_changed)
 
     def _version(self, run_id: str) -> tuple[str, Any]:
         return run_id, database.run_info(self.engine, run_id)["finished_at"]
@@ -51,6 +81,32 @@ class Data:
 
     def compare(self, baseline: str, candidate: str) -> Comparison:
         return self._compare(self._version(baseline), self._version(candidate))
+
+    def documents_changed(self, run_id: str) -> bool | None:
+        """Whether the run's documents changed since it read them: the content hash of the
+        documents it kept (``documents_content``) differs from today's; None when it cannot
+        be told (a run that recorded none, documents unreadable here)."""
+        version = self._version(run_id)
+        return self._changed(version, _stamp(self._run(version).locations))
+
+    def _documents_changed(self, version: tuple[str, Any], stamp: tuple) -> bool | None:
+        from ragsweep.documents.sampling import sample_documents
+        from ragsweep.documents.sources import read_locations
+        from ragsweep.sweep.settings import documents_fingerprint
+
+        run = self._run(version)
+        settings = run.info.get("settings") or {}
+        recorded = settings.get("documents_content")
+        if not recorded or not run.locations:
+            return None
+        try:  # the run's own reading: every document, then its document budget
+            documents = read_locations(list(run.locations)).table
+            budget, seed = settings.get("max_document_bytes", 0), settings.get("seed", 0)
+            kept = sample_documents(documents, run.testset, budget, seed)
+        except Exception as exc:  # any reason the documents are unavailable: not told
+            log.info("ui: cannot check the documents of run %s: %s", version[0], exc)
+            return None
+        return documents_fingerprint(kept) != recorded
 
     def _load(self, version: tuple[str, Any]) -> RunData:
         run_id = version[0]
@@ -72,10 +128,10 @@ class Data:
         a, b = self._run(baseline), self._run(candidate)
         return compare_runs((a.board, a.results), (b.board, b.results))
 
-    def trend(self, sweep_key: str) -> list[dict[str, Any]]:
+    def trend(self, sweep: str) -> list[dict[str, Any]]:
         """The sweep's last nights, each marked ``regressed`` when the alarm of the
         comparison with the night before fired."""
-        points = database.sweep_trend(self.engine, sweep_key)[-TREND_RUNS:]
+        points = database.sweep_trend(self.engine, sweep)[-TREND_RUNS:]
         for point in points:
             point["regressed"] = None  # the first night has nothing to compare with
         for before, after in zip(points, points[1:], strict=False):

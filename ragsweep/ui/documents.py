@@ -6,6 +6,8 @@ still read them."""
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -14,17 +16,33 @@ from typing import Any
 from ragsweep.documents.sources import EXTRACTORS, read_bytes
 
 log = logging.getLogger("ragsweep")
+S3_RECHECK_S = 60  # a document on S3 is read again at most this often
 
 
-@lru_cache(maxsize=64)
 def document_text(docs: str, doc_id: str) -> str | None:
-    """The extracted text of ``doc_id`` under ``docs``, as the run read it; None when it
-    cannot be read here (moved, no credentials, an id leaving the folder)."""
+    """The extracted text of ``doc_id`` under ``docs``, as it is now; None when it cannot
+    be read here (moved, no credentials, an id leaving the folder)."""
     parts = PurePosixPath(doc_id).parts
     suffix = PurePosixPath(doc_id).suffix.lower()
     if not docs or ".." in parts or doc_id.startswith("/") or suffix not in EXTRACTORS:
         return None
-    where = f"{docs.rstrip('/')}/{doc_id}" if docs.startswith("s3://") else str(Path(docs, doc_id))
+    if docs.startswith("s3://"):
+        where = f"{docs.rstrip('/')}/{doc_id}"
+        version: tuple = (int(time.time() // S3_RECHECK_S),)
+    else:
+        where = str(Path(docs, doc_id))
+        try:
+            info = os.stat(where)
+        except OSError:
+            return None
+        version = (info.st_size, info.st_mtime_ns)
+    return _text(where, suffix, version)
+
+
+@lru_cache(maxsize=64)
+def _text(where: str, suffix: str, version: tuple) -> str | None:
+    """The text at ``where``, kept while its ``version`` (size and time, or the minute for
+    S3) stays the same."""
     try:
         return EXTRACTORS[suffix](read_bytes(where))
     except Exception as exc:  # any reason the text is unavailable: the page says so

@@ -19,7 +19,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.testsets import check_name
 from ragsweep.results.database import ENV as STORE_ENV
+from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
 
 LOG_TAIL = 30  # log lines shown
@@ -56,14 +59,18 @@ class Job:
 
 
 class Jobs:
-    """The runs this app started, by id."""
+    """The runs this app started, by id; they read documents under ``roots`` only."""
 
-    def __init__(self, folder: Path, engine: Engine) -> None:
-        self.folder, self.engine, self.jobs = folder, engine, {}
+    def __init__(self, folder: Path, engine: Engine, roots: DocRoots) -> None:
+        self.folder, self.engine, self.roots = folder, engine, roots
+        self.jobs: dict[str, Job] = {}
 
-    def start(self, docs: str, testset: Path, options: dict[str, str]) -> Job:
-        """``ragsweep run`` on this machine, storing the run in the app's database."""
-        argv = ["run", "--docs", docs, "--testset", str(testset), "--output", str(self.folder)]
+    def start(self, docs: str, testset: str, options: dict[str, str]) -> Job:
+        """``ragsweep run`` on this machine of the stored test set ``testset`` (its name
+        checked), storing the run in the app's database."""
+        docs = self.roots.check(docs)
+        argv = ["run", "--docs", docs, "--testset-name", check_name(testset, "testset")]
+        argv += ["--output", str(self.folder)]
         for name, flag in OPTIONS.items():
             if options.get(name):
                 argv += [flag, options[name]]
@@ -72,7 +79,8 @@ class Jobs:
 
     def generate(self, docs: str, name: str, model: str, num_questions: str) -> Job:
         """``ragsweep generate`` with Giskard, storing the test set under ``name``."""
-        argv = ["generate", "--docs", docs, "--name", name, "--llm", model]
+        docs = self.roots.check(docs)
+        argv = ["generate", "--docs", docs, "--name", check_name(name, "name"), "--llm", model]
         argv += ["--num-questions", num_questions] if num_questions else []
         store_url = self.engine.url.render_as_string(hide_password=False)
         return self._spawn(argv, {STORE_ENV: store_url})
@@ -118,26 +126,22 @@ async def start_form(request: Request) -> Response:
         jobs=sorted(request.app.state.jobs.jobs.values(), key=lambda j: j.started, reverse=True),
         options=OPTIONS,
         openshift=openshift_configured(),
+        roots=request.app.state.jobs.roots.describe(),
     )
 
 
 async def start(request: Request) -> Response:
-    from ragsweep.core.schemas import write_table
-    from ragsweep.ui.testsets import stored
-
     form = await checked_form(request)
     docs, name = str(form.get("docs", "")).strip(), str(form.get("testset", ""))
     if not docs:
         raise HTTPException(400, "docs: give a documents folder or s3://bucket/prefix")
     if name not in _testset_names(request):
         raise HTTPException(400, f"testset: no stored test set {name!r}")
-    jobs = request.app.state.jobs
-    # ragsweep's own artifact: lossless, and stored back under the same name
-    target = jobs.folder / ".ui-testsets" / f"{name}.arrow"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_table(stored(request).load(name), target, "testset")
     options = {k: str(form.get(k, "")).strip() for k in OPTIONS}
-    job = jobs.start(docs, target, options)
+    try:
+        job = request.app.state.jobs.start(docs, name, options)
+    except RagsweepError as exc:
+        raise HTTPException(400, str(exc)) from None
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
@@ -165,9 +169,12 @@ async def generate(request: Request) -> Response:
     for needed in ("docs", "name", "llm"):
         if not fields[needed]:
             raise HTTPException(400, f"{needed}: required to generate a test set")
-    job = request.app.state.jobs.generate(
-        fields["docs"], fields["name"], fields["llm"], fields["num_questions"]
-    )
+    try:
+        job = request.app.state.jobs.generate(
+            fields["docs"], fields["name"], fields["llm"], fields["num_questions"]
+        )
+    except RagsweepError as exc:
+        raise HTTPException(400, str(exc)) from None
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 

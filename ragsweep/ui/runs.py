@@ -16,6 +16,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
+from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.database import find_runs
 from ragsweep.results.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
 from ragsweep.ui.documents import retrieved_chunks
@@ -25,6 +26,7 @@ FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filter
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
 COSTS_SHOWN += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")  # when a reranker ran
 STATUSES = ("succeeded", "failed")
+RUNS_PAGE = 100  # runs a page of the runs list shows
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -52,12 +54,21 @@ def runs_page(request: Request) -> Response:
     if status and status not in STATUSES:
         raise HTTPException(400, f"status: {status!r}; choose from {', '.join(STATUSES)}")
     since, until = _day(q.get("since"), "since"), _day(q.get("until"), "until")
-    rows = find_runs(
-        data.engine, sweep, status, since, until + timedelta(days=1) if until else None
-    )
-    sweeps = sorted({r["sweep_key"] for r in find_runs(data.engine, limit=1000)})
+    number = q.get("page", "1")
+    if not number.isdigit() or int(number) < 1:
+        raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
+    first = (int(number) - 1) * RUNS_PAGE
+    end = until + timedelta(days=1) if until else None
+    rows = find_runs(data.engine, sweep, status, since, end, RUNS_PAGE + 1, first)
+    more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
+    filters = {k: q.get(k, "") for k in ("sweep", "status", "since", "until")}
+
+    def page_link(to: int) -> str:
+        return "?" + urlencode({**{k: v for k, v in filters.items() if v}, "page": to})
+
+    sweeps = sorted({r["sweep"] for r in find_runs(data.engine, limit=1000)})
     trends = []
-    for key in [sweep] if sweep else sorted({r["sweep_key"] for r in rows}):
+    for key in [sweep] if sweep else sorted({r["sweep"] for r in rows}):
         points = data.trend(key)
         if points:
             trends.append({"sweep": key, "points": points, "svg": trend(points)})
@@ -68,7 +79,11 @@ def runs_page(request: Request) -> Response:
         sweeps=sweeps,
         statuses=STATUSES,
         trends=trends,
-        filters={k: q.get(k, "") for k in ("sweep", "status", "since", "until")},
+        filters=filters,
+        first=first,
+        page=int(number),
+        previous_page=page_link(int(number) - 1) if first else None,
+        next_page=page_link(int(number) + 1) if more else None,
     )
 
 
@@ -187,8 +202,7 @@ def question_page(request: Request) -> Response:
     before = [f for f in failed if f < question_id]
     after = [f for f in failed if f > question_id]
     question = run.questions().get(question_id, {})
-    settings = run.info.get("settings") or {}
-    docs = [d for d in [settings.get("docs"), *settings.get("more_docs", [])] if d]
+    docs = list(run.locations)
     chunks = retrieved_chunks(result, question, docs)
     return request.app.state.render(
         request,
@@ -199,6 +213,7 @@ def question_page(request: Request) -> Response:
         question=question,
         chunks=chunks,
         docs=docs,
+        documents_changed=request.app.state.data.documents_changed(run.info["run_id"]),
         metrics=_present_metrics(run.board),
         previous_failure=before[-1] if before else None,
         next_failure=after[0] if after else None,
@@ -207,8 +222,9 @@ def question_page(request: Request) -> Response:
 
 
 def compare_page(request: Request) -> Response:
-    """Two runs side by side: the alarm, per-configuration verdicts with intervals, the
-    questions that flipped, what only one run holds."""
+    """Two runs side by side: the alarm, what changed since the baseline (documents, test
+    set, grid), per-configuration verdicts with intervals, the questions that flipped, what
+    only one run holds."""
     data, q = request.app.state.data, request.query_params
     succeeded = find_runs(data.engine, status="succeeded", limit=1000)
     baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
@@ -225,6 +241,7 @@ def compare_page(request: Request) -> Response:
         baseline=baseline,
         candidate=candidate,
         comparison=comparison,
+        changes=change_lines(comparison.changes) if comparison else [],
         rows=comparison.table.to_pylist() if comparison else [],
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,

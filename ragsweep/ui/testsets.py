@@ -14,12 +14,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.documents.testsets import export_testset, load_testset
+from ragsweep.documents.testsets import check_name, export_testset, load_testset, name_from_file
 from ragsweep.results import curation
-from ragsweep.results.database import check_name
 from ragsweep.ui.security import checked_form
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}
+UPLOADS = (".json", ".jsonl")
 
 
 def stored(request: Request) -> curation.DatabaseStore:
@@ -53,22 +53,30 @@ async def list_page(request: Request) -> Response:
 
 
 async def import_set(request: Request) -> Response:
-    """A test-set file uploaded: AutoRAG .json or Giskard .jsonl, stored under a name."""
+    """A test-set file uploaded: AutoRAG .json or Giskard .jsonl, stored under a name (the
+    one given, checked, else one made from the file's name). The upload is read from a file
+    named by its format alone: no file name is built from what the browser sent."""
     form = await checked_form(request)
     upload = form.get("file")
     if upload is None or isinstance(upload, str) or not upload.filename:
         raise HTTPException(400, "file: choose an AutoRAG .json or Giskard .jsonl file")
     filename = PurePosixPath(upload.filename).name
-    name = str(form.get("name", "")).strip() or filename
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / filename
-        path.write_bytes(await upload.read())
-        try:
-            check_name(name)
-            table = load_testset(str(path))
-        except RagsweepError as exc:
-            raise _user_error(exc) from None
-    stored(request).save(name, table)
+    suffix = PurePosixPath(filename).suffix.lower()
+    given = str(form.get("name", "")).strip()
+    try:
+        name = check_name(given or name_from_file(filename), "name" if given else "file name")
+        if suffix not in UPLOADS:
+            raise RagsweepError(f"{filename}: choose an AutoRAG .json or Giskard .jsonl file")
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / f"upload{suffix}"
+            path.write_bytes(await upload.read())
+            try:
+                table = load_testset(str(path))
+            except RagsweepError as exc:
+                raise RagsweepError(str(exc).replace(str(path), filename)) from None
+        stored(request).save(name, table)
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
     return _back(name)
 
 
@@ -88,6 +96,7 @@ async def export(request: Request) -> Response:
     with tempfile.TemporaryDirectory() as folder:
         text = export_testset(table, Path(folder) / f"testset.{kind}").read_text(encoding="utf-8")
     stem = PurePosixPath(name).stem if PurePosixPath(name).suffix in (".json", ".jsonl") else name
+    stem = name_from_file(stem) or "testset"  # a name stored before the rule may be any text
     return Response(
         text,
         media_type=FORMATS[kind],

@@ -1,0 +1,122 @@
+"""Two nights of one named sweep through `ragsweep run` (kfp.local): between them the corpus
+gains 5 documents and a question of the stored test set is edited, which changes the
+sweep key; the second night still finds the first as its baseline (by the sweep's name),
+says what changed, and gives a verdict. One pair of runs serves every test here."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.results import database
+from ragsweep.results.curation import DatabaseStore
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+ADDED = [f"added/new-{i}.md" for i in range(1, 6)]
+
+
+def ragsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """Night 1 and night 2 of sweep ``kb-nightly`` over a copy of examples/docs and a
+    stored test set of its first 6 questions; before night 2, 5 documents are added and
+    one question is edited in the store."""
+    tmp = tmp_path_factory.mktemp("nightly")
+    docs = tmp / "docs"
+    shutil.copytree(EXAMPLES / "docs", docs)
+    testset = tmp / "testset.json"
+    testset.write_text(json.dumps(json.loads((EXAMPLES / "testset.json").read_text())[:6]))
+    url = f"sqlite:///{tmp / 'results.db'}"
+    added = ragsweep("testset", "add", "faq", str(testset), "--store", url)
+    assert added.returncode == 0, added.stderr
+    night = ["run", "--docs", str(docs), "--testset-name", "faq", "--sweep", "kb-nightly"]
+    night += ["--baseline", "latest", "--store", url, "--output", str(tmp / "runs")]
+    night += ["--chunk-sizes", "64", "--top-k", "1,3", "--search-types", "similarity"]
+    night += ["--cache", str(tmp / "cache")]
+
+    first = ragsweep(*night)
+    assert first.returncode == 0, first.stderr[-3000:]
+    for i, name in enumerate(ADDED, start=1):
+        (docs / name).parent.mkdir(exist_ok=True)
+        (docs / name).write_text(f"# Note {i}\n\nStaging cluster {i} restarts at 0{i}:00 UTC.\n")
+    edited = DatabaseStore(database.connect(url)).load("faq")["question_id"][0].as_py()
+    edit = ragsweep("testset", "edit", "faq", edited, "--question", "How?", "--store", url)
+    assert edit.returncode == 0, edit.stderr
+    second = ragsweep(*night)
+    runs = sorted(p for p in (tmp / "runs").iterdir() if p.name != "testsets")
+    return {"first": first, "second": second, "runs": runs, "url": url, "edited": edited}
+
+
+def test_the_first_night_of_a_named_sweep_says_it_has_no_baseline_yet(nights):
+    assert "No earlier successful run of this sweep ('kb-nightly')" in nights["first"].stdout
+    report = (nights["runs"][0] / "report.html").read_text()
+    assert 'id="comparison">No earlier successful run of this sweep' in report
+
+
+def test_the_second_night_finds_the_first_by_name_though_its_documents_and_test_set_changed(
+    nights,
+):
+    first, second = nights["runs"]
+    assert nights["second"].returncode == 0, nights["second"].stderr[-3000:]
+    assert f"compared with run {first.name} of sweep kb-nightly:" in nights["second"].stdout
+    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (first, second)]
+    keys = {settings_of(b)["sweep_key"] for b in boards}
+    assert len(keys) == 2  # unnamed, the second night would have started a new sweep
+    assert {settings_of(b)["sweep_name"] for b in boards} == {"kb-nightly"}
+    engine = database.connect(nights["url"])
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(database.runs.c.run_id, database.runs.c.sweep_name))
+        assert dict(stored.all()) == {first.name: "kb-nightly", second.name: "kb-nightly"}
+    listed = ragsweep("runs", "--store", nights["url"]).stdout
+    assert listed.count("(sweep kb-nightly)") == 2
+
+
+def test_the_second_night_reports_the_5_added_documents_and_the_edited_question(nights):
+    out = nights["second"].stdout
+    documents = len([p for p in (EXAMPLES / "docs").rglob("*") if p.is_file()])
+    assert f"documents: {documents} -> {documents + 5} (5 added, 0 removed, 0 edited)" in out
+    assert f"documents added (5): {', '.join(ADDED)}" in out
+    assert "test set: changed" in out
+    edited = f"edited (same id, new version; not compared): 1 question: {nights['edited']}"
+    assert edited in out
+    assert "compared on what both runs share: 2 configurations, 5 questions" in out
+
+
+def test_the_second_night_gives_a_verdict_in_the_terminal_comparison_and_report(nights):
+    second = nights["runs"][1]
+    verdict = "alarm, best of sweep (the best shared configuration of each run): not regressed"
+    assert verdict in nights["second"].stdout
+    summary = (second / "comparison.md").read_text()
+    assert verdict in summary and f"- documents added (5): {', '.join(ADDED)}" in summary
+    report = (second / "report.html").read_text()
+    assert report.index('id="comparison"') < report.index("<h2>Leaderboard</h2>")
+    assert verdict in report and "documents added (5)" in report
+    # the pipeline's compare step said the same in its verdict metrics
+    [output] = (second / "pipeline").rglob("compare/executor_output.json")
+    [verdict] = json.loads(output.read_text())["artifacts"]["verdict"]["artifacts"]
+    assert verdict["metadata"]["documents_added"] == 5.0
+    assert verdict["metadata"]["baseline_found"] == verdict["metadata"]["testset_changed"] == 1.0
+    assert verdict["metadata"]["questions_edited"] == 1.0
+
+
+def test_a_sweep_name_that_cannot_name_a_sweep_is_refused_in_one_line(tmp_path):
+    result = ragsweep(
+        "run", "--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.json"),
+        "--sweep", "kb nightly", "--no-store", "--output", str(tmp_path / "runs"),
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: --sweep 'kb nightly': a sweep name is 1 to 100 letters, digits, "
+        "'.', '_' or '-', the first a letter or digit"
+    ]
+    assert not (tmp_path / "runs").exists()
