@@ -100,7 +100,8 @@ def store_class(name: str) -> type:
         store = plugins.load(plugins.VECTOR_STORES, name)
     except RagsweepError as exc:
         missing = exc.__cause__
-        builtin = plugins.registered(plugins.VECTOR_STORES)[name].value.startswith("ragsweep.")
+        point = plugins.registered(plugins.VECTOR_STORES).get(name)
+        builtin = point is not None and point.value.startswith("ragsweep.")
         client = isinstance(missing, ModuleNotFoundError) and not (missing.name or "").startswith(
             "ragsweep"
         )
