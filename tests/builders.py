@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ragsweep.core.schemas import ANSWERS, SCORES
+from ragsweep.core.schemas import ANSWERS, SCORES, SPAN
+from ragsweep.evaluation.clusters import SECTION_CHARS
 from ragsweep.evaluation.leaderboard import Board, build_board
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
@@ -97,6 +98,45 @@ def make_board(
         metric,
         settings=RunSettings("docs", "testset.json", space, metric).record(),
     )
+
+
+def one_pdf_board(values: np.ndarray, sections: int = 12) -> Board:
+    """``make_board`` over one PDF: every question's reference is manual.pdf, its gold span
+    in one of ``sections`` sections (question i in section i % sections)."""
+    configs = SPACE.all_configs()[: len(values)]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(np.shape(values)[1])]
+    spans = [
+        [{"doc_id": "manual.pdf", "start": (i % sections) * SECTION_CHARS + 10, "end": 500}]
+        for i in range(len(questions))
+    ]
+    testset = make_testset(questions)
+    for name, column in (
+        ("reference_doc_ids", pa.array([["manual.pdf"]] * len(questions))),
+        ("gold_spans", pa.array(spans, pa.list_(SPAN))),
+    ):
+        testset = testset.set_column(testset.schema.get_field_index(name), name, column)
+    return build_board(
+        make_scores(ids, questions, values), make_answers(ids, questions), testset, configs
+    )
+
+
+def halved_board(leader: np.ndarray, dropped: np.ndarray, asked: int) -> Board:
+    """Two configurations after successive halving: the leader answered every question
+    (round 0, then round 1), the other only the first ``asked`` (round 0) and was dropped;
+    questions spread over 40 documents."""
+    values = np.vstack([leader, np.where(np.arange(len(leader)) < asked, dropped, np.nan)])
+    configs = SPACE.all_configs()[:2]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(len(leader))]
+    answers = make_answers(ids, questions)
+    rounds = [0 if i < asked else 1 for i in range(len(leader))]
+    rounds += [0 if i < asked else None for i in range(len(leader))]
+    answers = answers.set_column(
+        answers.schema.get_field_index("round"), "round", pa.array(rounds, pa.int64())
+    )
+    scores = make_scores(ids, questions, values)
+    return build_board(scores, answers, make_testset(questions, documents=40), configs)
 
 
 RERANK_SPACE = SearchSpace(

@@ -83,12 +83,23 @@ def test_an_unreadable_reply_gets_one_corrective_retry(llm_server):
     assert "could not be read: it holds no JSON object" in retry[-1]["content"]
 
 
-def test_a_reply_still_unreadable_is_a_judge_error_not_a_crash(llm_server):
+def test_a_reply_still_unreadable_is_asked_again_with_stricter_instructions(llm_server):
     llm_server.then(Step(content="Correct!"), Step(content='{"verdict": "fine"}'))
+    [verdict] = Judge("judge", JUDGE).judge([RIGHT])
+    assert verdict.correct is True and verdict.llm_calls == 3
+    strict = llm_server.requests[2]["messages"]
+    assert strict[-2] == {"role": "assistant", "content": '{"verdict": "fine"}'}
+    assert "exactly one line of JSON and nothing else" in strict[-1]["content"]
+
+
+def test_a_reply_unreadable_after_every_retry_is_a_judge_error_not_a_crash(llm_server):
+    llm_server.then(
+        Step(content="Correct!"), Step(content='{"verdict": "fine"}'), Step(content="fine!")
+    )
     verdict, other = Judge("judge", JUDGE).judge([RIGHT, WRONG])
-    assert verdict.correct is None and verdict.llm_calls == 2
-    assert verdict.error.startswith("judge reply unreadable after a corrective retry")
-    assert '\'{"verdict": "fine"}\'' in verdict.error
+    assert verdict.correct is None and verdict.llm_calls == 3
+    assert verdict.error.startswith("judge reply unreadable after 2 corrective retries")
+    assert "'fine!'" in verdict.error
     assert other.correct is False
 
 
@@ -151,16 +162,16 @@ def test_a_failed_answer_scores_zero_on_answer_metrics_and_keeps_its_retrieval_m
     assert failed["correctness"] is None  # no judge, no verdict
 
 
-def test_a_verdict_that_cannot_be_read_counts_as_wrong_and_says_why(llm_server):
+def test_a_verdict_that_cannot_be_read_is_missing_not_wrong_and_says_why(llm_server):
     def responder(request: dict) -> str:
-        wrong = "8443" in request["messages"][1]["content"]  # c2's answer, and its retry
+        wrong = "8443" in request["messages"][1]["content"]  # c2's answer, and its retries
         return "no idea" if wrong else '{"correctness": 1}'
 
     llm_server.responder = responder
     scores = score_answers(ANSWERS, TESTSET, JUDGE).to_pylist()
     unread = scores[2]
-    assert unread["correctness"] == 0.0
-    assert unread["judge_error"].startswith("judge reply unreadable after a corrective retry")
+    assert unread["correctness"] is None  # the judge's failure, not the configuration's
+    assert unread["judge_error"].startswith("judge reply unreadable after 2 corrective retries")
     assert unread["correctness_reason"] == f"verdict unreadable: {unread['judge_error']}"
     assert "'no idea'" in unread["correctness_reason"]
     assert scores[0]["correctness"] == 1.0 and scores[0]["judge_error"] is None

@@ -3,18 +3,31 @@
 import csv
 import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import yaml
-from builders import SPACE, make_answers, make_board, make_scores, make_testset
+from builders import (
+    SPACE,
+    halved_board,
+    make_answers,
+    make_board,
+    make_scores,
+    make_testset,
+    one_pdf_board,
+)
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of, write_table
-from ragsweep.evaluation.leaderboard import failure_reason, per_question
+from ragsweep.evaluation.clusters import SECTION_CHARS
+from ragsweep.evaluation.leaderboard import build_board, failure_reason, per_question
 from ragsweep.results.exports import best_spec, render
+from ragsweep.results.report import judge_warning, render_html, render_markdown, statistics_lines
 from ragsweep.sweep.space import SearchSpace
 
 
@@ -251,3 +264,100 @@ def test_results_keep_each_retrieved_chunks_span_and_export_it_to_csv(tmp_path):
     (tmp_path / "out").mkdir()
     export(tmp_path / "results.arrow", tmp_path / "out" / "results", "results")
     assert "doc0.md:3-9; doc1.md:0-4" in (tmp_path / "out" / "results.csv").read_text()
+
+
+def test_one_pdf_is_clustered_by_section_with_intervals_of_width_and_a_verdict():
+    rng = np.random.default_rng(5)
+    strong = (rng.random(48) < 0.9).astype(float)
+    weak = (rng.random(48) < 0.35).astype(float)
+    board = one_pdf_board(np.vstack([strong, strong, weak]))
+    lb = board.leaderboard.to_pylist()
+    assert all(r["answer_correctness_high"] > r["answer_correctness_low"] for r in lb)
+    assert [r["tied_with_best"] for r in lb] == [True, True, False]
+    record = settings_of(board.leaderboard)["clusters"]
+    assert record["unit"] == "section" and record["count"] == 12 and record["questions"] == 48
+    assert set(board.results["cluster"].to_pylist()) == {
+        f"manual.pdf@{s * SECTION_CHARS}" for s in range(12)
+    }
+    lines = statistics_lines(board.leaderboard)
+    assert lines[0].startswith("Intervals and tests resample 12 sections of the documents")
+    assert not any(line.startswith("warning") for line in lines)
+
+
+def test_a_perfect_score_on_8_questions_has_an_interval_below_1():
+    board = make_board(np.ones((2, 8)))
+    lb = board.leaderboard.to_pylist()
+    assert lb[0]["answer_correctness"] == 1.0
+    assert lb[0]["answer_correctness_low"] < 0.7 and lb[0]["answer_correctness_high"] == 1.0
+
+
+def test_a_tiny_test_set_warns_in_one_line_and_cannot_call_a_configuration_worse():
+    board = make_board(np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]))
+    lb = board.leaderboard.to_pylist()
+    assert lb[1]["p_value"] is None and lb[1]["tied_with_best"]  # 3 clusters: no verdict
+    lines = statistics_lines(board.leaderboard)
+    warnings = [line for line in lines if line.startswith("warning: only 3 questions")]
+    assert len(warnings) == 1
+    assert any("too few clusters with the best for the test to reach 5%" in x for x in lines)
+    assert "warning: only 3 questions" in render_markdown(board)
+    assert "warning: only 3 questions" in render_html(board)
+
+
+def test_an_eliminated_configuration_is_compared_with_the_leader_on_the_questions_both_answered():
+    # the first 30 questions (round 0) were hard for everyone: the leader scored 0.1 there
+    # and 1 on the rest; the dropped configuration matched it on the questions both answered
+    leader = np.r_[np.tile([1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 3), np.ones(50)]
+    board = halved_board(leader, leader.copy(), asked=30)
+    lb = board.leaderboard.to_pylist()
+    assert lb[1]["eliminated"] and lb[1]["round"] == 0 and not lb[0]["eliminated"]
+    assert lb[1]["questions"] == 30 and lb[1]["answer_correctness"] == pytest.approx(0.1)
+    assert lb[1]["tied_with_best"] and lb[1]["p_value"] >= 0.05  # unpaired it looked far worse
+    assert "out after round 1" in render(board.leaderboard)
+    # a dropped configuration truly worse on the shared questions is still called worse
+    worse = halved_board(np.ones(80), np.zeros(80), asked=30).leaderboard.to_pylist()
+    assert worse[1]["p_value"] < 0.05 and not worse[1]["tied_with_best"]
+
+
+def test_a_verdict_the_judge_could_not_give_is_left_out_and_counted_against_the_judge():
+    values = scores_matrix(questions=40)
+    configs = SPACE.all_configs()[:4]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(40)]
+    scores = make_scores(ids, questions, values)
+    correctness = values.ravel().copy()
+    unread = np.zeros(correctness.size, dtype=bool)
+    unread[[0, 1, 2]] = True  # the strong configuration's first three verdicts
+    correctness[unread] = np.nan
+    errors = ["judge reply unreadable after 2 corrective retries" if u else None for u in unread]
+    for name, column in (
+        ("correctness", pa.array(correctness, pa.float64(), mask=unread)),
+        ("judge_error", pa.array(errors, pa.string())),
+    ):
+        scores = scores.set_column(scores.schema.get_field_index(name), name, column)
+    answers = make_answers(ids, questions)
+    board = build_board(scores, answers, make_testset(questions), configs, "auto")
+    rows = {r["config_id"]: r for r in board.leaderboard.to_pylist()}
+    assert settings_of(board.leaderboard)["optimization_metric"] == "correctness"
+    assert rows[ids[0]]["questions"] == 37 and rows[ids[0]]["judge_errors"] == 3
+    assert rows[ids[0]]["correctness"] == pytest.approx(np.mean(values[0, 3:]))
+    assert [rows[c]["judge_errors"] for c in ids[1:]] == [0, 0, 0]
+    record = settings_of(board.leaderboard)["judge_unreadable"]
+    assert record == {"answers": 160, "unreadable": 3}
+    assert judge_warning(settings_of(board.leaderboard)) is None  # 1.9%: under 5%
+
+
+def test_a_judge_unreadable_on_more_than_5_percent_of_answers_is_said():
+    line = judge_warning({"judge_unreadable": {"answers": 200, "unreadable": 14}})
+    assert line.startswith("warning: the judge's verdict could not be read on 7.0%")
+    assert judge_warning({"judge_unreadable": {"answers": 200, "unreadable": 10}}) is None
+
+
+def test_the_terminal_leaderboard_of_a_tiny_set_says_its_warning_once(tmp_path):
+    board = make_board(np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]))
+    path = tmp_path / "leaderboard.arrow"
+    write_table(board.leaderboard, path, "leaderboard")
+    ragsweep = str(Path(sys.executable).parent / "ragsweep")
+    shown = subprocess.run([ragsweep, "leaderboard", str(path)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("warning: only 3 questions") == 1
+    assert "Intervals and tests resample the 3 questions one by one" in shown.stdout

@@ -4,13 +4,14 @@ against the scripted OpenAI-compatible server; and a dead endpoint failing fast.
 import json
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import yaml
 from conftest import TEST_API_KEY
-from scripted_llm import free_port
+from scripted_llm import default_responder, free_port
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
@@ -114,6 +115,36 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_pat
     assert 'id="evaluation"' in (run_dir / "report.html").read_text()
     shown = ragsweep("leaderboard", str(run_dir))
     assert f"Successive halving under max_llm_calls=300: {rounds}" in shown.stdout
+    # every dropped configuration is marked, and compared with the best on what both answered
+    assert board["eliminated"].to_pylist() == [False] + [True] * 5
+    assert shown.stdout.count("out after round 1") == 3
+    assert "5 configurations were eliminated by successive halving" in shown.stdout
+
+
+def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_server, tmp_path):
+    def responder(request: dict) -> str:
+        messages = request["messages"]
+        judging = messages[0]["content"].startswith("You grade the answers")
+        if judging and zlib.crc32(messages[1]["content"].encode()) % 5 == 0:
+            return "I would say it is fine."  # never JSON, however often asked
+        return default_responder(request)
+
+    llm_server.responder = responder
+    runs = tmp_path / "runs"
+    result = ragsweep(
+        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    [run_dir] = runs.iterdir()
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    results = read_table(run_dir / "results.arrow", "results")
+    unread = sum(board["judge_errors"].to_pylist())
+    assert unread == results["correctness"].null_count > 0.05 * results.num_rows
+    last = result.stdout.strip().splitlines()[-1]
+    share = unread / results.num_rows
+    assert last.startswith(f"warning: the judge's verdict could not be read on {share:.1%}")
+    assert result.stdout.count("the judge's verdict could not be read") == 1
 
 
 def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(llm_server, tmp_path):

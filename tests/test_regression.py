@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from builders import SPACE, make_answers, make_board, make_scores, make_testset
+from builders import SPACE, make_answers, make_board, make_scores, make_testset, one_pdf_board
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import write_table
@@ -382,3 +382,58 @@ def test_the_document_hashes_follow_each_documents_text_not_its_place_in_the_tab
     assert [d for d, _ in hashes] == ["a.md", "b.md"]
     assert hashes == document_hashes(documents(dict(reversed(texts.items()))))
     assert document_hashes(documents({**texts, "a.md": "Alpha!"}))[0][1] != hashes[0][1]
+
+
+# ---- one document, missing verdicts -----------------------------------------------------------
+
+
+def one_pdf_nights(drop_points):
+    """Two nights of 4 configurations on one PDF, 48 questions over 12 sections: the
+    second night loses ``drop_points`` of the best configuration's correct answers."""
+    rng = np.random.default_rng(8)
+    before = (rng.random((4, 48)) < [[0.9], [0.8], [0.7], [0.6]]).astype(float)
+    after = before.copy()
+    passing = np.flatnonzero(before[0] == 1)
+    lost = rng.choice(passing, round(drop_points / 100 * 48), replace=False)
+    after[:, lost] = 0.0  # every configuration now fails them (a broken document, say)
+    nights = [one_pdf_board(v) for v in (before, after)]
+    return [(b.leaderboard, b.results) for b in nights]
+
+
+def test_one_pdf_a_30_point_drop_raises_the_alarm_and_an_unchanged_night_does_not():
+    baseline, candidate = one_pdf_nights(30)
+    result = compare_runs(baseline, candidate)
+    assert result.alarm.difference == pytest.approx(-0.3, abs=0.02)
+    assert result.best_regressed and result.alarm_can_fire
+    assert result.clusters.unit == "section" and result.clusters.count == 12
+    text = render(result)
+    assert "48 questions in 12 sections of the documents" in text and "REGRESSED" in text
+    unchanged = compare_runs(baseline, one_pdf_nights(0)[1])
+    assert not unchanged.best_regressed and unchanged.alarm.difference == 0.0
+
+
+def test_with_too_few_clusters_the_alarm_says_it_cannot_fire_instead_of_a_p_value():
+    values = np.ones((2, 4))
+    before, after = make_board(values), make_board(np.zeros((2, 4)))
+    result = compare_runs((before.leaderboard, before.results), (after.leaderboard, after.results))
+    assert not result.alarm_can_fire and not result.best_regressed
+    assert result.clusters.unit == "question" and result.clusters.count == 4
+    text = render(result)
+    assert "with 4 clusters this alarm cannot fire at 5%" in text and "p = " not in text
+    assert "warning: only 4 questions" in text
+    assert verdict_metrics(result)["alarm_can_fire"] == 0.0
+
+
+def test_a_question_without_a_verdict_on_one_night_is_left_out_of_that_configurations_pair():
+    values = baseline_values()
+    (bl, br), (cl, cr) = runs(values, values)
+    unread = pc.equal(cr["question_id"], "q000")  # the judge failed on q000 in the candidate
+    cr = cr.set_column(
+        cr.schema.get_field_index("answer_correctness"),
+        "answer_correctness",
+        pc.if_else(unread, pa.scalar(None, pa.float64()), cr["answer_correctness"]),
+    )
+    result = compare_runs((bl, br), (cl, cr))
+    assert set(result.table["questions"].to_pylist()) == {59}
+    assert result.table["baseline"].to_pylist() == result.table["candidate"].to_pylist()
+    assert set(result.table["verdict"].to_pylist()) == {"unchanged"}

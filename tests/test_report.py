@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from builders import make_board, make_reranked_board, rerank_latencies
 
+from ragsweep.core.schemas import settings_of
 from ragsweep.evaluation.leaderboard import Board
 from ragsweep.results.report import best_metrics, pareto_front, render_html, render_markdown
 
@@ -53,6 +54,8 @@ def test_summary_and_metrics_name_the_best_configuration(board):
     metrics = best_metrics(board)
     assert metrics["answer_correctness"] == best["answer_correctness"]
     assert metrics["answer_correctness_low"] <= metrics["answer_correctness"]
+    assert metrics["clusters"] == settings_of(board.leaderboard)["clusters"]["count"] > 1
+    assert "judge_unreadable_share" not in metrics  # not judged
 
 
 def test_report_shows_failed_answers_and_flags_configurations_that_fail_often(board):

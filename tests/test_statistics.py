@@ -4,12 +4,17 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
+from ragsweep.evaluation.clusters import SECTION_CHARS
+from ragsweep.evaluation.clusters import choose as choose_clusters
+from ragsweep.evaluation.halving import halving as halving_plan
+from ragsweep.evaluation.halving import run as run_halving
 from ragsweep.evaluation.statistics import (
     best_of_sweep_pvalue,
     bootstrap_intervals,
     cluster_ids,
     holm,
     means,
+    score_intervals,
     sign_flip_pvalues,
     worse_than_best_pvalues,
 )
@@ -281,3 +286,112 @@ def test_rows_with_few_or_no_values_are_tested_on_what_they_have():
     values[2] = np.nan  # no values
     p = worse_than_best_pvalues(values, clusters, 0)
     assert np.isnan(p[0]) and 0 < p[1] <= 1 and np.isnan(p[2])
+
+
+# The edges users live on (issue 22): one document, a budget, perfect scores, tiny sets.
+SECTIONS = 20
+
+
+def one_document_testset(rng, questions=100, sections=SECTIONS):
+    """A test set on one PDF: every question's reference is the same document, its gold
+    span in one of ``sections`` sections (windows of ``SECTION_CHARS`` characters)."""
+    section = rng.integers(0, sections, questions)
+    start = section * SECTION_CHARS + rng.integers(0, SECTION_CHARS - 200, questions)
+    spans = [[{"doc_id": "manual.pdf", "start": int(s), "end": int(s) + 150}] for s in start]
+    return [["manual.pdf"]] * questions, spans, section
+
+
+def one_document_nights(rng, runs, shift=0.0):
+    """``sweep_nights`` of 48 configurations whose questions' ease is correlated within
+    the section of one document, with the clusters the leaderboard chooses for each run."""
+    nights, sections = sweep_nights(rng, runs, shift=shift, documents=SECTIONS)
+    chosen = []
+    for section in sections:
+        start = section * SECTION_CHARS + 100
+        spans = [[{"doc_id": "manual.pdf", "start": int(s), "end": int(s) + 150}] for s in start]
+        chosen.append(choose_clusters([["manual.pdf"]] * len(section), spans))
+    return nights, chosen
+
+
+@pytest.fixture(scope="module")
+def one_document():
+    return one_document_nights(np.random.default_rng(31), RUNS)
+
+
+def test_one_document_is_clustered_by_the_section_of_its_gold_spans():
+    refs, spans, section = one_document_testset(np.random.default_rng(30))
+    chosen = choose_clusters(refs, spans)
+    assert chosen.unit == "section" and chosen.count == len(set(section.tolist()))
+    assert choose_clusters(refs).unit == "question"  # without gold spans: each question
+    many = choose_clusters([[f"d{i % 30}.md"] for i in range(90)], spans[:90])
+    assert many.unit == "document" and many.count == 30
+
+
+def test_one_document_intervals_cover_the_true_mean_at_least_93_percent(one_document):
+    (night, _), chosen = one_document
+    assert {c.unit for c in chosen} == {"section"}
+    truth = norm.cdf(EASE_MEAN / np.sqrt(DOC_SD**2 + QUESTION_SD**2 + CONFIG_SD**2 + NOISE_SD**2))
+    covered = [
+        np.mean((low <= truth) & (truth <= high))
+        for low, high in (
+            score_intervals(values[:8], c.ids, resamples=500)[1:]
+            for values, c in zip(night, chosen, strict=True)
+        )
+    ]
+    assert np.mean(covered) >= 0.93, np.mean(covered)
+
+
+def test_one_document_unchanged_nights_raise_the_alarm_at_most_5_percent(one_document):
+    (baseline, candidate), chosen = one_document
+    ids = [c.ids for c in chosen]
+    assert best_of_sweep_alarms(baseline, candidate, ids).sum() <= MOST_FALSE
+
+
+FEWER = 500  # runs of the slower simulations; their bounds are the binomial 99% quantiles
+
+
+def test_one_document_10_point_drop_is_detected_80_percent():
+    rng = np.random.default_rng(32)
+    (baseline, candidate), chosen = one_document_nights(rng, FEWER, sweep_shift_for_drop(0.10))
+    assert np.mean(baseline) - np.mean(candidate) == pytest.approx(0.10, abs=0.006)
+    ids = [c.ids for c in chosen]
+    detected = best_of_sweep_alarms(baseline, candidate, ids).sum()
+    assert detected >= binom.ppf(0.01, FEWER, 0.80), detected
+
+
+def halved(values, rounds, seed):
+    """Successive halving played on a configs x questions matrix: the values each
+    configuration was asked (NaN elsewhere), what it was asked, and the leader (the best
+    of the last round, as the leaderboard ranks)."""
+    reached = np.array(run_halving(rounds, len(values), lambda a, f, t: values[a, f:t], seed))
+    asked = np.arange(values.shape[1]) < np.array([rounds[r].questions for r in reached])[:, None]
+    shown = np.where(asked, values, np.nan)
+    last = reached == reached.max()
+    leader = int(np.argmax(np.where(last, means(shown), -np.inf)))
+    return shown, asked, leader
+
+
+def test_halving_48_equal_configurations_call_none_worse_in_95_percent_of_runs(
+    unchanged_nights,
+):
+    (single, _), clusters = unchanged_nights
+    rounds = halving_plan(CONFIGS, 100, 10)
+    assert len(rounds) > 3  # 48 x 10 -> 24 x 20 -> 12 x 40 -> 6 x 80 -> 3 x 100
+    marked = 0
+    for run, (values, g) in enumerate(zip(single[:FEWER], clusters[:FEWER], strict=True)):
+        shown, asked, leader = halved(values, rounds, run)
+        p = worse_than_best_pvalues(shown, g, leader, resamples=500, asked=asked)
+        marked += np.nanmin(p) < 0.05
+    assert marked <= binom.ppf(0.99, FEWER, 0.05), marked
+
+
+def test_perfect_and_near_perfect_scores_on_8_and_25_questions_keep_their_coverage():
+    rng = np.random.default_rng(33)
+    for p in (0.95, 1.0):
+        for n in (8, 25):
+            values = (rng.random((RUNS, n)) < p).astype(float)
+            _, low, high = score_intervals(values, np.arange(n), resamples=500)
+            assert np.mean((low <= p) & (p <= high)) >= 0.93, (p, n)
+            assert np.all(high - low > 0)  # never [1, 1]
+    _, low, high = score_intervals(np.ones((1, 8)), np.arange(8))
+    assert low[0] == pytest.approx(0.631, abs=0.001) and high[0] == 1.0  # Clopper-Pearson

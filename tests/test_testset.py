@@ -273,8 +273,8 @@ BAD_GISKARD = [
     (  # the same question under a new id would be counted twice
         '{"id": "a", "question": "Q?", "reference_answer": "A"}\n'
         '{"id": "b", "question": "Q?", "reference_answer": "A"}',
-        "t.jsonl: line 2: id 'b' repeats the question, reference answer and conversation of "
-        "line 1 (id 'a'): remove one",
+        "t.jsonl: line 2: id 'b' repeats the question, reference answer, context and "
+        "conversation of line 1 (id 'a'): remove one",
     ),
 ]
 

@@ -546,3 +546,42 @@ def test_a_run_page_shows_rerank_latency_only_when_a_configuration_reranks(tmp_p
     page = client.get("/runs/plain").text
     assert "rerank latency" not in page and "cost-rerank" not in page
     assert 'class="num cost-context_chars"' in page  # the costs measured are still shown
+
+
+def test_a_run_page_marks_eliminated_rows_and_says_what_its_statistics_rest_on(tmp_path):
+    from builders import halved_board, make_board
+
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    testset = ui_demo.testset_rows()
+    client = TestClient(create_app(engine))
+    leader = np.r_[np.tile([1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 3), np.ones(50)]
+    board = halved_board(leader, leader, asked=30)
+    database.publish(engine, "halved", board.leaderboard, board.results, testset)
+    page = client.get("/runs/halved").text
+    dropped = board.leaderboard["config_id"][1].as_py()
+    row = re.search(rf'<tr class="([^"]*)" data-config-id="{dropped}">(.*?)</tr>', page, re.S)
+    assert "eliminated" in row.group(1).split() and "out after round 1" in row.group(2)
+    assert "1 configuration was eliminated by successive halving" in page
+    assert "Intervals and tests resample" in page
+
+    tiny = make_board(np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]))
+    database.publish(engine, "tiny", tiny.leaderboard, tiny.results, testset)
+    page = client.get("/runs/tiny").text
+    assert page.count("warning: only 3 questions") == 1
+    assert "<th>eliminated</th>" not in page and "out after round" not in page
+
+
+def test_compare_says_in_words_when_its_alarm_cannot_fire(tmp_path):
+    from builders import make_board
+
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    testset = ui_demo.testset_rows()
+    for run_id, values in (("before", np.ones((2, 4))), ("after", np.zeros((2, 4)))):
+        board = make_board(values)
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    page = TestClient(create_app(engine)).get("/compare?baseline=before&candidate=after").text
+    alarm = re.search(r'id="alarm"><b>([^<]+)</b>\s*<span>(.*?)</span>', page, re.S)
+    assert alarm.group(1) == "no verdict"
+    assert "with 4 clusters this alarm cannot fire at 5%" in alarm.group(2)
+    assert "p " not in alarm.group(2).split("(difference")[1].split(")")[0]
+    assert "The tests resample 4 questions, questions of one cluster together." in page

@@ -382,8 +382,12 @@ def run(
     typer.echo(f"report: {run_dir / 'report.html'}")
     if patterns:
         typer.echo(f"patterns: {run_dir / 'patterns'} (indexing.py, inference.py)")
+    from ragsweep.core.schemas import read_table, settings_of
+    from ragsweep.results.report import judge_warning
+
+    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    regressed = False
     if baseline:
-        from ragsweep.core.schemas import read_table
         from ragsweep.results.database import open_run
         from ragsweep.results.regression import (
             compare_runs,
@@ -393,20 +397,23 @@ def run(
             sweep_of,
         )
 
-        board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
         engine = results_store.connect(url)
         baseline = resolve_baseline(engine, baseline, board, run_dir.name)
         if baseline is None:
             add_comparison(run_dir, None, no_baseline(board))
             typer.echo(f"\n{no_baseline(board)}")
-            return
-        result = compare_runs(open_run(baseline, url), open_run(str(run_dir), url))
-        add_comparison(run_dir, result)
-        typer.echo(f"\ncompared with run {baseline} of sweep {sweep_of(board)}:")
-        typer.echo(render(result))
-        typer.echo(f"comparison: {run_dir / 'comparison.md'} (and in the report)")
-        if result.best_regressed:
-            raise typer.Exit(1)
+        else:
+            result = compare_runs(open_run(baseline, url), open_run(str(run_dir), url))
+            add_comparison(run_dir, result)
+            typer.echo(f"\ncompared with run {baseline} of sweep {sweep_of(board)}:")
+            typer.echo(render(result))
+            typer.echo(f"comparison: {run_dir / 'comparison.md'} (and in the report)")
+            regressed = result.best_regressed
+    unreadable = judge_warning(settings_of(board))
+    if unreadable:  # the run's last line: its verdicts rest on a judge that often failed
+        typer.echo(unreadable)
+    if regressed:
+        raise typer.Exit(1)
 
 
 def add_comparison(run_dir: Path, comparison: Comparison | None, none_found: str = "") -> None:
@@ -454,15 +461,15 @@ def leaderboard(
     """Print the leaderboard of a finished run."""
     from ragsweep.core.schemas import settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = load_leaderboard(run, store)
     typer.echo(render(table, format, top or None, sort))
     if format == "table":
         typer.echo(f"\n{table.num_rows} configurations")
         evaluated = evaluation_summary(settings_of(table))
-        if evaluated:
-            typer.echo(evaluated)
+        for line in ([evaluated] if evaluated else []) + statistics_lines(table):
+            typer.echo(line)
 
 
 @app.command()
@@ -651,7 +658,7 @@ def load_leaderboard(run: str, store: str | None):
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.core.schemas import read_table, settings_of
     from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary
+    from ragsweep.results.report import evaluation_summary, statistics_lines
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     typer.echo(render(table, top=top or None))
@@ -665,8 +672,9 @@ def show(run_dir: Path, top: int) -> None:
         f"{judged}; results in {run_dir}"
     )
     evaluated = evaluation_summary(settings)
-    if evaluated:
-        typer.echo(evaluated)
+    # the judge's warning is the run's last line (``run``)
+    for line in ([evaluated] if evaluated else []) + statistics_lines(table, judge=False):
+        typer.echo(line)
 
 
 @testset_app.command("convert")

@@ -22,7 +22,7 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "6"  # 6: rerankers (reranker, rerank_fetch_k, rerank latency), retrieved spans
+SCHEMA_VERSION = "7"  # 7: eliminated and judge_errors on the leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -112,7 +112,8 @@ SCORED = [
     ("recall_vs_exact", pa.float64()),  # 1.0: the store found exact search's top k
     ("answer_correctness", pa.float64()),
     ("faithfulness", pa.float64()),
-    ("correctness", pa.float64()),  # the LLM judge's verdict, 1 or 0; null: not judged
+    # the LLM judge's verdict, 1 or 0 (0 when the answer failed); null: no verdict
+    ("correctness", pa.float64()),
     ("correctness_reason", pa.string()),
     ("judge_error", pa.string()),  # why there is no verdict; null when there is one
     ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
@@ -184,13 +185,16 @@ LEADERBOARD = pa.schema(
     + [
         ("questions", pa.int64()),  # scored on the ranking metric
         ("round", pa.int64()),  # the last evaluation round it reached (successive halving)
+        ("eliminated", pa.bool_()),  # dropped by successive halving before the last round
     ]
     + _with_intervals(METRICS)
     + [
-        # adjusted p of "worse than the leader" on the ranking metric, aware that the leader
-        # is the post-hoc best (max-statistic test: statistics.worse_than_best_pvalues)
+        # adjusted p of "worse than the leader" on the ranking metric, on the questions both
+        # were asked, aware that the leader is the post-hoc best (max-statistic test:
+        # statistics.worse_than_best_pvalues); null for the leader, and where too few
+        # clusters are shared for the test to reach 5% (no verdict)
         ("p_value", pa.float64()),
-        ("tied_with_best", pa.bool_()),  # not significantly worse than the leader (p >= 0.05)
+        ("tied_with_best", pa.bool_()),  # not shown worse than the leader (p >= 0.05 or null)
         ("latency_p50_s", pa.float64()),
         ("latency_p95_s", pa.float64()),
         ("prompt_tokens", pa.int64()),  # totals over the questions
@@ -204,6 +208,7 @@ LEADERBOARD = pa.schema(
         ("rerank_latency_p95_ms", pa.float64()),
         ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
         ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
+        ("judge_errors", pa.int64()),  # answers the judge gave no readable verdict on
     ]
 )
 
@@ -211,7 +216,9 @@ LEADERBOARD = pa.schema(
 RESULTS = pa.schema(
     list(SCORES)
     + [
-        pa.field("cluster", pa.string()),  # the question's first reference document
+        # the question's cluster (evaluation.clusters): its first reference document, or the
+        # section of its gold span (doc@start); null: the question is a cluster of its own
+        pa.field("cluster", pa.string()),
         pa.field("topic", pa.string()),
         pa.field("question_type", pa.string()),
         pa.field("question_version", pa.string()),  # null in results stored before it

@@ -189,8 +189,8 @@ def _row(
 
 class _Ids:
     """Each question id once in a file; a repeated one names both records. With ``contents``,
-    each question too: the same question, reference answers and conversation under a second
-    id would be counted twice."""
+    each question too: the same question, reference answers, context and conversation under
+    a second id would be counted twice."""
 
     def __init__(self, name: str, unit: str, contents: bool = False) -> None:
         self.name, self.unit, self.seen = name, unit, {}
@@ -210,12 +210,14 @@ class _Ids:
             raise RagsweepError(f"{self.name}: {unit} {number}: {problem}")
         if self.contents is None:
             return
-        content = (row["question"], tuple(row["reference_answers"]), row["conversation_history"])
+        content = tuple(row[k] for k in ("question", "reference_context", "conversation_history"))
+        content += tuple(row["reference_answers"])
         first, first_id = self.contents.setdefault(content, (number, qid))
         if first != number:
             raise RagsweepError(
                 f"{self.name}: {unit} {number}: id '{qid}' repeats the question, reference "
-                f"answer and conversation of {unit} {first} (id '{first_id}'): remove one"
+                f"answer, context and conversation of {unit} {first} (id '{first_id}'): "
+                "remove one"
             )
 
 

@@ -3,9 +3,11 @@
 It gives the fields Giskard RAGET and the Oracle AI Optimizer Testbed use: ``correctness``
 (true/false) and ``correctness_reason``. It asks for a JSON object (``response_format``
 where the server supports it), reads it from bare, fenced, wrapped or chatty replies, and
-asks once more, saying what was wrong, when it cannot. A reply that still cannot be read is
-a judge error for that answer. Verdicts are cached by (judge, prompt, question, references,
-answer), so a rerun and configurations that gave the same answer share one judgment.
+when it cannot, asks again (``CORRECTIONS``: saying what was wrong, then with stricter
+instructions and an example). A reply that still cannot be read is a judge error for that
+answer: the judge's failure, left out of the comparisons (``ragsweep.evaluation.scoring``).
+Verdicts are cached by (judge, prompt, question, references, answer), so a rerun and
+configurations that gave the same answer share one judgment.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ragsweep.models.llm import Chat, Endpoint, LLMSettings, Reply, check_reacha
 from ragsweep.models.prompts import (
     JUDGE_CORRECTION,
     JUDGE_OUT_OF_SCOPE,
+    JUDGE_STRICT,
     JUDGE_SYSTEM_PROMPT,
     JUDGE_TEMPLATE,
 )
@@ -31,6 +34,8 @@ log = logging.getLogger("ragsweep")
 
 VERDICT_KEYS = ("correctness", "correct", "is_correct", "eval_passed")
 REASON_KEYS = ("correctness_reason", "reason", "explanation")
+# what the judge is told after an unreadable reply: what was wrong, then stricter instructions
+CORRECTIONS = (JUDGE_CORRECTION, JUDGE_STRICT)
 TRUE_WORDS = frozenset({"true", "yes", "correct", "pass", "passed", "1"})
 FALSE_WORDS = frozenset({"false", "no", "incorrect", "wrong", "fail", "failed", "0"})
 
@@ -180,7 +185,13 @@ class Judge:
             "model": self.endpoint.model,
             "endpoint": self.endpoint.where,
             "prompt": digest(
-                [JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE, JUDGE_OUT_OF_SCOPE, JUDGE_CORRECTION]
+                [
+                    JUDGE_SYSTEM_PROMPT,
+                    JUDGE_TEMPLATE,
+                    JUDGE_OUT_OF_SCOPE,
+                    JUDGE_CORRECTION,
+                    JUDGE_STRICT,
+                ]
             ),
             "question": item.question,
             "references": item.references,
@@ -195,28 +206,26 @@ class Judge:
         if item.out_of_scope:
             user += JUDGE_OUT_OF_SCOPE
         messages = [("system", JUDGE_SYSTEM_PROMPT), ("user", user)]
-        first = await self._request(messages)
-        if first.error is not None:
-            return Verdict(error=f"judge request failed: {first.error}", llm_calls=first.calls)
-        try:
-            correct, reason = parse_verdict(first.text)
-            return Verdict(correct=correct, reason=reason, llm_calls=first.calls)
-        except ValueError as problem:
-            correction = JUDGE_CORRECTION.format(problem=problem)
-            messages += [("assistant", first.text), ("user", correction)]
-        second = await self._request(messages)
-        calls = first.calls + second.calls
-        if second.error is not None:
-            return Verdict(error=f"judge request failed: {second.error}", llm_calls=calls)
-        try:
-            correct, reason = parse_verdict(second.text)
-        except ValueError as problem:
-            excerpt = " ".join(second.text.split())[:200]
-            return Verdict(
-                error=f"judge reply unreadable after a corrective retry: {problem}: {excerpt!r}",
-                llm_calls=calls,
-            )
-        return Verdict(correct=correct, reason=reason, llm_calls=calls)
+        corrections = list(CORRECTIONS)
+        calls = 0
+        while True:
+            reply = await self._request(messages)
+            calls += reply.calls
+            if reply.error is not None:
+                return Verdict(error=f"judge request failed: {reply.error}", llm_calls=calls)
+            try:
+                correct, reason = parse_verdict(reply.text)
+                return Verdict(correct=correct, reason=reason, llm_calls=calls)
+            except ValueError as problem:
+                if not corrections:
+                    excerpt = " ".join(reply.text.split())[:200]
+                    return Verdict(
+                        error=f"judge reply unreadable after {len(CORRECTIONS)} corrective "
+                        f"retries: {problem}: {excerpt!r}",
+                        llm_calls=calls,
+                    )
+                correction = corrections.pop(0).format(problem=problem)
+                messages += [("assistant", reply.text), ("user", correction)]
 
     async def _request(self, messages: list[tuple[str, str]]) -> Reply:
         return await self.chat.ask(

@@ -32,7 +32,7 @@ from ragsweep.core.schemas import (
     SCORES,
     SETTINGS_KEY,
 )
-from ragsweep.evaluation import statistics
+from ragsweep.evaluation import clusters, statistics
 from ragsweep.evaluation.metrics import is_out_of_scope
 from ragsweep.evaluation.metrics import metric as declared
 
@@ -99,6 +99,9 @@ def build_board(
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
     settings = {**(settings or {}), "optimization_metric": metric}
+    settings["clusters"] = {**clusters.of_testset(testset).record(), "questions": testset.num_rows}
+    if judged:
+        settings["judge_unreadable"] = _unreadable(scores, answers)
     recorded = scores.schema.metadata or {}
     if b"ragsweep.judge" in recorded:  # the judge model, endpoint and prompt
         settings["judge"] = json.loads(recorded[b"ragsweep.judge"])
@@ -111,6 +114,16 @@ def build_board(
         breakdown=breakdown(results, board, testset, seed, resamples),
         failures=failures(results, board, testset),
     )
+
+
+def _unreadable(scores: pa.Table, answers: pa.Table) -> dict[str, int]:
+    """How many answers the judge was shown, and on how many it gave no readable verdict."""
+    shown = pc.and_kleene(pc.is_valid(answers["answer"]), pc.is_null(answers["answer_error"]))
+    unread = pc.and_kleene(pc.is_valid(scores["judge_error"]), pc.is_null(scores["correctness"]))
+    return {
+        "answers": int(pc.sum(pc.cast(shown, pa.int64())).as_py() or 0),
+        "unreadable": int(pc.sum(pc.cast(unread, pa.int64())).as_py() or 0),
+    }
 
 
 def _keys(table: pa.Table) -> pa.ChunkedArray:
@@ -128,8 +141,8 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
     q_at = pc.index_in(scores["question_id"], value_set=ids)
     if q_at.null_count:
         raise ValueError("scores for questions that are not in the test set")
-    first_docs = pa.array([refs[0] if refs else None for refs in testset["reference_doc_ids"]])
-    questions = testset.append_column("cluster", first_docs).take(q_at)
+    keys = pa.array(clusters.of_testset(testset).keys, pa.string())
+    questions = testset.append_column("cluster", keys).take(q_at)
     columns: dict[str, Any] = {name: scores[name] for name in SCORES.names}
     for name in ("cluster", "topic", "question_type", "question_version"):
         columns[name] = questions[name] if name in questions.column_names else pa.nulls(len(q_at))
@@ -180,26 +193,29 @@ def rank_configs(
     if unknown:
         raise ValueError(f"scores for unknown configurations: {unknown}")
     question_ids = testset["question_id"].to_pylist()
-    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    chosen = clusters.of_testset(testset)
     data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
     columns: dict[str, np.ndarray] = {}
     for m in METRICS:
-        center, low, high = statistics.bootstrap_intervals(data[m], clusters, resamples, seed)
+        center, low, high = statistics.score_intervals(data[m], chosen.ids, resamples, seed)
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
     labels = [by_id[c]["label"] for c in config_ids]
     sign = declared(metric).sign()  # scores times sign: higher is better
     score = np.nan_to_num(sign * columns[metric], nan=-np.inf)
-    rounds = np.nan_to_num(
-        np.nanmax(matrix(results, "round", config_ids, question_ids), axis=1, initial=-1), nan=-1
-    ).astype(int)
+    round_of = matrix(results, "round", config_ids, question_ids)
+    answered = ~np.isnan(round_of)
+    rounds = np.max(np.where(answered, round_of, -1), axis=1, initial=-1).astype(int)
     order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
     columns = {name: values[order] for name, values in columns.items()}
     ranked = sign * data[metric][order]
-
-    p_value = statistics.worse_than_best_pvalues(ranked, clusters, 0, resamples, seed)
+    # a configuration is compared with the leader on the questions both were asked
+    asked = (answered | ~np.isnan(data[metric]))[order]
+    p_value = statistics.worse_than_best_pvalues(ranked, chosen.ids, 0, resamples, seed, asked)
+    verdictless = _verdictless(ranked, asked, chosen.ids)
+    p_value[verdictless] = np.nan
     columns["p_value"] = p_value
     leader = np.arange(len(order)) == 0
-    columns["tied_with_best"] = leader | (p_value >= statistics.ALPHA)
+    columns["tied_with_best"] = leader | verdictless | (p_value >= statistics.ALPHA)
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
     columns.update(_errors(results, [config_ids[i] for i in order]))
 
@@ -210,9 +226,32 @@ def rank_configs(
     rows["rank"] = list(range(1, len(order) + 1))
     rows["questions"] = (~np.isnan(ranked)).sum(axis=1).tolist()
     rows["round"] = [int(rounds[i]) if rounds[i] >= 0 else None for i in order]
+    last = rounds.max(initial=-1)
+    rows["eliminated"] = [bool(0 <= rounds[i] < last) for i in order]
     for name, values in columns.items():
         rows[name] = pa.array(values, from_pandas=True)
     return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
+
+
+def _verdictless(values: np.ndarray, asked: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Rows with values (not the leader, row 0) compared with the leader on questions from
+    too few clusters for the test to reach 5% (``statistics.smallest_pvalue``, with the
+    levels of ``statistics.worse_than_best_pvalues``): no verdict."""
+    if not len(asked):
+        return np.zeros(0, dtype=bool)
+    shared = asked & asked[0]
+    have = ~np.isnan(statistics.means(values))
+    keys = [np.packbits(row).tobytes() for row in shared]
+    levels = {keys[row]: row for row in range(1, len(keys)) if have[row]}
+    # the range of the wild bootstrap over G clusters takes at most 2 ** (G - 1) values
+    hopeless = {
+        key: statistics.smallest_pvalue(len(np.unique(ids[shared[row]])) - 1, len(levels))
+        >= statistics.ALPHA
+        for key, row in levels.items()
+    }
+    return np.array(
+        [row > 0 and have[row] and hopeless[key] for row, key in enumerate(keys)], dtype=bool
+    )
 
 
 def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) -> dict:
@@ -241,25 +280,37 @@ def _costs(results: pa.Table, config_ids: list[str], question_ids: list[str]) ->
 
 def _errors(results: pa.Table, config_ids: list[str]) -> dict:
     """Per configuration: questions whose answer failed or whose verdict could not be read,
-    and whether they are more than ``ERRORS_FLAG`` of the questions it answered (those
-    with an evaluation round)."""
-    failed = pc.or_kleene(pc.is_valid(results["answer_error"]), pc.is_valid(results["judge_error"]))
+    whether they are more than ``ERRORS_FLAG`` of the questions it answered (those with an
+    evaluation round), and the verdicts the judge could not give on an answer it was shown
+    (``judge_errors``: the judge's failures, not the configuration's)."""
+    answer_failed = pc.is_valid(results["answer_error"])
+    failed = pc.or_kleene(answer_failed, pc.is_valid(results["judge_error"]))
+    unread = pc.and_kleene(pc.is_valid(results["judge_error"]), pc.is_null(results["correctness"]))
     counts = (
         pa.table(
             {
                 "config_id": results["config_id"],
                 "failed": pc.cast(failed, pa.int64()),
+                "unread": pc.cast(unread, pa.int64()),
                 "answered": pc.cast(pc.is_valid(results["round"]), pa.int64()),
             }
         )
         .group_by("config_id")
-        .aggregate([("failed", "sum"), ("answered", "sum")])
+        .aggregate([("failed", "sum"), ("unread", "sum"), ("answered", "sum")])
         .to_pylist()
     )
-    by_id = {r["config_id"]: (r["failed_sum"], r["answered_sum"]) for r in counts}
-    errors = np.array([by_id.get(c, (0, 0))[0] for c in config_ids], dtype=np.int64)
-    answered = np.array([by_id.get(c, (0, 0))[1] for c in config_ids], dtype=np.int64)
-    return {"errors": errors, "errors_flagged": errors > ERRORS_FLAG * answered}
+    by_id = {r["config_id"]: r for r in counts}
+    none = {"failed_sum": 0, "unread_sum": 0, "answered_sum": 0}
+
+    def column(name: str) -> np.ndarray:
+        return np.array([by_id.get(c, none)[name] for c in config_ids], dtype=np.int64)
+
+    errors, answered = column("failed_sum"), column("answered_sum")
+    return {
+        "errors": errors,
+        "errors_flagged": errors > ERRORS_FLAG * answered,
+        "judge_errors": column("unread_sum"),
+    }
 
 
 def breakdown(
@@ -273,7 +324,7 @@ def breakdown(
     config_ids = leaderboard["config_id"].to_pylist()
     labels = leaderboard["label"].to_pylist()
     question_ids = testset["question_id"].to_pylist()
-    clusters = statistics.cluster_ids(testset["reference_doc_ids"].to_pylist())
+    ids = clusters.of_testset(testset).ids
     data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
     rows: dict[str, list] = {name: [] for name in BREAKDOWN.names}
     for dimension in BREAKDOWN_DIMENSIONS:
@@ -288,9 +339,7 @@ def breakdown(
             rows["value"] += [value] * len(config_ids)
             rows["questions"] += answered.tolist()
             for m in METRICS:
-                stats = statistics.bootstrap_intervals(
-                    data[m][:, mask], clusters[mask], resamples, seed
-                )
+                stats = statistics.score_intervals(data[m][:, mask], ids[mask], resamples, seed)
                 for suffix, column in zip(("", "_low", "_high"), stats, strict=True):
                     rows[m + suffix] += column.tolist()
     return pa.table({k: pa.array(v, from_pandas=True) for k, v in rows.items()}).cast(BREAKDOWN)

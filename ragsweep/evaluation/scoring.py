@@ -3,12 +3,15 @@ with the LLM judge when the run names one. A row left unanswered (null answer: i
 configuration was dropped by successive halving) gets only the retrieval metrics. A metric
 that does not apply to a question (``ragsweep.evaluation.metrics``) is null.
 
-A failure counts against its configuration, so that failing never raises a mean: an answer
-whose request failed after its retries (``answer_error``) scores 0 on every answer metric
-and, under a judge, ``correctness`` 0 with the reason ``answer failed: <error>``; an answer
-the judge gave no verdict on (``judge_error``) gets ``correctness`` 0 with the reason
-``verdict unreadable: <error>``. Its retrieval metrics stay as computed. ``judge_error`` is
-null exactly when ``correctness`` is the judge's verdict.
+A failed answer counts against its configuration, so that failing never raises a mean: an
+answer whose request failed after its retries (``answer_error``) scores 0 on every answer
+metric and, under a judge, ``correctness`` 0 with the reason ``answer failed: <error>``.
+A verdict the judge could not give (``judge_error``: its reply unreadable after the
+corrective retries, or its request failed) is the judge's failure, not the configuration's:
+``correctness`` is null there, with the reason ``verdict unreadable: <error>``, so the
+question is left out of that configuration's mean and of every comparison with it (the
+tests pair questions on which both sides have a value). Retrieval metrics stay as computed.
+``judge_error`` is null exactly when ``correctness`` is the judge's verdict.
 
 Scoring works on the table's columns: document metrics are computed on whole columns
 (a metric's ``column``); every other metric once per distinct input (a
@@ -272,7 +275,7 @@ def _judged(
     # one entry per verdict, then one per distinct failure; each row points at its entry
     errors = pc.unique(answers["answer_error"].filter(pa.array(failed))) if failed.any() else []
     errors = errors.to_pylist() if len(errors) else []
-    correct = [0.0 if v.error else float(v.correct) for v in verdicts] + [0.0] * len(errors)
+    correct = [None if v.error else float(v.correct) for v in verdicts] + [0.0] * len(errors)
     reasons = [f"verdict unreadable: {v.error}" if v.error else v.reason for v in verdicts]
     reasons += [f"answer failed: {e}" for e in errors]
     judge_errors = [v.error for v in verdicts] + ["not judged: the answer failed"] * len(errors)

@@ -1,11 +1,13 @@
 """Statistics for leaderboards and regression verdicts, on configs x questions matrices.
 
 Questions that come from one document are not independent, so every figure resamples
-*clusters* of questions (a question's cluster is its first reference document; a question
-without one is its own cluster):
+*clusters* of questions (``ragsweep.evaluation.clusters`` chooses the unit: the first
+reference document, the section of the gold span, or the question itself):
 
 - ``bootstrap_intervals``: mean and percentile bootstrap interval per row, resampling
   clusters with replacement, widened for the few-cluster bias (``small_sample_factor``);
+- ``score_intervals``: the same for scores between 0 and 1, never narrower than the
+  Clopper-Pearson interval at the row's effective sample size (8 of 8: [0.63, 1]);
 - ``sign_flip_pvalues``: the paired test of one row against another over the same
   questions: under "no difference" the sign of each cluster's summed difference is a coin
   flip; exact enumeration when few clusters differ, Monte Carlo (fixed seed) otherwise.
@@ -16,7 +18,9 @@ without one is its own cluster):
 - ``worse_than_best_pvalues``: which configurations are worse than the leader, aware that
   the leader was picked *because* it scored highest: a max-statistic (Tukey-HSD-like) test
   whose null distribution is the range of the centred configuration means under a wild
-  cluster bootstrap (sign flips of each cluster's jackknife deviations);
+  cluster bootstrap (sign flips of each cluster's jackknife deviations); each row on the
+  questions it shares with the leader (after successive halving: one level per round);
+- ``smallest_pvalue``: whether a test over so few clusters can reach 5% at all;
 - ``best_of_sweep_pvalue``: did the sweep's best get worse from one night to the next, the
   statistic being best-of-sweep minus best-of-sweep and its null distribution the swaps of
   the two nights within clusters (exact when the nights are exchangeable).
@@ -33,6 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragsweep.evaluation import clusters as clusters_of
+
 SEED = 20261130
 RESAMPLES = 2000
 ALPHA = 0.05
@@ -42,13 +48,9 @@ BLOCK = 1000  # resamples drawn per block: bounds memory for large grids
 
 
 def cluster_ids(reference_doc_ids: Sequence[Sequence[str] | None]) -> np.ndarray:
-    """One integer cluster per question: its first reference document, else its own."""
-    labels: dict[str, int] = {}
-    out = np.empty(len(reference_doc_ids), dtype=np.int64)
-    for i, refs in enumerate(reference_doc_ids):
-        key = f"doc:{refs[0]}" if refs else f"question:{i}"
-        out[i] = labels.setdefault(key, len(labels))
-    return out
+    """One integer cluster per question: its first reference document, else its own (the
+    ``document`` unit; ``ragsweep.evaluation.clusters`` chooses among units)."""
+    return clusters_of.ids_of(clusters_of.document_keys(reference_doc_ids))
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,63 @@ def small_sample_factor(n_clusters: int, alpha: float = ALPHA) -> float:
     return float(np.sqrt(n_clusters / (n_clusters - 1)) * t)
 
 
+def score_intervals(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    alpha: float = ALPHA,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the mean and a (1 - alpha) interval of scores between 0 and 1 (every metric).
+
+    The cluster bootstrap interval (``bootstrap_intervals``) collapses where the scores do
+    not vary: 8 of 8 correct gives [1, 1]. So each bound reaches at least as far as the
+    Clopper-Pearson interval at the row's effective sample size (``effective_sizes``):
+    8 of 8 gives [0.63, 1], and a 0/1 score near 0 or 1 keeps its coverage.
+    """
+    center, low, high = bootstrap_intervals(values, clusters, resamples, seed, alpha)
+    exact_low, exact_high = binomial_bounds(values, clusters, alpha)
+    return center, np.fmin(low, exact_low), np.fmax(high, exact_high)
+
+
+def effective_sizes(values: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """Per row, the number of independent 0/1 scores whose mean would vary as much as this
+    row's mean does over its clusters: p(1 - p) / V, V the cluster-robust variance of the
+    mean (with the G / (G - 1) correction). Where V cannot be measured (every score alike:
+    all correct, all wrong), the number of clusters with a score: within-cluster correlation
+    is then unknown and each cluster counts once, the conservative choice."""
+    data = Clustered.of(values, clusters)
+    total = data.counts.sum(axis=1)
+    groups = (data.counts > 0).sum(axis=1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.clip(data.sums.sum(axis=1) / total, 0.0, 1.0)
+        residual = data.sums - mean[:, None] * data.counts
+        variance = groups / (groups - 1) * (residual**2).sum(axis=1) / total**2
+        spread = mean * (1 - mean)
+        sizes = np.where((variance > 1e-15) & (spread > 0), spread / variance, groups)
+    return np.where(total > 0, sizes, np.nan)
+
+
+def binomial_bounds(
+    values: np.ndarray, clusters: np.ndarray, alpha: float = ALPHA
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the Clopper-Pearson (1 - alpha) interval of its mean at its effective
+    sample size n (``effective_sizes``), with n * mean (not always whole) successes."""
+    from scipy import stats
+
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    n = effective_sizes(values, clusters)
+    mean = np.clip(means(values), 0.0, 1.0)
+    low, high = np.full(len(values), np.nan), np.full(len(values), np.nan)
+    have = ~np.isnan(n) & ~np.isnan(mean)
+    x, n = mean[have] * n[have], n[have]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low[have] = np.where(x > 0, stats.beta.ppf(alpha / 2, x, n - x + 1), 0.0)
+        high[have] = np.where(x < n, stats.beta.ppf(1 - alpha / 2, x + 1, n - x), 1.0)
+    low = np.where(have, np.nan_to_num(low, nan=0.0), np.nan)
+    return low, np.where(have, np.nan_to_num(high, nan=1.0), np.nan)
+
+
 def sign_flip_pvalues(
     differences: np.ndarray,
     clusters: np.ndarray,
@@ -197,52 +256,112 @@ def worse_than_best_pvalues(
     leader: int,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    asked: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per row, the adjusted p-value of "worse than the ``leader`` row", controlling the
     chance that *any* row as good as the leader is called worse, whatever the rows' number.
 
-    A row is worse when the leader's mean exceeds its own by more than chance could make
-    the largest difference between any two rows: the gap is compared with the range
-    (max - min) of the rows' centred means under a wild cluster bootstrap. Each cluster's
-    jackknife deviation (the row's mean minus its mean without that cluster, times
-    sqrt((G - 1) / G) for G clusters) keeps or flips its sign, the same flips for every row
-    so that their correlation is kept. NaN for the leader and for rows without values.
+    A row is compared with the leader on the questions both were asked (``asked``, a
+    boolean matrix like ``values``; default: every question), and on those only where both
+    have a value: the gap is the mean paired difference. It is worse when the gap exceeds
+    what chance could make the largest difference between any two rows asked those
+    questions: the range (max - min) of their centred means under a wild cluster bootstrap
+    (``_stepdown``). After successive halving the rows fall into levels (the question sets
+    they share with the leader: round 1's, round 2's, ...); each level is tested on its own
+    questions, and its p-values are multiplied by the number of levels (Bonferroni), so the
+    family-wise error over every level stays at most 5%. NaN for the leader and for rows
+    without values.
     """
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     p = np.full(len(values), np.nan)
     if not len(values):
         return p
-    data = Clustered.of(values, clusters)
     center = means(values)
     have = ~np.isnan(center)
-    if data.n_clusters < 2 or have.sum() < 2 or not have[leader]:
+    if not have[leader]:
         p[have] = 1.0
         p[leader] = np.nan
         return p
-    sums, counts = data.sums[have], data.counts[have]
-    totals, g = counts.sum(axis=1, keepdims=True), data.n_clusters
+    asked = np.ones(values.shape, dtype=bool) if asked is None else np.asarray(asked, dtype=bool)
+    shared = asked & asked[leader]
+    levels: dict[bytes, list[int]] = {}
+    for row in np.flatnonzero(have):
+        if row != leader:
+            levels.setdefault(np.packbits(shared[row]).tobytes(), []).append(int(row))
+    for tested in levels.values():
+        columns = shared[tested[0]]
+        family = [int(r) for r in np.flatnonzero(have) if r == leader or asked[r][columns].all()]
+        position = {r: i for i, r in enumerate(family)}
+        step = _stepdown(
+            values[np.ix_(family, np.flatnonzero(columns))],
+            clusters[columns],
+            position[leader],
+            [position[r] for r in tested],
+            resamples,
+            seed,
+        )
+        p[tested] = np.minimum(1.0, len(levels) * step)
+    return p
+
+
+def _stepdown(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    lead: int,
+    tested: list[int],
+    resamples: int,
+    seed: int,
+) -> np.ndarray:
+    """Step-down max-statistic p-values of the ``tested`` rows against the ``lead`` row,
+    every row on the same questions (the columns).
+
+    Each cluster's jackknife deviation (the row's mean minus its mean without that
+    cluster, times sqrt((G - 1) / G) for G clusters) keeps or flips its sign, the same
+    flips for every row so that their correlation is kept. The row furthest behind is
+    tested against the range over every row, the next against the range over the rows not
+    yet tested (untested rows, the leader among them, always count), and so on."""
+    data = Clustered.of(values, clusters)
+    center = means(values)
+    with np.errstate(invalid="ignore"):
+        paired = values[lead] - values[tested]
+    both = ~np.isnan(paired)
+    gaps = np.divide(
+        np.where(both, paired, 0.0).sum(axis=1),
+        both.sum(axis=1),
+        out=np.full(len(tested), -np.inf),
+        where=both.any(axis=1),
+    )
+    if data.n_clusters < 2:
+        return np.ones(len(tested))
+    totals, g = data.counts.sum(axis=1, keepdims=True), data.n_clusters
     with np.errstate(invalid="ignore", divide="ignore"):  # a row with values in one cluster
-        without = (totals * center[have, None] - sums) / (totals - counts)
-    deviations = np.nan_to_num(center[have, None] - without) * np.sqrt((g - 1) / g)
+        without = (totals * center[:, None] - data.sums) / (totals - data.counts)
+    deviations = np.nan_to_num(center[:, None] - without) * np.sqrt((g - 1) / g)
     rng = np.random.default_rng(seed)
     signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, g)).astype(np.int8)
     centred = signs @ deviations.T  # resamples x rows
-    # step down: the row furthest behind is tested against the range over every row, the
-    # next against the range over the rows not yet tested (and the leader), and so on
-    gaps = center[leader] - center[have]
-    lead = int(have[:leader].sum())  # the leader's position among the rows with values
+    always = sorted(set(range(len(values))) - set(tested))  # the leader among them
     order = np.argsort(-gaps, kind="stable")
-    order = order[order != lead]
-    behind = centred[:, order]
+    behind = centred[:, np.asarray(tested)[order]]
     ceiling = np.maximum(
-        np.maximum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]]
+        np.maximum.accumulate(behind[:, ::-1], axis=1)[:, ::-1],
+        centred[:, always].max(axis=1, keepdims=True),
     )
-    floor = np.minimum(np.minimum.accumulate(behind[:, ::-1], axis=1)[:, ::-1], centred[:, [lead]])
+    floor = np.minimum(
+        np.minimum.accumulate(behind[:, ::-1], axis=1)[:, ::-1],
+        centred[:, always].min(axis=1, keepdims=True),
+    )
     step = (1 + (ceiling - floor >= gaps[order] - 1e-12).sum(axis=0)) / (1 + resamples)
-    adjusted = np.full(have.sum(), np.nan)
-    adjusted[order] = np.maximum.accumulate(step)
-    p[have] = adjusted
-    return p
+    out = np.empty(len(tested))
+    out[order] = np.maximum.accumulate(step)
+    return out
+
+
+def smallest_pvalue(n_clusters: int, tests: int = 1) -> float:
+    """The smallest p-value a sign-flip test over ``n_clusters`` clusters can give (all
+    2**G sign patterns enumerated), times ``tests`` for a Bonferroni family: when it is
+    not below ``ALPHA`` the test cannot reject, whatever the data."""
+    return min(1.0, tests * 2.0 ** -max(n_clusters, 0))
 
 
 def best_of_sweep_pvalue(

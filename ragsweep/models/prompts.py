@@ -48,3 +48,9 @@ JUDGE_CORRECTION = (
     "Your reply could not be read: {problem}. Reply again with only one JSON object: "
     '{{"correctness": true or false, "correctness_reason": "one sentence"}}'
 )
+# the last corrective request: stricter, with an example of the whole reply
+JUDGE_STRICT = (
+    "Your reply still could not be read: {problem}. Your whole reply must be exactly one "
+    "line of JSON and nothing else: no prose, no code fence, no other keys. For example:\n"
+    '{{"correctness": false, "correctness_reason": "The answer gives the wrong year."}}'
+)

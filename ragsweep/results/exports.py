@@ -136,7 +136,8 @@ def render(
 
 
 ERRORS_LEGEND = (
-    "errors: answers that failed or verdicts that could not be read, scored as wrong; "
+    "errors: answers that failed (scored as wrong) or verdicts that could not be read (left "
+    "out of the comparisons); "
     "! : errors on more than 10% of the configuration's answered questions"
 )
 
@@ -149,6 +150,16 @@ def has_errors(table: pa.Table) -> bool:
 def errors_cell(row: dict[str, Any]) -> str:
     """``3`` or ``5 !`` (flagged: errors on more than 10% of its answered questions)."""
     return f"{row['errors'] or 0}{' !' if row['errors_flagged'] else ''}"
+
+
+def eliminated_cell(row: dict[str, Any]) -> str:
+    """``out after round 2`` for a configuration successive halving dropped, else ''."""
+    return f"out after round {row['round'] + 1}" if row.get("eliminated") else ""
+
+
+def has_eliminated(table: pa.Table) -> bool:
+    """Whether successive halving dropped any configuration of the leaderboard."""
+    return "eliminated" in table.column_names and any(table["eliminated"].to_pylist())
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -190,6 +201,8 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     header += [m.replace("_", " ") for m in others] + ["questions"]
     with_errors = has_errors(table)
     header += ["errors"] if with_errors else []
+    with_eliminated = has_eliminated(table)
+    header += ["eliminated"] if with_eliminated else []
     header += ["latency p50/p95 s"] if with_latency else []
     header += ["search ms p50/p95"] if with_search else []
     header += ["rerank ms p50/p95"] if with_rerank else []
@@ -201,6 +214,7 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
         )
         row += [number(r[m]) for m in others] + [str(r["questions"])]
         row += [errors_cell(r)] if with_errors else []
+        row += [eliminated_cell(r)] if with_eliminated else []
         if with_latency:
             row.append(f"{number(r['latency_p50_s'], 2)}/{number(r['latency_p95_s'], 2)}")
         if with_search:

@@ -34,7 +34,8 @@ from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import COMPARISON, FLIPS, settings_of
-from ragsweep.evaluation import statistics
+from ragsweep.evaluation import clusters, statistics
+from ragsweep.evaluation.clusters import Clusters
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, failure_reason, matrix
 from ragsweep.evaluation.metrics import metric as declared
 from ragsweep.results.changes import Changes, changes
@@ -99,6 +100,14 @@ class Comparison:
     alarm: Alarm
     changes: Changes  # documents, test set, grid and settings since the baseline
     baseline_best: dict = field(default_factory=dict)  # the baseline leaderboard's first row
+    clusters: Clusters | None = None  # of the shared questions: what the tests resample
+
+    @property
+    def alarm_can_fire(self) -> bool:
+        """Whether the alarm's test can reach 5% at all over these clusters: an exact
+        sign-flip or swap test over G clusters gives p >= 2 ** -G."""
+        count = self.clusters.count if self.clusters else len(self.overlap.questions)
+        return statistics.smallest_pvalue(count) < statistics.ALPHA
 
     @property
     def best(self) -> dict | None:
@@ -148,7 +157,12 @@ def compare_runs(
                 f"compare: the {name} run has no values of {metric} on the shared configurations "
                 f"and questions (was it judged?); choose another metric with --metric"
             )
-    clusters = _clusters(cand_results, question_ids)
+    # paired: a question without a value on one night (a verdict the judge could not give)
+    # is left out of that configuration's comparison on both nights
+    missing = np.isnan(before) | np.isnan(after)
+    before, after = np.where(missing, np.nan, before), np.where(missing, np.nan, after)
+    chosen = _clusters(cand_board, cand_results, question_ids)
+    clusters = chosen.ids
     # a regression is a move in the metric's declared bad direction: the tests run on
     # differences made higher-is-better, the figures are reported in the metric's own terms
     sign = declared(metric).sign()
@@ -202,7 +216,7 @@ def compare_runs(
         }
     ).cast(COMPARISON)
     since = changes(settings_of(base_board), settings_of(cand_board))
-    return Comparison(table, flips, metric, overlap, alarm, since, best)
+    return Comparison(table, flips, metric, overlap, alarm, since, best, chosen)
 
 
 def _check_shared(
@@ -331,13 +345,16 @@ def resolve_deployed(value: str) -> str:
     return configs[0]["config_id"]
 
 
-def _clusters(results: pa.Table, question_ids: list[str]) -> np.ndarray:
-    docs: dict[str, str | None] = {}
-    for qid, doc in zip(
+def _clusters(board: pa.Table, results: pa.Table, question_ids: list[str]) -> Clusters:
+    """The shared questions' clusters as the candidate run recorded them (its unit), or
+    each question alone when they are too few (``clusters.of_keys``)."""
+    keys: dict[str, str | None] = {}
+    for qid, key in zip(
         results["question_id"].to_pylist(), results["cluster"].to_pylist(), strict=True
     ):
-        docs.setdefault(qid, doc)
-    return statistics.cluster_ids([[docs[q]] if docs[q] else [] for q in question_ids])
+        keys.setdefault(qid, key)
+    unit = (settings_of(board).get("clusters") or {}).get("unit", "document")
+    return clusters.of_keys([keys[q] for q in question_ids], unit)
 
 
 def _flips(
@@ -450,15 +467,27 @@ def alarm_line(comparison: Comparison) -> str:
         else "best of sweep (the best shared configuration of each run)"
     )
     verdict = "REGRESSED" if alarm.regressed else "not regressed"
+    figures = (
+        f"{comparison.metric}: {number(alarm.baseline)} -> {number(alarm.candidate)} "
+        f"({number(alarm.difference)})"
+    )
+    if not comparison.alarm_can_fire:
+        return f"alarm, {name}: no verdict on {figures}: {cannot_fire(comparison)}"
+    return f"alarm, {name}: {verdict} on {figures}, {alarm.test}, p = {number(alarm.p_value, 4)}"
+
+
+def cannot_fire(comparison: Comparison) -> str:
+    """Why the alarm gives no verdict, in words (``Comparison.alarm_can_fire`` is false)."""
+    count = comparison.clusters.count if comparison.clusters else len(comparison.overlap.questions)
     return (
-        f"alarm, {name}: {verdict} on {comparison.metric}: {number(alarm.baseline)} -> "
-        f"{number(alarm.candidate)} ({number(alarm.difference)}), {alarm.test}, "
-        f"p = {number(alarm.p_value, 4)}"
+        f"with {count} cluster{'' if count == 1 else 's'} this alarm cannot fire at 5% (a test "
+        "over G clusters gives p >= 2^-G); compare on more questions, documents or sections"
     )
 
 
 def overlap_lines(comparison: Comparison) -> list[str]:
-    """What the runs share and what only one of them holds, as lines."""
+    """What the runs share (and in which clusters), and what only one of them holds, as
+    lines."""
     o, best = comparison.overlap, comparison.baseline_best
 
     def some(items: list[str]) -> str:
@@ -468,7 +497,14 @@ def overlap_lines(comparison: Comparison) -> list[str]:
     out = [
         f"compared on what both runs share: {_count(o.configs, 'configuration')}, "
         f"{_count(o.questions, 'question')}"
+        + (f" in {comparison.clusters.describe()}" if comparison.clusters else "")
     ]
+    caution = (
+        clusters.caution(len(o.questions), clusters.effective(comparison.clusters.ids))
+        if comparison.clusters
+        else None
+    )
+    out += [caution] if caution else []
     for who, configs, questions in (
         ("only in the baseline", o.configs_removed, o.questions_removed),
         ("only in the candidate", o.configs_added, o.questions_added),
@@ -578,6 +614,8 @@ def verdict_metrics(comparison: Comparison) -> dict[str, float]:
         "configurations_regressed": float(verdicts.count(REGRESSED)),
         "configurations_improved": float(verdicts.count(IMPROVED)),
         "baseline_best_missing": float(comparison.best is None),
+        "alarm_can_fire": float(comparison.alarm_can_fire),
+        "clusters": float(comparison.clusters.count if comparison.clusters else 0),
         **{name: float(n) for name, n in comparison.overlap.counts().items()},
         **{name: float(n) for name, n in comparison.changes.counts().items()},
     }

@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.evaluation import clusters
 from ragsweep.evaluation.leaderboard import Board
 from ragsweep.evaluation.metrics import metric as metric_of
 from ragsweep.results.exports import (
     ERRORS_LEGEND,
+    eliminated_cell,
     errors_cell,
     exact_only,
+    has_eliminated,
     has_errors,
     number,
     ranking_metric,
@@ -60,6 +63,7 @@ td.label{white-space:nowrap;font-family:ui-monospace,monospace;font-size:11px}
 tr.tied td:first-child{border-left:4px solid #2f855a}
 tr.best{background:#f0fff4}
 tr.flagged td.errors{color:#c53030;font-weight:700}
+tr.eliminated{color:#718096}tr.eliminated td.out{font-style:italic}
 .tie{color:#2f855a;font-weight:700}
 .muted{color:#718096;font-size:12px}
 .chart{background:#fff;border:1px solid #d9dee7;border-radius:8px;padding:8px;margin:8px 0}
@@ -224,12 +228,14 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
     with_rerank = reranked(board)
     scale = scale_of(board, metric)
     better = "" if metric_of(metric).higher_is_better else ", lower is better"
+    with_eliminated = has_eliminated(board)
     head = (
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
         f"<th>{escape(metric)}{better}</th><th>95% CI</th>"
         f"<th>interval ({scale[0]:.3g} to {scale[1]:.3g})</th>"
         + "".join(f'<th class="wrap">{escape(m.replace("_", " "))}</th>' for m in others)
         + "<th>questions</th>"
+        + ("<th>eliminated</th>" if with_eliminated else "")
         + ("<th>errors</th>" if with_errors else "")
         + f"<th>p vs best</th><th>{escape(short_cost[cost])}</th>"
         + ("<th>rerank ms (p50 / p95)</th>" if with_rerank else "")
@@ -240,7 +246,9 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         classes = ["config-row"] + (["tied"] if r["tied_with_best"] else [])
         classes += ["best"] if r["rank"] == 1 else []
         classes += ["flagged"] if r["errors_flagged"] else []
+        classes += ["eliminated"] if r.get("eliminated") else []
         errors = f'<td class="num errors">{escape(errors_cell(r))}</td>' if with_errors else ""
+        out = f'<td class="out">{eliminated_cell(r)}</td>' if with_eliminated else ""
         cost_cell = fmt(r[cost], 0 if cost == "context_chars" else 3)
         if cost != "context_chars":
             p95 = cost.replace("p50", "p95")
@@ -259,7 +267,7 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f'<td class="num">{fmt(r[metric + "_low"])} – {fmt(r[metric + "_high"])}</td>'
             f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'], scale)}</td>"
             + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
-            + f'<td class="num">{r["questions"]}</td>{errors}'
+            + f'<td class="num">{r["questions"]}</td>{out}{errors}'
             f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td>'
             f"{rerank_cell}</tr>"
         )
@@ -371,6 +379,61 @@ def evaluation_summary(settings: dict) -> str | None:
     )
 
 
+JUDGE_UNREADABLE_SHARE = 0.05  # above this share of answers, the run says the judge failed
+
+
+def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
+    """What the intervals and tests rest on (the cluster unit and count), and what they
+    cannot show: a small test set, configurations with no verdict, eliminated ones, and
+    (``judge``) a judge that often could not be read."""
+    settings = settings_of(board)
+    record = settings.get("clusters")
+    out = []
+    if record:
+        if record["unit"] == "question":
+            out.append(
+                f"Intervals and tests resample the {record['questions']} questions one by one "
+                "(too few documents or sections to cluster them)."
+            )
+        else:
+            out.append(
+                f"Intervals and tests resample {clusters.describe(record['unit'], record['count'])}"
+                f", the questions of each together ({record['questions']} questions)."
+            )
+        caution = clusters.caution(record["questions"], record["effective"])
+        if caution:
+            out.append(caution)
+    rows = board.to_pylist()
+    verdictless = [r for r in rows if r["rank"] > 1 and r["p_value"] is None and r["questions"]]
+    if verdictless:
+        out.append(
+            f"{len(verdictless)} configuration{'s share' if len(verdictless) > 1 else ' shares'}"
+            " too few clusters with the best for the test to reach 5%: no verdict (p: -)."
+        )
+    out_early = [r for r in rows if r.get("eliminated")]
+    if out_early:
+        out.append(
+            f"{len(out_early)} configuration{'s were' if len(out_early) > 1 else ' was'} "
+            "eliminated by successive halving ('out after round N'); each is compared with the "
+            "best on the questions both answered."
+        )
+    unreadable = judge_warning(settings) if judge else None
+    return out + ([unreadable] if unreadable else [])
+
+
+def judge_warning(settings: dict) -> str | None:
+    """A line when the judge gave no readable verdict on more than 5% of the answers."""
+    record = settings.get("judge_unreadable") or {}
+    answers, unread = record.get("answers", 0), record.get("unreadable", 0)
+    if not answers or unread <= JUDGE_UNREADABLE_SHARE * answers:
+        return None
+    return (
+        f"warning: the judge's verdict could not be read on {unread / answers:.1%} of the "
+        f"answers ({unread} of {answers}): those questions are left out of the comparisons of "
+        "each configuration lacking a verdict (judge_errors); check the judge model and prompt"
+    )
+
+
 def settings_list(settings: dict) -> str:
     items = []
     for key, value in settings.items():
@@ -386,10 +449,11 @@ def errors_section(board: Board) -> str:
         return ""
     return (
         "<h2>Failed answers and verdicts</h2>\n"
-        '<p class="muted">Each counts as a wrong answer of its configuration: an answer whose '
-        "request still failed after its retries scores 0 on the answer metrics (and on "
-        "correctness under a judge), an answer whose verdict could not be read scores 0 on "
-        "correctness; retrieval metrics stand as measured.</p>\n" + errors_table(board)
+        '<p class="muted">An answer whose request still failed after its retries counts as a '
+        "wrong answer of its configuration: 0 on the answer metrics (and on correctness under "
+        "a judge). A verdict the judge could not give is the judge's failure: that question "
+        "has no correctness for the configuration and is left out of its comparisons. "
+        "Retrieval metrics stand as measured.</p>\n" + errors_table(board)
     )
 
 
@@ -417,7 +481,7 @@ def render_html(board: Board) -> str:
         )
     if has_errors(lb):
         failed = sum(e or 0 for e in lb["errors"].to_pylist())
-        cards.append((str(failed), "answers or verdicts failed (scored 0)"))
+        cards.append((str(failed), "answers or verdicts failed"))
     card_html = "".join(f'<div class="card"><b>{v}</b><span>{k}</span></div>' for v, k in cards)
     title = f"ragsweep report: {escape(best['label']) if best else 'no configuration'}"
     evaluated = evaluation_summary(settings)
@@ -429,10 +493,11 @@ def render_html(board: Board) -> str:
 <h1>ragsweep report</h1>
 <p class="lead">Best configuration by <b>{escape(metric)}</b>:
 <b>{escape(best["label"]) if best else "none"}</b>. Intervals are 95% cluster-bootstrap
-intervals (questions resampled by reference document); "=" marks the configurations not
-significantly worse than the best (a max-statistic test aware that the best was
-selected, 5%).</p>
+intervals, never narrower than the exact binomial interval; "=" marks the configurations not
+shown worse than the best (a max-statistic test aware that the best was selected, on the
+questions both answered, 5%).</p>
 {f'<p class="lead" id="evaluation">{escape(evaluated)}</p>' if evaluated else ""}
+{"".join(f'<p class="lead statistics">{escape(line)}</p>' for line in statistics_lines(lb))}
 <div class="cards">{card_html}</div>
 {COMPARISON_SLOT}
 <h2>Leaderboard</h2>
@@ -469,6 +534,7 @@ def render_markdown(board: Board, top: int = 5) -> str:
         f"{board.failures.num_rows} failed questions.\n\n"
         + (f"{errors_note(lb)}\n\n" if has_errors(lb) else "")
         + (f"{evaluated}\n\n" if evaluated else "")
+        + "".join(f"{line}\n\n" for line in statistics_lines(lb))
         + render(lb, "markdown", top=top)
         + "\n"
     )
@@ -477,7 +543,7 @@ def render_markdown(board: Board, top: int = 5) -> str:
 def errors_note(lb: pa.Table) -> str:
     """How many answers and verdicts failed, and which configurations are flagged."""
     flagged = [r["label"] for r in lb.to_pylist() if r["errors_flagged"]]
-    note = f"{sum(e or 0 for e in lb['errors'].to_pylist())} answers or verdicts failed (scored 0)"
+    note = f"{sum(e or 0 for e in lb['errors'].to_pylist())} answers or verdicts failed"
     if flagged:
         note += f"; flagged, failing on more than 10% of their questions: {', '.join(flagged)}"
     return note + "."
@@ -495,6 +561,11 @@ def best_metrics(board: Board) -> dict[str, float]:
     out[f"{metric}_high"] = best[metric + "_high"]
     out["configurations_tied_with_best"] = float(sum(lb["tied_with_best"].to_pylist()))
     out["questions"] = float(best["questions"])
+    settings = settings_of(lb)
+    out["clusters"] = (settings.get("clusters") or {}).get("count")
+    unread = settings.get("judge_unreadable") or {}
+    if unread.get("answers"):  # the share of answers the judge gave no readable verdict on
+        out["judge_unreadable_share"] = unread["unreadable"] / unread["answers"]
     return {k: float(v) for k, v in out.items() if present(v)}
 
 

@@ -18,7 +18,16 @@ from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
 from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.database import find_runs
-from ragsweep.results.exports import COST_COLUMNS, has_errors, number, ranking_metric, sorted_board
+from ragsweep.results.exports import (
+    COST_COLUMNS,
+    eliminated_cell,
+    has_eliminated,
+    has_errors,
+    number,
+    ranking_metric,
+    sorted_board,
+)
+from ragsweep.results.regression import cannot_fire
 from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 
@@ -147,6 +156,9 @@ def run_page(request: Request) -> Response:
         failures=failures.to_pylist(),
         settings=report.settings_list(settings_of(board)),
         evaluation=report.evaluation_summary(settings_of(board)),
+        statistics=report.statistics_lines(board),
+        eliminated=has_eliminated(board),
+        eliminated_cell=eliminated_cell,
         errors=report.errors_section(Board(board, run.results, breakdown, failures)),
         fmt=fmt,
     )
@@ -246,4 +258,5 @@ def compare_page(request: Request) -> Response:
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,
         fmt=fmt,
+        cannot_fire=cannot_fire,
     )
