@@ -1,6 +1,5 @@
-"""Test-only vector stores, registered in ``ragsweep.retrieval.vector_stores.STORES`` by the tests
-that use
-them (``register``): real classes that follow the ``VectorStore`` protocol.
+"""Test-only vector stores, registered as plugins (entry points) by the tests that use them
+(``register``): real classes that follow the ``VectorStore`` protocol.
 
 ``approximate``: exact search in numpy, except that its ``hnsw`` index has lost every chunk
 whose row is a multiple of ``m`` (what an approximate index does, made deterministic), so
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsweep.retrieval.vector_stores import STORES, Hits, IndexSpec
+from ragsweep.retrieval.vector_stores import Hits, IndexSpec
 from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
 EVENTS: list[tuple[str, str]] = []  # (created | dropped, collection)
@@ -25,6 +24,8 @@ SECRET = "hunter2"
 class ApproximateStore:
     name = "approximate"
     INDEXES: dict[str, dict[str, Any]] = {"exact": {}, "hnsw": {"m": 16, "ef_search": 64}}
+    CONNECTION_KEYS = ("APPROXIMATE_URL",)
+    PATTERN_CODE = None  # a pattern of it is not written
 
     def __init__(self, collection: str, distance: str) -> None:
         self.collection = collection
@@ -57,8 +58,14 @@ class BrokenStore(ApproximateStore):
         raise ConnectionError(f"cannot reach http://admin:{SECRET}@127.0.0.1:1/ (refused)")
 
 
-def register(monkeypatch) -> None:
-    """Add both stores to the registry for one test."""
+def register(plugins) -> None:
+    """Register both stores for one test (``plugins``: the fixture of conftest)."""
     EVENTS.clear()
-    monkeypatch.setitem(STORES, "approximate", "approximate_store:ApproximateStore")
-    monkeypatch.setitem(STORES, "broken", "approximate_store:BrokenStore")
+    plugins(
+        {
+            "ragsweep.vector_stores": {
+                "approximate": "approximate_store:ApproximateStore",
+                "broken": "approximate_store:BrokenStore",
+            }
+        }
+    )

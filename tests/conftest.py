@@ -93,6 +93,31 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture
+def plugins(tmp_path_factory: pytest.TempPathFactory):
+    """``plugins(groups)`` installs a package declaring ``groups`` (group -> name ->
+    "module:attr") for one test, as pip would: a dist-info folder on ``sys.path`` (and on
+    ``PYTHONPATH``, for subprocesses), which ``importlib.metadata`` reads. A metric
+    registered so reaches ``schemas.SCORES`` only in a new process (it is read at import)."""
+    from plugin_dist import write_dist
+
+    from ragsweep.core import plugins as registry
+
+    with pytest.MonkeyPatch.context() as patch:
+
+        def install(groups: dict[str, dict[str, str]]) -> Path:
+            folder = tmp_path_factory.mktemp("site")
+            write_dist(folder, f"plugin_{uuid.uuid4().hex[:8]}", groups)
+            patch.syspath_prepend(str(folder))
+            path = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+            patch.setenv("PYTHONPATH", os.pathsep.join([str(folder), *path]))
+            registry.forget()
+            return folder
+
+        yield install
+    registry.forget()  # the folders have left sys.path
+
+
 def emptied(url: str) -> str:
     """``url`` with ragsweep's tables dropped: tests share one database server per session,
     and each starts from an empty results store."""

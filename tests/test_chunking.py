@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep.documents.chunking import CHUNKERS, bounded, chunk_documents
+from ragsweep.documents.chunking import bounded, chunk_documents, get_chunker
 from ragsweep.documents.sources import read_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.models import embedding
@@ -117,7 +117,7 @@ def test_texts_longer_than_a_chunk_in_words_are_not_tokenized_and_chunks_do_not_
         plain_tokenize("-- -- -- -- -- -- -- -- -- -- a")
     )  # runs without a letter or digit are not counted as words
     for chunker, size, overlap in [("sentence", 64, 16), ("sentence", 192, 0), ("token", 32, 8)]:
-        plain = CHUNKERS[chunker](size, overlap, plain_tokenize)
-        fast = CHUNKERS[chunker](size, overlap, bounded(plain_tokenize, size))
+        plain = get_chunker(chunker)(size, overlap, plain_tokenize)
+        fast = get_chunker(chunker)(size, overlap, bounded(plain_tokenize, size))
         for text in documents["text"].to_pylist():
             assert fast(text) == plain(text), (chunker, size, overlap)

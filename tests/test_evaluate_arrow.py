@@ -13,11 +13,15 @@ import pytest
 
 from ragsweep.answering.contexts import Contexts
 from ragsweep.core.text import words
-from ragsweep.evaluation.metrics import COLUMN_METRICS, METRICS, RETRIEVAL_METRICS, Answered, Ranked
+from ragsweep.evaluation.metrics import Answered, Ranked, column_metrics, scored
 from ragsweep.sweep.space import SearchSpace
 from ragsweep.sweep.steps import evaluate
 
 EXTRACTIVE = SearchSpace(**{**case.SPACE.__dict__, "answerers": ("extractive",)})
+
+RETRIEVAL_METRICS = scored("retrieval")
+METRICS = {**RETRIEVAL_METRICS, **scored("answer")}
+COLUMN_METRICS = column_metrics()
 
 
 def extractive_run() -> tuple[pa.Table, pa.Table]:

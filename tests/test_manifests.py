@@ -18,7 +18,7 @@ from ragsweep.kubeflow.tasks import (
     MLFLOW_CONNECTION_KEYS,
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
-    VECTOR_STORE_CONNECTION_KEYS,
+    vector_store_connection_keys,
 )
 from ragsweep.results.database import DEFAULT_STORE_CONNECTION
 from ragsweep.results.database import ENV as STORE_ENV
@@ -213,7 +213,7 @@ def test_example_vector_store_secret_holds_keys_the_retrieve_step_reads():
     [stores] = [
         s for s in example_secrets() if s["metadata"]["name"] == DEFAULT_VECTOR_STORE_CONNECTION
     ]
-    assert set(stores["stringData"]) <= set(VECTOR_STORE_CONNECTION_KEYS)
+    assert set(stores["stringData"]) <= set(vector_store_connection_keys())
     for key in ("RAGSWEEP_MILVUS_TOKEN", "RAGSWEEP_PGVECTOR_URL", "RAGSWEEP_ORACLE_PASSWORD"):
         assert PLACEHOLDER in stores["stringData"][key], key
 

@@ -3,13 +3,10 @@ metrics; questions without a reference document are left out of retrieval metric
 
 import pytest
 
-from ragsweep.evaluation.metrics import (
-    RETRIEVAL_METRICS,
-    Answered,
-    answer_correctness,
-    is_out_of_scope,
-)
+from ragsweep.evaluation.metrics import Answered, answer_correctness, is_out_of_scope, scored
 from ragsweep.evaluation.refusal import refuses
+
+RETRIEVAL_METRICS = scored("retrieval")
 
 # Giskard's reference answer for every out-of-scope question (giskard/rag/question_generators)
 GISKARD_OOS_ANSWER = (

@@ -371,6 +371,7 @@ def test_the_scripts_copy_ragsweeps_constants():
     assert indexing["LINE_TAGS"] == sources._LINE_TAGS
     assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
     assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
+    assert indexing["STORES"] == patterns.SCRIPT_STORES
     assert inference["FUSION_DEPTH"] == search.FUSION_DEPTH
     assert inference["CROSS_ENCODER_BATCH"] == reranking.CROSS_ENCODER_BATCH
     assert inference["STOPWORDS"] == text.STOPWORDS

@@ -19,9 +19,9 @@ from ragsweep.kubeflow.tasks import (
     S3_CONNECTION_KEYS,
     STORE_CONNECTION_KEYS,
     VECTOR_DB_CONNECTION_KEYS,
-    VECTOR_STORE_CONNECTION_KEYS,
     for_local_run,
     load_resources,
+    vector_store_connection_keys,
 )
 from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
@@ -74,7 +74,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-retrieve": [
             ("input_data_secret_name", s3),
             *llm,
-            ("vector_store_secret_name", VECTOR_STORE_CONNECTION_KEYS),  # the stores' URLs
+            ("vector_store_secret_name", vector_store_connection_keys()),  # the stores' URLs
             ("vector_db_secret_name", VECTOR_DB_CONNECTION_KEYS),  # AutoRAG's keys for them
         ],
         "exec-evaluate": llm,

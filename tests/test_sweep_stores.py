@@ -18,7 +18,9 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_DEFAULTS, LEADERBOARD, METRICS, RETRIEVALS, TESTSET
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
+from ragsweep.results.patterns import write_patterns
 from ragsweep.results.report import cost_axis, render_html
 from ragsweep.retrieval import store_search
 from ragsweep.sweep.settings import RunSettings
@@ -64,8 +66,8 @@ TWO_STORES = {
 
 
 @pytest.fixture
-def stores(monkeypatch):
-    register(monkeypatch)
+def stores(plugins):
+    register(plugins)
 
 
 # --- the search space --------------------------------------------------------------------
@@ -350,3 +352,34 @@ def test_the_report_of_a_sweep_over_stores_shows_them(stores):
     html = render_html(build_board(scores, answers, QUESTIONS, configs))
     assert "approximate:hnsw(ef_search=64,m=2)" in html
     assert "search ms (p50 / p95)" in html and "recall vs exact" in html
+
+
+def test_a_store_without_pattern_code_gets_no_pattern_and_a_warning_never_another_stores(
+    stores, tmp_path, caplog
+):
+    """The approximate store brings no pattern code: its configurations are not written as
+    patterns (the scripts would deploy exact search in memory instead), the run says why,
+    and the memory configurations still are."""
+    space = SearchSpace.from_dict({**TWO_STORES, "search_types": ["similarity"]})
+    _, _, table = retrieved(space)
+    configs = space.all_configs()
+    answers, scores = evaluate(table, QUESTIONS, configs, "auto")
+    board = build_board(scores, answers, QUESTIONS, configs)
+    leaderboard = board.leaderboard
+    with caplog.at_level(logging.WARNING, logger="ragsweep"):
+        written = write_patterns(
+            tmp_path, leaderboard, board.results, answers, QUESTIONS, DOCS, space,
+            LLMSettings(), count=leaderboard.num_rows,
+        )  # fmt: skip
+    rows = leaderboard.to_pylist()
+    skipped = [r for r in rows if r["vector_store"] == "approximate"]
+    assert len(skipped) == 4 and len(written) == 2
+    assert [p.name for p in written] == [
+        f"{r['rank']}-{r['config_id']}" for r in rows if r["vector_store"] == "memory"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in written)
+    for row in skipped:
+        assert (
+            f"pattern {row['rank']}-{row['config_id']} ({row['label']}) not written: vector "
+            "store approximate brings no pattern code (PATTERN_CODE)"
+        ) in caplog.text

@@ -150,7 +150,9 @@ def run(
         "(`ragsweep testset list`); the run's results join its versions.",
     ),
     space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
-    chunkers: str = typer.Option(None, help="Chunkers: sentence, token. [default: sentence]"),
+    chunkers: str = typer.Option(
+        None, help="Chunkers: sentence, token, or a plugin's. [default: sentence]"
+    ),
     chunk_sizes: str = typer.Option(
         None, help="Chunk sizes in model tokens. [default: 64,128,192]"
     ),
@@ -175,12 +177,12 @@ def run(
         None,
         help="Rerankers of the search's first rerank_fetch_k candidates: none, "
         "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
-        "LLM's). [default: none]",
+        "LLM's), or a plugin's <kind>:<argument>. [default: none]",
     ),
     vector_stores: str = typer.Option(
         None,
         help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
-        "oracle; indexes per store in --space. [default: memory]",
+        "oracle, or a plugin's; indexes per store in --space. [default: memory]",
     ),
     keep_collections: bool = typer.Option(
         False,

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ragsweep.core import plugins
 from ragsweep.core.errors import RagsweepError
 
 # a configuration's search where it names none: exact search in memory, cosine distance
@@ -101,24 +102,31 @@ ANSWERS = pa.schema(
     ]
 )
 
+SCORED = [
+    ("config_id", pa.string()),
+    ("question_id", pa.string()),
+    ("context_correctness", pa.float64()),
+    ("document_recall", pa.float64()),
+    ("span_recall", pa.float64()),  # null: no gold span
+    ("span_precision", pa.float64()),
+    ("recall_vs_exact", pa.float64()),  # 1.0: the store found exact search's top k
+    ("answer_correctness", pa.float64()),
+    ("faithfulness", pa.float64()),
+    # the LLM judge's verdict, 1 or 0 (0 when the answer failed); null: no verdict
+    ("correctness", pa.float64()),
+    ("correctness_reason", pa.string()),
+    ("judge_error", pa.string()),  # why there is no verdict; null when there is one
+    ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
+]
+# The metrics: the float columns registered in the entry point group ``ragsweep.metrics``
+# (their kind, direction and range are declared there: ``ragsweep.evaluation.metrics``), the
+# built-ins' columns above and one after them for each metric another package registers. A
+# float column nobody registered (a cost, a count) is not a metric and is never ranked.
+_REGISTERED = plugins.names(plugins.METRICS)
 SCORES = pa.schema(
-    [
-        ("config_id", pa.string()),
-        ("question_id", pa.string()),
-        ("context_correctness", pa.float64()),
-        ("document_recall", pa.float64()),
-        ("span_recall", pa.float64()),  # null: no gold span
-        ("span_precision", pa.float64()),
-        ("recall_vs_exact", pa.float64()),  # 1.0: the store found exact search's top k
-        ("answer_correctness", pa.float64()),
-        ("faithfulness", pa.float64()),
-        # the LLM judge's verdict, 1 or 0 (0 when the answer failed); null: no verdict
-        ("correctness", pa.float64()),
-        ("correctness_reason", pa.string()),
-        ("judge_error", pa.string()),  # why there is no verdict; null when there is one
-        ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
-    ]
+    SCORED + [(name, pa.float64()) for name in _REGISTERED if name not in dict(SCORED)]
 )
+METRICS = [f.name for f in SCORES if f.type == pa.float64() and f.name in _REGISTERED]
 
 CONFIG_FIELDS = [
     ("config_id", pa.string()),
@@ -149,10 +157,6 @@ CONFIG_DEFAULTS = {
 }
 
 CONFIGS = pa.schema(CONFIG_FIELDS)
-
-# Every float column of the scores is a metric: one added there (e.g. an LLM judge's
-# nullable ``correctness``) gets its mean and interval on the leaderboard without more code.
-METRICS = [f.name for f in SCORES if f.type == pa.float64()]
 
 # What answering one question cost; null when not measured (the offline answerer calls no LLM).
 # Taken from the answers (or scores) when a step records them; context_chars always exists.

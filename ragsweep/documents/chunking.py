@@ -3,6 +3,11 @@
 Every chunk keeps its character span in its document, so ``text == document[start:end]``
 and span-based metrics hold for any chunk size (should a splitter ever normalise white
 space, the span still points at the document's own text).
+
+Chunkers are plugins: a factory ``(chunk_size, chunk_overlap, tokenize) -> split``, where
+``split(text)`` returns the text's chunks in order, each a piece of the text; registered under
+its name in the entry point group ``ragsweep.chunkers`` (``sentence`` and ``token`` in
+ragsweep's setup.cfg).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from ragsweep.core import plugins
 from ragsweep.core.text import locate
 
 Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
@@ -33,17 +39,24 @@ def token(size: int, overlap: int, tokenize: Tokenize) -> Splitter:
     return TokenTextSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text
 
 
-CHUNKERS: dict[str, Callable[[int, int, Tokenize], Splitter]] = {
-    "sentence": sentence,
-    "token": token,
-}
+Chunker = Callable[[int, int, Tokenize], Splitter]
+
+
+def chunker_names() -> list[str]:
+    """The registered chunkers, sorted."""
+    return plugins.names(plugins.CHUNKERS)
+
+
+def get_chunker(name: str) -> Chunker:
+    """The chunker registered as ``name``."""
+    return plugins.load(plugins.CHUNKERS, name)
 
 
 def chunk_documents(
     documents: pa.Table, chunker: str, chunk_size: int, chunk_overlap: int, tokenize: Tokenize
 ) -> pa.Table:
     """One row per chunk: chunk_id, doc_id, start, end, text (no embeddings yet)."""
-    split = CHUNKERS[chunker](chunk_size, chunk_overlap, bounded(tokenize, chunk_size))
+    split = get_chunker(chunker)(chunk_size, chunk_overlap, bounded(tokenize, chunk_size))
     rows: dict[str, list] = {"doc_id": [], "start": [], "end": [], "text": []}
     for doc_id, text in zip(
         documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True

@@ -3,8 +3,9 @@
 Every figure is computed on configs x questions matrices (``ragsweep.evaluation.statistics``): the
 mean of each metric with a cluster-bootstrap interval, a selection-aware test of each
 configuration against the leader (``statistics.worse_than_best_pvalues``), and
-``tied_with_best`` for those not significantly worse. Metrics are the float columns of the
-scores (``schemas.METRICS``), so a new metric flows through without changes here.
+``tied_with_best`` for those not significantly worse. Metrics are the registered ones
+(``schemas.METRICS``), so a new metric flows through without changes here; the ranking
+follows its declared direction (``Metric.higher_is_better``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ragsweep.core.schemas import (
 )
 from ragsweep.evaluation import clusters, statistics
 from ragsweep.evaluation.metrics import is_out_of_scope
+from ragsweep.evaluation.metrics import metric as declared
 
 DEFAULT_METRIC = "answer_correctness"
 AUTO_METRIC = "auto"  # the judge's correctness when there are verdicts, else DEFAULT_METRIC
@@ -198,13 +200,14 @@ def rank_configs(
         center, low, high = statistics.score_intervals(data[m], chosen.ids, resamples, seed)
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
     labels = [by_id[c]["label"] for c in config_ids]
-    score = np.nan_to_num(columns[metric], nan=-np.inf)
+    sign = declared(metric).sign()  # scores times sign: higher is better
+    score = np.nan_to_num(sign * columns[metric], nan=-np.inf)
     round_of = matrix(results, "round", config_ids, question_ids)
     answered = ~np.isnan(round_of)
     rounds = np.max(np.where(answered, round_of, -1), axis=1, initial=-1).astype(int)
     order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
     columns = {name: values[order] for name, values in columns.items()}
-    ranked = data[metric][order]
+    ranked = sign * data[metric][order]
     # a configuration is compared with the leader on the questions both were asked
     asked = (answered | ~np.isnan(data[metric]))[order]
     p_value = statistics.worse_than_best_pvalues(ranked, chosen.ids, 0, resamples, seed, asked)

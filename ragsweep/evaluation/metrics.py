@@ -1,15 +1,18 @@
-"""Metrics that need no LLM, each a function of one answered question.
+"""Metrics, each declared by a ``Metric``: its kind, direction and range, and the function
+that scores one answered question.
 
-Registered by name in ``METRICS``: retrieval metrics (``RETRIEVAL_METRICS``) read only what
-was retrieved, answer metrics (``ANSWER_METRICS``) need an answer. Every score is in [0, 1],
-higher is better, or None where it does not apply: retrieval metrics are None for a
-question with no reference document (span metrics: with no gold span) and for an
-out-of-scope question, whose seed document is no reference. An out-of-scope question's
-``answer_correctness`` is whether the answer refuses (``refuses``).
+Metrics are plugins, registered under their names in the entry point group
+``ragsweep.metrics`` (the built-ins in ragsweep's setup.cfg): ``retrieval`` metrics read only
+what was retrieved, ``answer`` metrics need an answer, ``recorded`` ones are measured by a
+step rather than scored here (the store's ``recall_vs_exact``, the judge's ``correctness``).
+The built-ins are in [0, 1], higher is better, or None where they do not apply: retrieval
+metrics are None for a question with no reference document (span metrics: with no gold
+span) and for an out-of-scope question, whose seed document is no reference. An
+out-of-scope question's ``answer_correctness`` is whether the answer refuses (``refuses``).
 
 Retrieval metrics read the question's references and what was retrieved (documents and
-spans); answer metrics read the references, the answer and the context. ``COLUMN_METRICS``
-computes some of them on whole columns at once (``Ranked``), with the same values.
+spans); answer metrics read the references, the answer and the context. A metric's
+``column`` computes it on whole columns at once (``Ranked``), with the same values.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ragsweep.core import plugins
+from ragsweep.core.errors import RagsweepError
 from ragsweep.core.text import words
 from ragsweep.evaluation.refusal import refuses
 
@@ -202,21 +207,77 @@ def document_recall_column(ranked: Ranked) -> np.ndarray:
         return np.where(ranked.applies, found / ranked.wanted, np.nan)
 
 
-Metric = Callable[[Answered], "float | None"]
-RETRIEVAL_METRICS: dict[str, Metric] = {
-    "context_correctness": context_correctness,
-    "document_recall": document_recall,
-    "span_recall": span_recall,
-    "span_precision": span_precision,
-}
-ANSWER_METRICS: dict[str, Metric] = {
-    "answer_correctness": answer_correctness,
-    "faithfulness": faithfulness,
-}
-METRICS: dict[str, Metric] = {**RETRIEVAL_METRICS, **ANSWER_METRICS}
-# the same metrics computed on whole columns at once, where they can be: equal, row by row,
-# to the function of the same name in ``METRICS``
-COLUMN_METRICS: dict[str, Callable[[Ranked], np.ndarray]] = {
-    "context_correctness": context_correctness_column,
-    "document_recall": document_recall_column,
-}
+Score = Callable[[Answered], "float | None"]
+KINDS = ("retrieval", "answer", "recorded")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What a metric plugin declares. ``kind``: ``retrieval``, ``answer`` or ``recorded``
+    (a step records it; no ``score``). ``higher_is_better``: its direction, which the
+    leaderboard, successive halving and regression verdicts follow. ``low`` / ``high``: its
+    range (None: unbounded on that side). ``column``: the same scores on whole columns."""
+
+    kind: str
+    score: Score | None = None
+    higher_is_better: bool = True
+    low: float | None = 0.0
+    high: float | None = 1.0
+    column: Callable[[Ranked], np.ndarray] | None = None
+
+    def sign(self) -> float:
+        """1 for higher is better, -1 for lower: a score times its sign is higher-is-better."""
+        return 1.0 if self.higher_is_better else -1.0
+
+
+def registered_metrics() -> dict[str, Metric]:
+    """Every registered metric by name, loaded (once: ``plugins.load``) and checked."""
+    out = {}
+    for name in plugins.names(plugins.METRICS):
+        metric = plugins.load(plugins.METRICS, name)
+        problem = (
+            "is not a ragsweep.evaluation.metrics.Metric"
+            if not isinstance(metric, Metric)
+            else f"has kind {metric.kind!r}, not one of {list(KINDS)}"
+            if metric.kind not in KINDS
+            else "is scored here but has no score function"
+            if metric.kind != "recorded" and metric.score is None
+            else None
+        )
+        if problem:
+            raise RagsweepError(
+                f"metric {name!r} ({plugins.registered(plugins.METRICS)[name].value}) {problem}"
+            )
+        out[name] = metric
+    return out
+
+
+def metric(name: str) -> Metric:
+    """The declaration of metric ``name``."""
+    found = registered_metrics()
+    if name not in found:
+        raise RagsweepError(f"unknown metric {name!r}; choose from {sorted(found)}")
+    return found[name]
+
+
+def scored(kind: str) -> dict[str, Score]:
+    """The score functions of the registered metrics of ``kind`` (retrieval or answer)."""
+    return {n: m.score for n, m in registered_metrics().items() if m.kind == kind and m.score}
+
+
+def column_metrics() -> dict[str, Callable[[Ranked], np.ndarray]]:
+    """The retrieval metrics computed on whole columns at once, where they can be: equal,
+    row by row, to their ``score``."""
+    return {n: m.column for n, m in registered_metrics().items() if m.column is not None}
+
+
+CONTEXT_CORRECTNESS = Metric("retrieval", context_correctness, column=context_correctness_column)
+DOCUMENT_RECALL = Metric("retrieval", document_recall, column=document_recall_column)
+SPAN_RECALL = Metric("retrieval", span_recall)
+SPAN_PRECISION = Metric("retrieval", span_precision)
+ANSWER_CORRECTNESS = Metric("answer", answer_correctness)
+FAITHFULNESS = Metric("answer", faithfulness)
+# the share of exact search's top k the store found, recorded by the retrieve step
+RECALL_VS_EXACT = Metric("recorded")
+# the LLM judge's verdict, 1 or 0, recorded by the judge
+CORRECTNESS = Metric("recorded")

@@ -14,7 +14,7 @@ tests pair questions on which both sides have a value). Retrieval metrics stay a
 ``judge_error`` is null exactly when ``correctness`` is the judge's verdict.
 
 Scoring works on the table's columns: document metrics are computed on whole columns
-(``ragsweep.evaluation.metrics.COLUMN_METRICS``); every other metric once per distinct input (a
+(a metric's ``column``); every other metric once per distinct input (a
 question and what was retrieved for it; a question, an answer and its context), however
 many configurations share it; the judge sees each distinct (question, answer) once."""
 
@@ -29,14 +29,7 @@ import pyarrow.compute as pc
 from ragsweep.answering.contexts import SEPARATOR, Contexts, codes, flat_lists, group_rows, padded
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import SCORES
-from ragsweep.evaluation.metrics import (
-    ANSWER_METRICS,
-    COLUMN_METRICS,
-    RETRIEVAL_METRICS,
-    Answered,
-    Ranked,
-    is_out_of_scope,
-)
+from ragsweep.evaluation.metrics import Answered, Ranked, column_metrics, is_out_of_scope, scored
 from ragsweep.models.llm import LLMSettings
 
 JUDGE_COLUMNS = ("correctness", "correctness_reason", "judge_error", "judge_llm_calls")
@@ -72,10 +65,10 @@ def score_answers(
     if not (settings and settings.judge):
         for name in JUDGE_COLUMNS:
             columns[name] = pa.nulls(answers.num_rows, SCORES.field(name).type)
-        return pa.table([columns[f.name] for f in SCORES], schema=SCORES)
+        return _table(columns, answers.num_rows)
     judged, record = _judged(answers, question, refs, settings)
     columns.update(judged)
-    table = pa.table([columns[f.name] for f in SCORES], schema=SCORES)
+    table = _table(columns, answers.num_rows)
     return table.replace_schema_metadata({"ragsweep.judge": json.dumps(record)})
 
 
@@ -118,6 +111,14 @@ def _floats(values: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.float64(), mask=np.isnan(values))
 
 
+def _table(columns: dict, rows: int) -> pa.Table:
+    """``columns`` as a scores table; null where a metric is recorded by no step here."""
+    return pa.table(
+        [columns[f.name] if f.name in columns else pa.nulls(rows, f.type) for f in SCORES],
+        schema=SCORES,
+    )
+
+
 def _retrieval_scores(
     answers: pa.Table, question: np.ndarray, refs: _References
 ) -> dict[str, pa.Array]:
@@ -142,8 +143,9 @@ def _retrieval_scores(
         wanted=np.array([len(ds) for ds in reference], dtype=float)[question],
         applies=applies[question],
     )
-    scores = {name: _floats(COLUMN_METRICS[name](ranked)) for name in COLUMN_METRICS}
-    rest = [name for name in RETRIEVAL_METRICS if name not in COLUMN_METRICS]
+    columns, retrieval = column_metrics(), scored("retrieval")
+    scores = {name: _floats(columns[name](ranked)) for name in columns if name in retrieval}
+    rest = [name for name in retrieval if name not in scores]
     if rest:
         # a chunk is its document and where it lies in it: rows with equal keys score alike
         where = _chunk_places(answers, offsets, known)
@@ -155,8 +157,8 @@ def _retrieval_scores(
         ]
         picked = answers.select(names)
         for name in rest:
-            metric = RETRIEVAL_METRICS[name]
-            scored = np.full(len(first), np.nan)
+            metric = retrieval[name]
+            found = np.full(len(first), np.nan)
             for block in range(0, len(first), BLOCK):
                 rows = first[block : block + BLOCK]
                 for i, item in enumerate(picked.take(rows).to_pylist()):
@@ -169,8 +171,8 @@ def _retrieval_scores(
                             answer="",
                         )
                     )
-                    scored[block + i] = np.nan if value is None else value
-            scores[name] = _floats(scored[groups])
+                    found[block + i] = np.nan if value is None else value
+            scores[name] = _floats(found[groups])
     return scores
 
 
@@ -223,7 +225,8 @@ def _answer_scores(
     answer, texts = _answer_ids(answers, live)
     context = contexts.of_row[live]
     groups, first = group_rows(np.stack([question[live], answer, context], axis=1))
-    scored = {name: np.full(len(first), np.nan) for name in ANSWER_METRICS}
+    metrics = scored("answer")
+    values_of = {name: np.full(len(first), np.nan) for name in metrics}
     for g, r in enumerate(first):
         c = int(context[r])
         item = refs.item(
@@ -233,13 +236,13 @@ def _answer_scores(
             context_words=contexts.words(c),
             answer=texts[int(answer[r])].as_py(),
         )
-        for name, metric in ANSWER_METRICS.items():
+        for name, metric in metrics.items():
             value = metric(item)
-            scored[name][g] = np.nan if value is None else value
+            values_of[name][g] = np.nan if value is None else value
     columns = {}
-    for name in ANSWER_METRICS:
+    for name in metrics:
         values = np.where(failed, 0.0, np.nan)
-        values[live] = scored[name][groups]
+        values[live] = values_of[name][groups]
         columns[name] = _floats(values)
     return columns
 

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.retrieval.vector_stores import store_names
 
 TABLE_BEGIN = "<!-- autorag-parameters: generated from ragsweep/kubeflow/autorag.py -->"
 TABLE_END = "<!-- /autorag-parameters -->"
@@ -113,11 +114,8 @@ PRESETS: dict[str, dict[str, list[int]]] = {  # in characters, as AutoRAG's pres
 PRESET_CHUNKER = "sentence"  # paragraphs, then sentences, then words: AutoRAG's recursive
 
 # A vector_io_provider_id names a provider registered in OGX (``milvus``, ``remote::milvus``,
-# ``ls_milvus``...): the store whose name it holds.
+# ``ls_milvus``...): the registered store whose name it holds, or one OGX names otherwise.
 PROVIDER_STORES = {
-    "milvus": "milvus",
-    "pgvector": "pgvector",
-    "oracle": "oracle",
     "faiss": "memory",  # OGX's inline providers search exactly, in process
     "sqlite-vec": "memory",
     "sqlite_vec": "memory",
@@ -162,11 +160,12 @@ def apply(search_space: dict[str, Any], preset: str, vector_io_provider_id: str)
 def store_of(provider_id: str) -> str:
     """The ragsweep vector store an OGX vector_io provider id names."""
     name = provider_id.rpartition("::")[2].lower()
-    stores = {store for key, store in PROVIDER_STORES.items() if key in name}
+    known = {**{store: store for store in store_names()}, **PROVIDER_STORES}
+    stores = {store for key, store in known.items() if key in name}
     if len(stores) != 1:
         raise RagsweepError(
             f"vector_io_provider_id {provider_id!r}: names no vector store ragsweep knows; "
-            f"expected an id holding one of {', '.join(PROVIDER_STORES)}"
+            f"expected an id holding one of {', '.join(known)}"
         )
     return stores.pop()
 

@@ -45,6 +45,7 @@ from kfp.dsl.graph_component import GraphComponent
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.kubeflow import autorag
+from ragsweep.retrieval.vector_stores import connection_keys
 
 RESOURCES_ENV = "RAGSWEEP_RESOURCES"
 PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
@@ -79,19 +80,6 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_RERANK_API_KEY",
 )
 DEFAULT_VECTOR_STORE_CONNECTION = "ragsweep-vector-store"
-# The keys of the vector-store Secret, read by the retrieve step
-# (ragsweep.retrieval.vector_stores); each
-# store reads its own and needs none when it runs embedded (memory, Milvus Lite).
-VECTOR_STORE_CONNECTION_KEYS = (
-    "RAGSWEEP_MILVUS_URI",
-    "RAGSWEEP_MILVUS_TOKEN",
-    "RAGSWEEP_PGVECTOR_URL",
-    "RAGSWEEP_ORACLE_DSN",
-    "RAGSWEEP_ORACLE_USER",
-    "RAGSWEEP_ORACLE_PASSWORD",
-    "RAGSWEEP_ORACLE_WALLET_DIR",
-    "RAGSWEEP_ORACLE_WALLET_PASSWORD",
-)
 # Red Hat AutoRAG's Secrets (ragsweep.kubeflow.autorag), each mounted with its own keys; by default
 # the Secrets above, which may hold AutoRAG's keys instead of ragsweep's.
 OGX_CONNECTION_KEYS = autorag.LLM_ENDPOINTS["ogx_secret_name"][:2]
@@ -251,6 +239,12 @@ def _settings() -> Settings:
     )
 
 
+def vector_store_connection_keys() -> tuple[str, ...]:
+    """The keys of the vector-store Secret, read by the retrieve step: those every
+    registered store declares (``CONNECTION_KEYS``; none for an embedded store)."""
+    return tuple(connection_keys())
+
+
 def loop_parallelism() -> int:
     """The most branches a loop runs at once, and the chunk groups ``plan`` deals (0: no
     bound, one chunk configuration per branch)."""
@@ -290,7 +284,7 @@ def step(
         (llm_connection, LLM_CONNECTION_KEYS),
         (ogx_connection, OGX_CONNECTION_KEYS),
         (maas_connection, MAAS_CONNECTION_KEYS),
-        (vector_store_connection, VECTOR_STORE_CONNECTION_KEYS),
+        (vector_store_connection, vector_store_connection_keys()),
         (vector_db_connection, VECTOR_DB_CONNECTION_KEYS),
         (mlflow_connection, MLFLOW_CONNECTION_KEYS),
     ):

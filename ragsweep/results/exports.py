@@ -18,6 +18,7 @@ import yaml
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_DEFAULTS, METRICS, read_table, settings_of
 from ragsweep.evaluation.leaderboard import DEFAULT_METRIC
+from ragsweep.evaluation.metrics import metric as metric_of
 from ragsweep.sweep.space import SearchSpace
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -80,11 +81,13 @@ def export(artifact: Path, stem: Path, kind: str) -> pa.Table:
 
 
 def sorted_board(leaderboard: pa.Table, sort: str | None = None) -> pa.Table:
-    """The leaderboard sorted by a metric (highest first) or a cost (lowest first)."""
+    """The leaderboard sorted by a metric (best first, as its direction says) or a cost
+    (lowest first)."""
     if not sort or sort == "rank":
         return leaderboard
     if sort in METRICS:
-        return leaderboard.sort_by([(sort, "descending"), ("rank", "ascending")])
+        order = "descending" if metric_of(sort).higher_is_better else "ascending"
+        return leaderboard.sort_by([(sort, order), ("rank", "ascending")])
     if sort in COST_COLUMNS:
         return leaderboard.sort_by([(sort, "ascending"), ("rank", "ascending")])
     raise RagsweepError(

@@ -37,6 +37,7 @@ from ragsweep.core.schemas import COMPARISON, FLIPS, settings_of
 from ragsweep.evaluation import clusters, statistics
 from ragsweep.evaluation.clusters import Clusters
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, failure_reason, matrix
+from ragsweep.evaluation.metrics import metric as declared
 from ragsweep.results.changes import Changes, changes
 from ragsweep.results.changes import lines as change_lines
 from ragsweep.results.exports import number, ranking_metric
@@ -162,8 +163,12 @@ def compare_runs(
     before, after = np.where(missing, np.nan, before), np.where(missing, np.nan, after)
     chosen = _clusters(cand_board, cand_results, question_ids)
     clusters = chosen.ids
-    diff = after - before
+    # a regression is a move in the metric's declared bad direction: the tests run on
+    # differences made higher-is-better, the figures are reported in the metric's own terms
+    sign = declared(metric).sign()
+    diff = sign * (after - before)
     center, low, high = statistics.bootstrap_intervals(diff, clusters, resamples, seed)
+    center, low, high = (sign * center, low, high) if sign > 0 else (-center, -high, -low)
     worse = statistics.sign_flip_pvalues(diff, clusters, "less", seed)
     better = statistics.sign_flip_pvalues(diff, clusters, "greater", seed)
     alone = np.array([c == deployed for c in config_ids])
@@ -188,7 +193,7 @@ def compare_runs(
             "one-sided paired sign-flip test",
         )
     else:
-        alarm = _best_of_sweep(before, after, clusters, seed)
+        alarm = _best_of_sweep(sign * before, sign * after, clusters, seed, sign)
     flips = _flips(base_results, cand_results, config_ids, set(question_ids), metric, labels)
     to_wrong, to_right = _flip_counts(flips)
     best = base_board.slice(0, 1).to_pylist()[0] if base_board.num_rows else {}
@@ -203,7 +208,7 @@ def compare_runs(
             "difference": pa.array(center, from_pandas=True),
             "difference_low": pa.array(low, from_pandas=True),
             "difference_high": pa.array(high, from_pandas=True),
-            "p_value": np.where(center < 0, worse, better),
+            "p_value": np.where(sign * center < 0, worse, better),
             "verdict": verdicts,
             "flipped_to_wrong": [to_wrong.get(c, 0) for c in config_ids],
             "flipped_to_right": [to_right.get(c, 0) for c in config_ids],
@@ -240,7 +245,11 @@ def _check_shared(
         )
 
 
-def _best_of_sweep(before: np.ndarray, after: np.ndarray, clusters: np.ndarray, seed: int) -> Alarm:
+def _best_of_sweep(
+    before: np.ndarray, after: np.ndarray, clusters: np.ndarray, seed: int, sign: float
+) -> Alarm:
+    """The alarm on the best of each night; ``before`` and ``after`` higher-is-better (the
+    metric times ``sign``), the alarm's figures in the metric's own terms."""
     with np.errstate(invalid="ignore"):
         best_before = np.nanmax(statistics.means(before))
         best_after = np.nanmax(statistics.means(after))
@@ -248,9 +257,9 @@ def _best_of_sweep(before: np.ndarray, after: np.ndarray, clusters: np.ndarray, 
     return Alarm(
         BEST_OF_SWEEP,
         "the best shared configuration of each run",
-        float(best_before),
-        float(best_after),
-        difference,
+        sign * float(best_before),
+        sign * float(best_after),
+        sign * difference,
         p,
         "one-sided permutation test swapping the nights within clusters",
     )

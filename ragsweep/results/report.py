@@ -21,6 +21,7 @@ import pyarrow as pa
 from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation import clusters
 from ragsweep.evaluation.leaderboard import Board
+from ragsweep.evaluation.metrics import metric as metric_of
 from ragsweep.results.exports import (
     ERRORS_LEGEND,
     eliminated_cell,
@@ -81,13 +82,16 @@ def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def interval_bar(mean: Any, low: Any, high: Any, width: int = 110) -> str:
-    """A small inline SVG: the [0, 1] axis, the interval as a bar, the mean as a dot."""
+def interval_bar(
+    mean: Any, low: Any, high: Any, scale: tuple[float, float] = (0.0, 1.0), width: int = 110
+) -> str:
+    """A small inline SVG: the ``scale`` axis, the interval as a bar, the mean as a dot."""
     if not all(present(v) for v in (mean, low, high)):
         return ""
 
     def x(v: float) -> float:
-        return 4 + max(0.0, min(1.0, v)) * (width - 8)
+        share = (v - scale[0]) / (scale[1] - scale[0])
+        return 4 + max(0.0, min(1.0, share)) * (width - 8)
 
     return (
         f'<svg class="ci" width="{width}" height="14" role="img" '
@@ -113,6 +117,17 @@ def cost_axis(board: pa.Table) -> tuple[str, str]:
 def reranked(board: pa.Table) -> bool:
     """Whether some configuration has a reranker whose latency was measured."""
     return bool(board.num_rows) and board["rerank_latency_p50_ms"].null_count < board.num_rows
+
+
+def scale_of(board: pa.Table, metric: str) -> tuple[float, float]:
+    """The interval bars' axis: the metric's declared range, on a side it leaves unbounded
+    the widest interval of the board."""
+    declared = metric_of(metric)
+    lows = [v for v in board[f"{metric}_low"].to_pylist() if present(v)]
+    highs = [v for v in board[f"{metric}_high"].to_pylist() if present(v)]
+    low = declared.low if declared.low is not None else min(lows, default=0.0)
+    high = declared.high if declared.high is not None else max(highs, default=low + 1.0)
+    return low, high if high > low else low + 1.0
 
 
 def pareto_front(points: list[tuple[float, float, int]]) -> list[int]:
@@ -147,7 +162,8 @@ def scatter(board: pa.Table, metric: str) -> str:
     def py(v: float) -> float:
         return height - pad - (v - y0) / (y1 - y0) * (height - 2 * pad)
 
-    front = set(pareto_front([(c, q, i) for c, q, i, _ in rows]))
+    sign = metric_of(metric).sign()  # the front of the metric's better direction
+    front = set(pareto_front([(c, sign * q, i) for c, q, i, _ in rows]))
     parts = [
         f'<svg id="pareto" width="{width}" height="{height}" role="img" '
         f'aria-label="{escape(metric)} against cost">',
@@ -210,10 +226,13 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
     }
     with_errors = has_errors(board)
     with_rerank = reranked(board)
+    scale = scale_of(board, metric)
+    better = "" if metric_of(metric).higher_is_better else ", lower is better"
     with_eliminated = has_eliminated(board)
     head = (
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
-        f"<th>{escape(metric)}</th><th>95% CI</th><th>interval (0 to 1)</th>"
+        f"<th>{escape(metric)}{better}</th><th>95% CI</th>"
+        f"<th>interval ({scale[0]:.3g} to {scale[1]:.3g})</th>"
         + "".join(f'<th class="wrap">{escape(m.replace("_", " "))}</th>' for m in others)
         + "<th>questions</th>"
         + ("<th>eliminated</th>" if with_eliminated else "")
@@ -246,7 +265,7 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f'<td class="label">{escape(r["label"])}</td>'
             f'<td class="num"><b>{fmt(r[metric])}</b></td>'
             f'<td class="num">{fmt(r[metric + "_low"])} – {fmt(r[metric + "_high"])}</td>'
-            f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'])}</td>"
+            f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'], scale)}</td>"
             + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
             + f'<td class="num">{r["questions"]}</td>{out}{errors}'
             f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td>'

@@ -18,6 +18,10 @@ so configurations whose candidates overlap score each pair once; a cross-encoder
 scores each question's candidates as one list, in the search's order, a text once,
 ``CROSS_ENCODER_BATCH`` pairs at a time: as a pattern's ``inference.py`` does, so that the
 script reorders them exactly as the sweep did.
+
+Rerankers are plugins: a ``RerankerKind`` registered under its kind (the part before the
+``:``) in the entry point group ``ragsweep.rerankers``, ``cross-encoder`` and ``rerank`` in
+ragsweep's setup.cfg.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import httpx
 import numpy as np
 
+from ragsweep.core import plugins
 from ragsweep.core.errors import RagsweepError
 from ragsweep.models.llm import RETRY_STATUS, Endpoint, retry_delay
 
@@ -177,35 +183,43 @@ class EndpointReranker:
         )
 
 
-def _cross_encoder(name: str, path: str) -> Reranker:
-    return CrossEncoderReranker(name, path)
+@dataclass(frozen=True)
+class RerankerKind:
+    """What a reranker plugin registers: ``make(name, argument)`` builds the reranker
+    ``<kind>:<argument>``; ``check(argument)`` says what is wrong with an argument (None:
+    nothing), before the run starts; ``argument`` says what it means, for messages."""
+
+    argument: str
+    make: Callable[[str, str], Reranker]
+    check: Callable[[str], str | None] = lambda argument: None
 
 
-def _endpoint(name: str, model: str) -> Reranker:
-    return EndpointReranker(name, Endpoint.from_env(model, role="RERANK"))
+def _folder(path: str) -> str | None:
+    return None if Path(path).is_dir() else f"{path} is not a folder"
 
 
-# kind -> (the argument's meaning, check of the argument, factory(name, argument))
-RERANKERS: dict[str, tuple[str, Callable[[str], str | None], Callable[[str, str], Reranker]]] = {
-    "cross-encoder": (
-        "a local sentence-transformers cross-encoder folder",
-        lambda path: None if Path(path).is_dir() else f"{path} is not a folder",
-        _cross_encoder,
-    ),
-    "rerank": ("a model served at RAGSWEEP_RERANK_BASE_URL", lambda model: None, _endpoint),
-}
+CROSS_ENCODER = RerankerKind(
+    "a local sentence-transformers cross-encoder folder",
+    lambda name, path: CrossEncoderReranker(name, path),
+    _folder,
+)
+ENDPOINT = RerankerKind(
+    "a model served at RAGSWEEP_RERANK_BASE_URL",
+    lambda name, model: EndpointReranker(name, Endpoint.from_env(model, role="RERANK")),
+)
 
 
 def check_reranker(name: str) -> None:
     """Raise ``RagsweepError`` unless ``name`` is ``none`` or ``<kind>:<argument>`` of a
-    known kind whose argument checks out (a cross-encoder's folder exists)."""
+    registered kind whose argument checks out (a cross-encoder's folder exists)."""
     if name == NONE:
         return
     kind, _, argument = name.partition(":")
-    if kind not in RERANKERS or not argument.strip():
-        kinds = ", ".join(f"{k}:<{v[0]}>" for k, v in RERANKERS.items())
-        raise RagsweepError(f"unknown reranker {name!r}; choose none, {kinds}")
-    problem = RERANKERS[kind][1](argument)
+    kinds = plugins.names(plugins.RERANKERS)
+    if kind not in kinds or not argument.strip():
+        choices = ", ".join(f"{k}:<{plugins.load(plugins.RERANKERS, k).argument}>" for k in kinds)
+        raise RagsweepError(f"unknown reranker {name!r}; choose none, {choices}")
+    problem = plugins.load(plugins.RERANKERS, kind).check(argument)
     if problem:
         raise RagsweepError(f"reranker {name!r}: {problem}")
 
@@ -214,7 +228,7 @@ def get_reranker(name: str) -> Reranker:
     """The reranker ``name`` names (not ``none``)."""
     check_reranker(name)
     kind, _, argument = name.partition(":")
-    return RERANKERS[kind][2](name, argument)
+    return plugins.load(plugins.RERANKERS, kind).make(name, argument)
 
 
 def short_name(name: str) -> str:

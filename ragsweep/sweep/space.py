@@ -47,7 +47,7 @@ from ragsweep.core.schemas import (
 from ragsweep.models.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.retrieval.reranking import DEFAULT_FETCH_K, check_reranker, short_name
 from ragsweep.retrieval.reranking import NONE as NO_RERANKER
-from ragsweep.retrieval.vector_stores import DISTANCES, STORES, IndexSpec, store_class
+from ragsweep.retrieval.vector_stores import DISTANCES, IndexSpec, store_class, store_names
 
 log = logging.getLogger("ragsweep")
 
@@ -248,13 +248,13 @@ class SearchSpace:
 
     def validate(self, source: str = "search space") -> None:
         from ragsweep.answering.answerers import check_answerer
-        from ragsweep.documents.chunking import CHUNKERS
+        from ragsweep.documents.chunking import chunker_names
         from ragsweep.retrieval.search import SEARCH_TYPES
 
         for name, registry in [
-            ("chunkers", CHUNKERS),
+            ("chunkers", chunker_names()),
             ("search_types", SEARCH_TYPES),
-            ("vector_stores", STORES),
+            ("vector_stores", store_names()),
             ("distance", DISTANCES),
         ]:
             chosen = getattr(self, name)
@@ -485,9 +485,9 @@ def parse_indexes(source: str, value: Any) -> dict[str, dict[str, dict[str, tupl
         )
     out: dict[str, dict[str, dict[str, tuple]]] = {}
     for store, kinds in value.items():
-        if store not in STORES:
+        if store not in store_names():
             raise RagsweepError(
-                f"{where}: unknown vector store {store!r}; choose from {sorted(STORES)}"
+                f"{where}: unknown vector store {store!r}; choose from {store_names()}"
             )
         if isinstance(kinds, str):
             kinds = [kinds]

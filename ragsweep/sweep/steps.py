@@ -33,6 +33,7 @@ from ragsweep.documents.chunking import chunk_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
+from ragsweep.evaluation.metrics import metric as declared
 from ragsweep.evaluation.scoring import score_answers
 from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
@@ -337,7 +338,8 @@ def evaluate(
                 len(alive_ids),
                 last,
             )
-        return matrix(scored[-1], metric, alive_ids, asked)
+        # halving promotes the highest: a lower-is-better metric is negated
+        return declared(metric).sign() * matrix(scored[-1], metric, alive_ids, asked)
 
     halving.run(rounds, len(config_ids), play, seed)
     rest = np.flatnonzero(left)

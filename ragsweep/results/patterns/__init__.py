@@ -5,27 +5,72 @@ they mean the same, and ragsweep's own under ``ragsweep``), ``evaluation_results
 (AutoRAG's per-question shape), and ``indexing.py`` / ``inference.py``: the scripts beside
 this module, with the pattern's settings written into their ``SETTINGS`` line. The scripts
 use llama-index, the embedding model and the store's client, never ragsweep.
+
+The scripts build and search the built-in stores and chunkers themselves (``SCRIPT_STORES``,
+``SCRIPT_CHUNKERS``); a plugin's pattern code (its ``PATTERN_CODE``: a standalone file) is
+copied beside them as ``vector_store.py`` or ``chunker.py``. A configuration whose store,
+chunker or reranker has no pattern code is not written as a pattern, with a warning saying
+why: never deployed as something else.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.documents.chunking import get_chunker
 from ragsweep.models.llm import LLMSettings
+from ragsweep.retrieval.vector_stores import store_class
 from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
 from ragsweep.sweep.space import SearchSpace
+
+log = logging.getLogger("ragsweep")
 
 SCRIPTS = ("indexing.py", "inference.py")
 SETTINGS_LINE = "SETTINGS: dict = {}  # ragsweep writes this pattern's settings here\n"
 RRF_K = 60  # ragsweep.retrieval.search.hybrid's default
 NO_RERANKER = "none"
+# what the scripts build themselves; a plugin's pattern code is copied beside them
+SCRIPT_STORES = ("memory", "milvus", "pgvector", "oracle")
+SCRIPT_CHUNKERS = ("sentence", "token")
+SCRIPT_RERANKERS = ("cross-encoder", "rerank")  # kinds, besides none
+STORE_CODE, CHUNKER_CODE = "vector_store.py", "chunker.py"
+
+
+def pattern_code(row: dict[str, Any]) -> tuple[dict[str, Path], str | None]:
+    """The plugin files configuration ``row`` needs beside the scripts (file name -> its
+    source), or why it cannot be a pattern: a store, chunker or reranker the scripts do not
+    build themselves and that brings no pattern code."""
+    code: dict[str, Path] = {}
+    store = row.get("vector_store") or "memory"
+    for what, name, target, get, builtin in (
+        ("vector store", store, STORE_CODE, store_class, SCRIPT_STORES),
+        ("chunker", row["chunker"], CHUNKER_CODE, get_chunker, SCRIPT_CHUNKERS),
+    ):
+        if name in builtin:
+            continue
+        try:
+            source = getattr(get(name), "PATTERN_CODE", None)
+        except RagsweepError as exc:
+            return {}, str(exc)
+        if not source:
+            return {}, f"{what} {name} brings no pattern code (PATTERN_CODE)"
+        if not Path(source).is_file():
+            return {}, f"{what} {name}: its pattern code {source} is not a file"
+        code[target] = Path(source)
+    kind = (row.get("reranker") or NO_RERANKER).partition(":")[0]
+    if kind != NO_RERANKER and kind not in SCRIPT_RERANKERS:
+        return {}, f"the pattern scripts cannot rerank with {kind} (plugin rerankers bring none)"
+    return code, None
 
 
 def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -> dict[str, Any]:
@@ -58,6 +103,8 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         settings.update(mmr_lambda=row["mmr_lambda"], mmr_fetch_k=fetch_k)
     if row["search_type"] == "hybrid":
         settings["rrf_k"] = RRF_K
+    if row["chunker"] not in SCRIPT_CHUNKERS:  # its factory's name in chunker.py
+        settings["chunker_factory"] = get_chunker(row["chunker"]).__name__
     if store == "milvus":
         settings["milvus_index"] = milvus_index(settings["index"], settings["distance"])
     if store == "pgvector":
@@ -215,14 +262,22 @@ def write_patterns(
     count: int = DEFAULT_PATTERNS,
 ) -> list[Path]:
     """Write the ``count`` best configurations of ``leaderboard`` as pattern folders under
-    ``folder``; return them, best first."""
+    ``folder``; return them, best first. One the scripts cannot rebuild (``pattern_code``)
+    is left out with a warning, its place not given to another."""
     metric = settings_of(leaderboard)["optimization_metric"]
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for row in leaderboard.slice(0, check_count(count)).to_pylist():
+        name = f"{row['rank']}-{row['config_id']}"
+        code, problem = pattern_code(row)
+        if problem:
+            log.warning("pattern %s (%s) not written: %s", name, row["label"], problem)
+            continue
         settings = script_settings(row, space, llm)
-        where = folder / f"{row['rank']}-{row['config_id']}"
+        where = folder / name
         where.mkdir(exist_ok=True)
+        for target, source in code.items():
+            shutil.copyfile(source, where / target)
         pattern = pattern_json(row, settings, metric, leaderboard.num_rows)
         dump(pattern, where / "pattern.json")
         evaluated = evaluation_results(row["config_id"], results, answers, testset, documents)

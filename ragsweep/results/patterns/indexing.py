@@ -12,7 +12,9 @@ exists) in the PostgreSQL database at ``PGVECTOR_URL`` (else ``RAGSWEEP_PGVECTOR
 table to create in the database at ``ORACLE_DSN`` as ``ORACLE_USER`` / ``ORACLE_PASSWORD``
 (optional ``ORACLE_WALLET_DIR``, ``ORACLE_WALLET_PASSWORD``; each else its
 ``RAGSWEEP_ORACLE_...`` name). Needs llama-index, sentence-transformers and, for Milvus,
-pymilvus, for pgvector, psycopg, for Oracle, oracledb; not ragsweep.
+pymilvus, for pgvector, psycopg, for Oracle, oracledb; not ragsweep. A store or chunker
+from a plugin brings its own code beside this file (``vector_store.py``: ``write_index``;
+``chunker.py``: the chunker's factory), which says where its index goes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
 BATCH = 64
+STORES = ("memory", "milvus", "pgvector", "oracle")  # built here; another: vector_store.py
 COLLECTION = "ragsweep_pattern"
 MAX_TEXT_BYTES = 65535  # Milvus's VARCHAR limit
 WORD = re.compile(r"\S*\w\S*")
@@ -54,22 +57,36 @@ def main() -> int:
     if not documents:
         print(f"error: --docs {args.docs}: no readable documents", file=sys.stderr)
         return 2
-    store = SETTINGS["vector_store"]
-    if store in ("pgvector", "oracle"):  # the server is checked before the slow part
+    store, plugin = SETTINGS["vector_store"], plugin_code("vector_store")
+    if plugin is None and store not in STORES:
+        fail(f"vector store {store}: no vector_store.py beside this script")
+    if store in ("pgvector", "oracle") and plugin is None:  # the server is checked first
         conn = (pg_connect if store == "pgvector" else oracle_connect)()
         (check_table if store == "pgvector" else check_oracle_table)(args.index)
     chunks = chunk_documents(documents, args.model)
     vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model)
-    if store == "milvus":
+    if plugin is not None:
+        plugin.write_index(args.index, chunks, vectors, SETTINGS)
+    elif store == "milvus":
         write_milvus(args.index, chunks, vectors)
     elif store == "pgvector":
         write_pgvector(conn, args.index, chunks, vectors)
     elif store == "oracle":
         write_oracle(conn, args.index, chunks, vectors)
-    else:
+    elif store == "memory":
         write_folder(Path(args.index), chunks, vectors)
     print(f"indexed {len(chunks)} chunks of {len(documents)} documents into {args.index}")
     return 0
+
+
+def plugin_code(name: str):
+    """The module ``name``.py beside this script (a plugin's pattern code), or None."""
+    if not (Path(__file__).parent / f"{name}.py").is_file():
+        return None
+    import importlib
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    return importlib.import_module(name)
 
 
 # ---- documents: text as ragsweep extracts it ------------------------------------------------
@@ -210,13 +227,14 @@ def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list
     """Chunks with their document id and character span (``text == document[start:end]``)."""
     from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 
-    splitter = {"sentence": SentenceSplitter, "token": TokenTextSplitter}[SETTINGS["chunker"]]
-    size = SETTINGS["chunk_size"]
-    split = splitter(
-        chunk_size=size,
-        chunk_overlap=SETTINGS["chunk_overlap"],
-        tokenizer=bounded(tokenizer(model), size),
-    ).split_text
+    size, overlap = SETTINGS["chunk_size"], SETTINGS["chunk_overlap"]
+    tokenize = bounded(tokenizer(model), size)
+    plugin = plugin_code("chunker")
+    if plugin is not None:  # a plugin chunker's factory, as the sweep called it
+        split = getattr(plugin, SETTINGS["chunker_factory"])(size, overlap, tokenize)
+    else:
+        splitter = {"sentence": SentenceSplitter, "token": TokenTextSplitter}[SETTINGS["chunker"]]
+        split = splitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text
     chunks = []
     for doc_id, text in documents:
         cursor = 0

@@ -13,7 +13,8 @@ read from that folder. When the pattern answers with a model (``llm:<model>``) a
 what ``indexing.py`` built: its folder, Milvus database or URI, or table (pgvector: in the
 database at ``PGVECTOR_URL``; Oracle: at ``ORACLE_DSN``, as indexing.py says). Needs
 llama-index, sentence-transformers and the store's client (pymilvus, psycopg, oracledb);
-not ragsweep.
+not ragsweep. A plugin store's index is opened by its ``vector_store.py`` beside this file
+(``open_index``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from indexing import (  # beside this file: the same embedding as the chunks', t
     embed,
     oracle_connect,
     pg_connect,
+    plugin_code,
 )
 
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
@@ -106,12 +108,17 @@ class Index:
 
     @classmethod
     def load(cls, where: str) -> Index | None:
+        plugin = plugin_code("vector_store")
+        if plugin is not None:  # a plugin store's index: an Index searched in its store
+            return plugin.open_index(where, SETTINGS, cls)
         if SETTINGS["vector_store"] == "milvus":
             return MilvusIndex.open(where)
         if SETTINGS["vector_store"] == "pgvector":
             return PgvectorIndex.open(where)
         if SETTINGS["vector_store"] == "oracle":
             return OracleIndex.open(where)
+        if SETTINGS["vector_store"] != "memory":
+            sys.exit(f"error: vector store {SETTINGS['vector_store']}: no vector_store.py here")
         folder = Path(where)
         if not (folder / "chunks.jsonl").is_file():
             return None

@@ -7,29 +7,25 @@ searched for the ``k`` nearest of a batch of query vectors. The search types
 store's own full-text search when it has one, else the library's BM25).
 
 ``memory`` (exact search in numpy) is the default and the reference the others are measured
-against (``recall_vs_exact``). Adding a store is one module here with a class that follows
-``VectorStore``, and its name in ``STORES``.
+against (``recall_vs_exact``). Stores are plugins: a class that follows ``VectorStore``,
+registered under its name in the entry point group ``ragsweep.vector_stores`` (the built-in
+ones in ragsweep's setup.cfg, another package's in its own).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from ragsweep.core import plugins
 from ragsweep.core.errors import RagsweepError, missing_extra
 from ragsweep.core.schemas import DEFAULT_DISTANCE, DEFAULT_INDEX
 
-# store name -> "module:class", imported only when used (each store has its own client)
-STORES = {
-    "memory": "ragsweep.retrieval.vector_stores.memory:MemoryStore",
-    "milvus": "ragsweep.retrieval.vector_stores.milvus:MilvusStore",
-    "pgvector": "ragsweep.retrieval.vector_stores.pgvector:PgvectorStore",
-    "oracle": "ragsweep.retrieval.vector_stores.oracle:OracleStore",
-}
+log = logging.getLogger("ragsweep")
 DISTANCES = ("cosine", "dot", "euclidean")
 
 
@@ -67,10 +63,19 @@ class VectorStore(Protocol):
     index; ``search`` returns each query's ``k`` nearest chunks; ``keyword_search`` the
     store's full-text ranking, or None when the store has none (the library's BM25 is used);
     ``drop`` deletes the collection.
+
+    ``CONNECTION_KEYS``: the keys of the vector-store Secret the store reads, each into the
+    environment variable of its name (the pipeline mounts them on the retrieve step; none
+    for an embedded store). ``PATTERN_CODE``: the path of a standalone Python file (no
+    ragsweep import) that builds and searches the store's index in a pattern
+    (``write_index``, ``open_index``: docs/extending.md), copied beside the pattern's
+    scripts; None when the store has none, and its patterns are not written.
     """
 
     name: str
     INDEXES: dict[str, dict[str, Any]]  # index kind -> default parameters
+    CONNECTION_KEYS: tuple[str, ...]
+    PATTERN_CODE: str | None
     REQUIRES: tuple[str, ...]  # the packages its client needs, when it imports them late
 
     def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None: ...
@@ -82,22 +87,45 @@ class VectorStore(Protocol):
     def drop(self) -> None: ...
 
 
+def store_names() -> list[str]:
+    """The registered stores, sorted (their modules not imported)."""
+    return plugins.names(plugins.VECTOR_STORES)
+
+
 def store_class(name: str) -> type:
-    """The class of store ``name``; a clear error for an unknown one."""
-    if name not in STORES:
-        raise RagsweepError(f"unknown vector store {name!r}; choose from {sorted(STORES)}")
-    module, cls = STORES[name].split(":")
+    """The class of store ``name``, imported when first asked for (each store has its own
+    client); a clear error for an unknown one, and for a built-in store whose client is
+    not installed, the extra that installs it."""
     try:
-        store = getattr(importlib.import_module(module), cls)
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").startswith("ragsweep"):
-            raise
-        raise missing_extra(exc.name, name, f"the {name} vector store") from None
+        store = plugins.load(plugins.VECTOR_STORES, name)
+    except RagsweepError as exc:
+        missing = exc.__cause__
+        point = plugins.registered(plugins.VECTOR_STORES).get(name)
+        builtin = point is not None and point.value.startswith("ragsweep.")
+        client = isinstance(missing, ModuleNotFoundError) and not (missing.name or "").startswith(
+            "ragsweep"
+        )
+        if builtin and client:  # a built-in store's client: the extra that installs it
+            raise missing_extra(missing.name, name, f"the {name} vector store") from None
+        raise
     # found, not imported: a client's import can take seconds
     for package in getattr(store, "REQUIRES", ()):
         if importlib.util.find_spec(package) is None:
             raise missing_extra(package, name, f"the {name} vector store")
     return store
+
+
+def connection_keys() -> list[str]:
+    """The Secret keys every registered store reads, in store order, each once. A store
+    whose module cannot be imported here adds none, with a warning: the pipeline compiled
+    here does not mount its keys."""
+    keys: dict[str, None] = {}
+    for name in store_names():
+        try:
+            keys.update(dict.fromkeys(plugins.load(plugins.VECTOR_STORES, name).CONNECTION_KEYS))
+        except (RagsweepError, AttributeError) as exc:
+            log.warning("vector store %s: its Secret keys are not mounted: %s", name, exc)
+    return list(keys)
 
 
 def open_store(name: str, collection: str, distance: str = DEFAULT_DISTANCE) -> VectorStore:

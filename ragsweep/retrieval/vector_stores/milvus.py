@@ -70,6 +70,8 @@ class MilvusStore:
         "ivf": {"nlist": 128, "nprobe": 32},
         "hnsw": {"m": 16, "ef_construction": 200, "ef_search": 64},
     }
+    CONNECTION_KEYS = (ENV_URI, ENV_TOKEN)  # none for Milvus Lite, embedded
+    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.results.patterns.SCRIPT_STORES)
 
     def __init__(self, collection: str, distance: str) -> None:
         self.collection = collection_name(collection)

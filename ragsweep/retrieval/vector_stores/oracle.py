@@ -156,6 +156,8 @@ class OracleStore:
         "hnsw": {"m": 16, "ef_construction": 64, "ef_search": 40, "target_accuracy": 95},
         "ivf": {"nlist": 32, "nprobe": 16, "target_accuracy": 95},
     }
+    CONNECTION_KEYS = (ENV_DSN, ENV_USER, ENV_PASSWORD, ENV_WALLET, ENV_WALLET_PASSWORD)
+    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.results.patterns.SCRIPT_STORES)
 
     def __init__(self, collection: str, distance: str) -> None:
         self.settings = connection_settings()

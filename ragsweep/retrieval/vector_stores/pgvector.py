@@ -98,6 +98,8 @@ class PgvectorStore:
         "hnsw": {"m": 16, "ef_construction": 64, "ef_search": 40},
         "ivf": {"nlist": 32, "nprobe": 16},
     }
+    CONNECTION_KEYS = (ENV,)
+    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.results.patterns.SCRIPT_STORES)
 
     def __init__(self, collection: str, distance: str) -> None:
         self.url = os.environ.get(ENV, "")
