@@ -2,8 +2,12 @@
 
 ``tests/golden/evaluate.json.gz`` was recorded by the evaluation that turned every retrieval
 into Python rows (commit 4028de6, before evaluation worked on Arrow columns), with
-``python tests/test_evaluate_golden.py`` from the repository root; every later evaluation
-must give the same answers and scores (floats to 1e-12; latencies, which are measured, only
+``python tests/test_evaluate_golden.py`` from the repository root, and recorded again when an
+unreadable verdict became null instead of 0, after two corrective retries instead of one
+(issue 22): the full grid then differed from the first recording in exactly those (17
+verdicts, their reasons, 4 judge calls), and successive halving, which now promotes by the
+readable verdicts, in 16 of its answered rows. Every later evaluation must give the same
+answers and scores (floats to 1e-12; latencies, which are measured, only
 where they are null). The recorded file is the only thing read from disk: the case, the
 model and the judge (the scripted server) are rebuilt by the test.
 """
