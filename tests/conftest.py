@@ -277,3 +277,27 @@ def page(browser):
     context = browser.new_context()
     yield context.new_page()
     context.close()
+
+
+# ---- the embedding cache's tests (test_embedcache*.py) ---------------------------------------
+
+
+@pytest.fixture
+def endpoint(llm_server, monkeypatch):
+    """The scripted server as the embedding endpoint (a model loaded for an earlier test's
+    server is forgotten)."""
+    from ragsweep.models import embedding
+
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
+    llm_server.models.append("embedder")
+    embedding.load_embedder.cache_clear()
+    yield llm_server
+    embedding.load_embedder.cache_clear()
+
+
+@pytest.fixture(params=["folder", "s3"])
+def location(request, tmp_path) -> str:
+    """An embedding cache's location: a folder, then a prefix on the moto server."""
+    if request.param == "folder":
+        return str(tmp_path / "embeddings")
+    return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"

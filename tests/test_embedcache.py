@@ -122,24 +122,6 @@ ENDPOINT_MODEL = "openai:embedder"
 ROW_BYTES = 64 * 4
 
 
-@pytest.fixture
-def endpoint(llm_server, monkeypatch):
-    """The scripted server as the embedding endpoint (a model loaded for an earlier test's
-    server is forgotten)."""
-    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
-    llm_server.models.append("embedder")
-    embedding.load_embedder.cache_clear()
-    yield llm_server
-    embedding.load_embedder.cache_clear()
-
-
-@pytest.fixture(params=["folder", "s3"])
-def location(request, tmp_path) -> str:
-    if request.param == "folder":
-        return str(tmp_path / "embeddings")
-    return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"
-
-
 def texts(first: int, count: int) -> list[str]:
     return [f"chunk {i} says word{i} and term{i * 7}" for i in range(first, first + count)]
 

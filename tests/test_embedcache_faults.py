@@ -19,28 +19,11 @@ import pytest
 from ragsweep.embeddings.cache import QUARANTINE, EmbeddingCache, _model_key
 from ragsweep.embeddings.files import LocalFiles, remove_orphans
 from ragsweep.embeddings.shards import decode_index, key_list, text_key
-from ragsweep.models import embedding
 
 MODEL = "openai:embedder"
 FOLDER = _model_key(MODEL)
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = {"capture_output": True, "text": True, "check": True}
-
-
-@pytest.fixture
-def endpoint(llm_server, monkeypatch):
-    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
-    llm_server.models.append("embedder")
-    embedding.load_embedder.cache_clear()
-    yield llm_server
-    embedding.load_embedder.cache_clear()
-
-
-@pytest.fixture(params=["folder", "s3"])
-def location(request, tmp_path) -> str:
-    if request.param == "folder":
-        return str(tmp_path / "embeddings")
-    return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"
 
 
 def texts(first: int, count: int) -> list[str]:
