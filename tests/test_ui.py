@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -431,33 +430,9 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def serve_cli(*args: str, env: dict) -> tuple[subprocess.Popen, str]:
-    """`ragsweep ui` started as a process on a free port, once it answers; its URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui", "--port", str(port)]
-        + list(args),
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        if process.poll() is not None:
-            raise AssertionError(f"ragsweep ui ended: {process.stdout.read()}")
-        try:
-            httpx.get(f"{url}/login", timeout=1)
-            return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("ragsweep ui did not answer")
-
-
 def test_the_cli_serves_loopback_only_to_loopback_host_names(engine):
     env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
-    process, url = serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
+    process, url = ui_demo.serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
     try:
         assert "night-3" in httpx.get(url).text
         rebound = httpx.get(url, headers={"Host": "attacker.example"})
@@ -469,7 +444,7 @@ def test_the_cli_serves_loopback_only_to_loopback_host_names(engine):
 
 def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
     env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
-    process, url = serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": "t0ken"})
+    process, url = ui_demo.serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": "t0ken"})
     try:
         assert httpx.get(f"{url}/runs/night-1").status_code == 401
         answer = httpx.get(f"{url}/runs/night-1", headers={"Authorization": "Bearer t0ken"})

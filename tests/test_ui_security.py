@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -452,38 +451,11 @@ def ipv6_loopback() -> bool:
         return False
 
 
-def serve_cli(host: str, env: dict) -> tuple[subprocess.Popen, str]:
-    """``ragsweep ui --host host`` on a free port, once it answers; its URL."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui"]
-    process = subprocess.Popen(
-        [*command, "--host", host, "--port", str(port)],
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-    for _ in range(600):
-        if process.poll() is not None:
-            raise AssertionError(f"ragsweep ui ended: {process.stdout.read()}")
-        try:
-            httpx.get(f"{url}/login", timeout=1)
-            return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("ragsweep ui did not answer")
-
-
 @needs_chromium
 @pytest.mark.skipif(not ipv6_loopback(), reason="this host has no IPv6 loopback (::1)")
 def test_the_cli_serves_and_accepts_forms_on_ipv6_loopback(page, engine):
     env = {"RAGSWEEP_STORE_URL": str(engine.url), "RAGSWEEP_UI_TOKEN": ""}
-    process, url = serve_cli("::1", env)
+    process, url = ui_demo.serve_cli("--host", "::1", env=env, host="::1")
     try:
         assert httpx.get(url).status_code == 200
         assert httpx.get(url, headers={"Host": "attacker.example"}).status_code == 400

@@ -4,12 +4,18 @@ shared by tests/test_ui.py and docs/ui/screenshots.py."""
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pyarrow as pa
 import uvicorn
@@ -126,3 +132,31 @@ def serving(app, port: int, tls: tuple[Path, Path] | None = None) -> Iterator[st
     finally:
         server.should_exit = True
         thread.join()
+
+
+def serve_cli(*args: str, env: dict, host: str = "127.0.0.1") -> tuple[subprocess.Popen, str]:
+    """``ragsweep ui ARGS`` as a process on a free port of ``host`` (where it is reached),
+    once it answers; its URL."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.bind((host, 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui", "--port", str(port)]
+        + list(args),
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    for _ in range(600):
+        if process.poll() is not None:
+            raise AssertionError(f"ragsweep ui ended: {process.stdout.read()}")
+        try:
+            httpx.get(f"{url}/login", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("ragsweep ui did not answer")
