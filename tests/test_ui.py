@@ -560,3 +560,25 @@ def test_compare_says_in_words_when_its_alarm_cannot_fire(tmp_path):
     assert "with 4 clusters this alarm cannot fire at 5%" in alarm.group(2)
     assert "p " not in alarm.group(2).split("(difference")[1].split(")")[0]
     assert "The tests resample 4 questions, questions of one cluster together." in page
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        (0, "succeeded"),
+        (1, "succeeded, regressed against its baseline (1)"),
+        (2, "failed (2)"),
+        (3, "partial: results kept, a side step failed (3)"),
+        (130, "interrupted (130)"),
+    ],
+)
+def test_a_runs_job_says_how_the_run_ended_by_its_exit_status(tmp_path, code, shown):
+    from ragsweep.ui.jobs import Job
+
+    ended = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"])
+    ended.wait()
+    assert Job("j", ["run", "--docs", "d"], tmp_path / "log", ended).status == shown
+    assert Job("j", ["generate"], tmp_path / "log", ended).status in (
+        "succeeded",
+        f"failed ({code})",
+    )

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
+from ragsweep.kubeflow.closing import PARTIAL_EXIT
 from ragsweep.results.database import ENV as STORE_ENV
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
@@ -36,6 +37,15 @@ OPTIONS = {
 }
 
 
+# what `ragsweep run`'s exit status says besides success (docs/failures.md)
+RUN_ENDINGS = {
+    1: "succeeded, regressed against its baseline",
+    PARTIAL_EXIT: "partial: results kept, a side step failed",
+    130: "interrupted",
+    143: "interrupted",
+}
+
+
 @dataclass
 class Job:
     id: str
@@ -47,7 +57,12 @@ class Job:
     @property
     def status(self) -> str:
         code = self.process.poll()
-        return "running" if code is None else "succeeded" if code == 0 else f"failed ({code})"
+        if code is None:
+            return "running"
+        if code == 0:
+            return "succeeded"
+        ended = RUN_ENDINGS.get(code) if self.argv[0] == "run" else None
+        return f"{ended or 'failed'} ({code})"
 
     def links(self) -> list[str]:
         """The addresses a submit job printed (the run's page)."""
