@@ -1,5 +1,8 @@
 """A content-addressed store of embeddings: (model, text hash) -> vector.
 
+Vectors are kept per model and runtime (``embedding.cache_name``): the same model run by
+PyTorch and by ONNX Runtime gives slightly different vectors, never mixed.
+
 The text hashed is the text the model read: a prefix a model expects (``query: ``, an
 instruction) is part of it, so prefixed and plain embeddings of one text are kept apart.
 
@@ -550,6 +553,8 @@ def _index_name(shard: str) -> str:
 
 
 def _model_key(model: str) -> str:
-    """A folder name for ``model``: readable, and unique by a hash of the full name."""
+    """A folder name for ``model``: readable, and unique by a hash of the full name as the
+    cache keeps it (with its runtime: ``embedding.cache_name``)."""
+    model = embedding.cache_name(model)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.rstrip("/").rsplit("/", 1)[-1])
     return f"{slug}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"

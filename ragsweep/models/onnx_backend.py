@@ -1,0 +1,271 @@
+"""Local embedding models run by ONNX Runtime: exported once from the local weights, offline.
+
+The transformer is exported with torch's TorchScript exporter (``torch.onnx.export(...,
+dynamo=False)``: no extra package, nothing downloaded) to a file that returns the last
+hidden state; ragsweep tokenizes with the model's own tokenizer and pools and normalizes as
+sentence-transformers does (mean or CLS pooling, then unit length). ``onnx-int8`` is that
+file after dynamic quantisation of the weights of its matrix products, per output channel;
+the feed-forward output projections stay in float32 (quantizing them too drops the mean
+cosine against PyTorch below 0.99 on the example documents).
+
+Exports are kept in ``<cache dir>/onnx/`` (beside the default embedding cache), named by
+model and variant and keyed by a hash of the model's files and the versions of torch,
+transformers, onnx and onnxruntime, so an upgrade exports again. A file is written under
+a temporary name and renamed, with its SHA-256 beside it; a file whose checksum does not
+match is exported again. Processes exporting at once take turns on a lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ragsweep.core.errors import RagsweepError
+
+log = logging.getLogger("ragsweep")
+
+VARIANTS = ("onnx", "onnx-int8")
+FORMAT = 1  # bump when the export itself changes: every cached file is exported again
+OPSET = 17
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+CHUNK = 1 << 20  # bytes hashed at a time
+
+
+def exports_dir() -> Path:
+    """Where exported models are kept: ``onnx/`` in ragsweep's cache folder."""
+    from ragsweep.models.replies import cache_dir
+
+    return cache_dir() / "onnx"
+
+
+def export_key(model: Path, variant: str) -> str:
+    """What an export depends on: the model's files (names, sizes, config), the variant and
+    the versions of the exporter and the runtime."""
+    import onnx
+    import onnxruntime
+    import torch
+    import transformers
+
+    files = sorted(
+        (str(p.relative_to(model)), p.stat().st_size) for p in model.rglob("*") if p.is_file()
+    )
+    key = {
+        "format": FORMAT,
+        "variant": variant,
+        "files": files,
+        "config": (model / "config.json").read_text(),
+        "versions": [torch.__version__, transformers.__version__, onnx.__version__],
+        "onnxruntime": onnxruntime.__version__,
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def exported(model: Path, variant: str, folder: Path | None = None) -> Path:
+    """The ONNX file of the sentence-transformers model in folder ``model`` as ``variant``
+    (``onnx`` or ``onnx-int8``), exported now unless a verified copy is kept."""
+    if variant not in VARIANTS:
+        raise RagsweepError(f"ONNX variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    folder = folder or exports_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(model.parts[-2:]))
+    path = folder / f"{slug}-{variant}-{export_key(model, variant)}.onnx"
+    with _locked(path):
+        if _verified(path):
+            return path
+        if path.exists():
+            log.warning("ONNX model %s: checksum mismatch, exporting it again", path)
+        if variant == "onnx":
+            _write(path, lambda tmp: _export(model, tmp))
+        else:
+            source = exported(model, "onnx", folder)  # the float32 file, exported first
+            _write(path, lambda tmp: _quantize(source, tmp))
+        log.info("exported %s as %s to %s", model.name, variant, path)
+        return path
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside ``path`` (other processes exporting it wait)."""
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_suffix(".onnx.sha256")
+
+
+def _verified(path: Path) -> bool:
+    """Whether ``path`` and its checksum file exist and agree."""
+    checksum = _checksum_path(path)
+    if not (path.is_file() and checksum.is_file()):
+        return False
+    return checksum.read_text().strip() == _sha256(path)
+
+
+def _write(path: Path, make) -> None:
+    """Make the file under a temporary name, then rename it and its checksum into place."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        make(tmp)
+        checksum = _sha256(tmp)
+        os.replace(tmp, path)
+        tmp_sum = _checksum_path(tmp)
+        tmp_sum.write_text(checksum + "\n")
+        os.replace(tmp_sum, _checksum_path(path))
+    finally:
+        tmp.unlink(missing_ok=True)
+        _checksum_path(tmp).unlink(missing_ok=True)
+
+
+def _export(model: Path, out: Path) -> None:
+    """Export the transformer of ``model`` (last hidden state; batch and length dynamic)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    network = AutoModel.from_pretrained(str(model)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    sample = tokenizer(
+        ["an example", "a longer example sentence"], padding=True, return_tensors="pt"
+    )
+    names = [name for name in INPUTS if name in sample]
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.network = network
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return self.network(**dict(zip(names, inputs, strict=True))).last_hidden_state
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "hidden"]}
+    # The tracer's warnings (shapes read as Python values) concern paths that the dynamic
+    # axes keep general; the export is checked against PyTorch (tests/test_onnx_backend.py).
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            LastHidden(),
+            tuple(sample[name] for name in names),
+            str(out),
+            input_names=names,
+            output_names=["hidden"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
+
+
+def _quantize(source: Path, out: Path) -> None:
+    """Dynamic int8 quantisation of the matrix products by a constant weight, per output
+    channel, the feed-forward output projections (``.../output/dense``) excepted."""
+    import onnx
+
+    graph = onnx.load(str(source), load_external_data=False).graph
+    kept = [
+        node.name
+        for node in graph.node
+        if node.op_type == "MatMul"
+        and "/output/dense" in node.name
+        and "attention" not in node.name
+    ]
+    quiet = logging.getLogger()  # the quantizer advises pre-processing on the root logger
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        _quantize_dynamic(source, out, kept)
+    finally:
+        quiet.setLevel(level)
+
+
+def _quantize_dynamic(source: Path, out: Path, kept: list[str]) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        str(source),
+        str(out),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_exclude=kept,
+        extra_options={"MatMulConstBOnly": True},
+    )
+
+
+class OnnxEncoder:
+    """Embeds texts like the sentence-transformers model in ``model``, on ONNX Runtime."""
+
+    def __init__(self, model: Path, variant: str, threads: int = 0) -> None:
+        import onnxruntime
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model))
+        self.max_length = int(
+            json.loads((model / "sentence_bert_config.json").read_text())["max_seq_length"]
+        )
+        self.pooling = _pooling(model)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(
+            str(exported(model, variant)), options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts``, run as one batch."""
+        tokens = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
+        )
+        feeds = {name: tokens[name].astype(np.int64) for name in self.inputs}
+        hidden = self.session.run(None, feeds)[0]
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            mask = tokens["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return (pooled / norms).astype(np.float32)
+
+
+def _pooling(model: Path) -> str:
+    """``mean`` or ``cls``: how the sentence-transformers model pools its token vectors."""
+    modules = json.loads((model / "modules.json").read_text())
+    pooling = [m for m in modules if m["type"].endswith("Pooling")]
+    config = json.loads((model / pooling[0]["path"] / "config.json").read_text()) if pooling else {}
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    raise RagsweepError(
+        f"embedding model {model}: the ONNX backend pools by mean or CLS token only; "
+        "use the torch backend for this model"
+    )
+
+
+@lru_cache(maxsize=4)
+def load_encoder(model: Path, variant: str, threads: int = 0) -> OnnxEncoder:
+    """An ``OnnxEncoder``, loaded once per process."""
+    return OnnxEncoder(model, variant, threads)

@@ -1,0 +1,182 @@
+"""The ONNX Runtime backend embeds as PyTorch does: vectors, rankings, the leaderboard."""
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from ragsweep.core.errors import RagsweepError
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset, resolve_testset
+from ragsweep.embeddings.cache import EmbeddingCache, _model_key
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.models import embedding, onnx_backend
+from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+MODEL = "all-MiniLM-L6-v2"
+CORPUS_CHUNKS = 2000
+MIN_COSINE = {"onnx": 0.999, "onnx-int8": 0.99}  # mean cosine against PyTorch's vectors
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Path:
+    """One export folder for the module, so each variant is exported once."""
+    return tmp_path_factory.mktemp("onnx-exports")
+
+
+@pytest.fixture(autouse=True)
+def _exports_here(exports: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_backend, "exports_dir", lambda: exports)
+
+
+@pytest.fixture(scope="module")
+def documents() -> pa.Table:
+    return read_documents(str(EXAMPLES / "docs")).table
+
+
+@pytest.fixture(scope="module")
+def example_chunks(documents: pa.Table) -> list[str]:
+    """The example documents' chunks at the default space's chunk sizes."""
+    texts: list[str] = []
+    for chunk_config in SearchSpace().chunk_configs():
+        texts += build_chunks(documents, chunk_config, EmbeddingCache())["text"].to_pylist()
+    return sorted(set(texts))
+
+
+@pytest.fixture(scope="module")
+def corpus(documents: pa.Table) -> list[str]:
+    """A corpus of ``CORPUS_CHUNKS`` chunks of 1 to 12 of the example documents' sentences,
+    drawn at random (seeded): other mixtures and lengths than the examples' own chunks."""
+    text = " ".join(documents["text"].to_pylist())
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n{2,}", text) if len(s.strip()) > 3]
+    rng = random.Random(27)
+    return [" ".join(rng.sample(sentences, rng.randint(1, 12))) for _ in range(CORPUS_CHUNKS)]
+
+
+def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a * b).sum(axis=1).mean())
+
+
+@pytest.mark.parametrize("variant", ["onnx", "onnx-int8"])
+def test_onnx_vectors_match_pytorchs_on_the_examples_and_a_corpus_of_thousands_of_chunks(
+    variant, example_chunks, corpus
+):
+    for texts in (example_chunks, corpus):
+        torch_vectors = embedding.encode(f"{MODEL}@torch", texts)
+        vectors = embedding.encode(f"{MODEL}@{variant}", texts)
+        assert vectors.shape == torch_vectors.shape
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+        assert mean_cosine(vectors, torch_vectors) >= MIN_COSINE[variant], len(texts)
+
+
+def sweep(model: str, documents: pa.Table) -> pa.Table:
+    """The default space's leaderboard on the examples with ``model``, run in-process."""
+    questions = resolve_testset(load_testset(str(EXAMPLES / "testset.jsonl")), documents)
+    space = SearchSpace(embedding_models=(model,))
+    store, retrieved = EmbeddingCache(), []
+    for chunk_config in space.chunk_configs():
+        chunks = build_chunks(documents, chunk_config, store)
+        retrieved.append(retrieve(chunks, questions, space, chunk_config, store))
+    configs = space.all_configs()
+    answers, scores = evaluate(pa.concat_tables(retrieved), questions, configs, "auto")
+    return build_board(scores, answers, questions, configs).leaderboard
+
+
+def test_the_default_cpu_backend_keeps_the_torch_leaderboards_top_3_and_intervals(documents):
+    assert embedding.DEFAULT_BACKEND in embedding.BACKENDS
+    reference = sweep(f"{MODEL}@torch", documents).to_pylist()
+    board = sweep(f"{MODEL}@{embedding.DEFAULT_BACKEND}", documents).to_pylist()
+
+    def label(row: dict) -> str:
+        return row["label"].replace(row["embedding_model"].rsplit("/", 1)[-1], MODEL)
+
+    assert [label(row) for row in board[:3]] == [label(row) for row in reference[:3]]
+    metrics = [c.removesuffix("_low") for c in reference[0] if c.endswith("_low")]
+    assert "answer_correctness" in metrics
+    by_label = {label(row): row for row in reference}
+    for row in board:
+        torch_row = by_label[label(row)]
+        for metric in metrics:
+            if torch_row[metric] is not None:
+                assert torch_row[f"{metric}_low"] <= row[metric] <= torch_row[f"{metric}_high"]
+
+
+def test_the_embedding_cache_keeps_each_backends_vectors_apart(tmp_path):
+    cache = EmbeddingCache(tmp_path / "cache")
+    texts = ["Rotate the access keys every ninety days.", "The quota is 40 GB per project."]
+    torch_vectors = cache.embed(f"{MODEL}@torch", texts)
+    assert cache.encoded == 2
+    again = EmbeddingCache(tmp_path / "cache")
+    onnx_vectors = again.embed(f"{MODEL}@onnx-int8", texts)
+    assert again.encoded == 2  # not read from the PyTorch vectors
+    assert not np.array_equal(onnx_vectors, torch_vectors)
+    folders = {p.name for p in (tmp_path / "cache").iterdir()}
+    assert {_model_key(f"{MODEL}@torch"), _model_key(f"{MODEL}@onnx-int8")} <= folders
+    # a bare name is the default backend's, and shares its vectors
+    assert _model_key(MODEL) == _model_key(f"{MODEL}@{embedding.backend(MODEL)}")
+
+
+def test_an_export_is_reused_and_a_corrupt_one_exported_again(exports, caplog):
+    model = embedding.model_path(MODEL)
+    path = onnx_backend.exported(model, "onnx")
+    assert path.parent == exports
+    stamp = path.stat().st_mtime_ns
+    assert onnx_backend.exported(model, "onnx") == path
+    assert path.stat().st_mtime_ns == stamp  # verified, not exported again
+    with open(path, "r+b") as f:  # one flipped byte in the middle
+        f.seek(path.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert onnx_backend.exported(model, "onnx") == path
+    assert "checksum mismatch" in caplog.text
+    assert onnx_backend._verified(path)
+    assert not list(exports.glob(".*.tmp"))  # no temporary file left behind
+
+
+def test_two_processes_exporting_at_once_both_get_one_verified_file(tmp_path):
+    script = (
+        "import sys; from pathlib import Path; from ragsweep.models import embedding, onnx_backend;"
+        "print(onnx_backend.exported(embedding.model_path('all-MiniLM-L6-v2'), 'onnx',"
+        " Path(sys.argv[1])))"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    paths = {run.communicate()[0].decode().strip() for run in runs}
+    assert [run.returncode for run in runs] == [0, 0]
+    assert len(paths) == 1
+    assert onnx_backend._verified(Path(paths.pop()))
+    assert len(list(tmp_path.glob("*.onnx"))) == 1
+
+
+def test_the_export_key_follows_the_model_files_and_the_variant(tmp_path):
+    model = embedding.model_path(MODEL)
+    copy = tmp_path / "model"
+    shutil.copytree(model, copy, copy_function=os.symlink)
+    assert onnx_backend.export_key(copy, "onnx") == onnx_backend.export_key(model, "onnx")
+    assert onnx_backend.export_key(model, "onnx") != onnx_backend.export_key(model, "onnx-int8")
+    (copy / "config.json").unlink()
+    (copy / "config.json").write_text((model / "config.json").read_text().replace("384", "385"))
+    assert onnx_backend.export_key(copy, "onnx") != onnx_backend.export_key(model, "onnx")
+
+
+def test_backend_names_parse_and_an_endpoint_model_takes_none():
+    assert embedding.split_backend(f"{MODEL}@onnx-int8") == (MODEL, "onnx-int8")
+    assert embedding.split_backend("/models/minilm@v2") == ("/models/minilm@v2", None)
+    assert embedding.cache_name(f"{MODEL}@torch") == MODEL
+    assert embedding.cache_name(f"{MODEL}@onnx") == f"{MODEL}@onnx"
+    with pytest.raises(RagsweepError, match="endpoint model takes no @onnx"):
+        embedding.split_backend("openai:text-embedding-3-small@onnx")
+    with pytest.raises(RagsweepError, match="onnx-int8"):
+        embedding.model_path(f"{MODEL}@onnx8")
