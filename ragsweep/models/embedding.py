@@ -9,7 +9,7 @@ model are counted with the bundled model's tokenizer: its own is not at hand off
 A local model's name may end in ``@torch``, ``@onnx`` or ``@onnx-int8``: the runtime that
 embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
 ``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
-on PyTorch when the machine has an NVIDIA GPU. The embedding cache keeps each runtime's
+on PyTorch where torch sees a GPU. The embedding cache keeps each runtime's
 vectors apart (``cache_name``).
 
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
@@ -101,17 +101,17 @@ def split_backend(name: str) -> tuple[str, str | None]:
 
 def backend(name: str) -> str:
     """The runtime that embeds with local model ``name``: its suffix's, else the default
-    (PyTorch on a machine with a GPU)."""
+    (PyTorch where torch sees a GPU)."""
     named = split_backend(name)[1]
     if named:
         return named
-    return "torch" if DEFAULT_BACKEND == "torch" or gpu_present() else DEFAULT_BACKEND
+    return "torch" if DEFAULT_BACKEND == "torch" or cuda_usable() else DEFAULT_BACKEND
 
 
-def gpu_present() -> bool:
-    """Whether the machine shows an NVIDIA GPU (its device file; torch is not imported, so
-    that a step whose texts are all cached never loads it)."""
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+def cuda_usable() -> bool:
+    """Whether PyTorch can run on a GPU here. Torch is imported only where an NVIDIA device
+    file shows, so that on a CPU machine a step whose texts are all cached never loads it."""
+    return any(Path("/dev").glob("nvidia[0-9]*")) and device() == "cuda"
 
 
 def cache_name(name: str) -> str:

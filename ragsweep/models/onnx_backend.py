@@ -229,6 +229,9 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # waiting threads sleep instead of spinning: on a shared machine or a pod's CPU
+        # limit, spinning threads take the cores the others need
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
             str(exported(model, variant)), options, providers=["CPUExecutionProvider"]
         )
