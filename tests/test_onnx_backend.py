@@ -95,11 +95,12 @@ def sweep(model: str, documents: pa.Table) -> pa.Table:
     return build_board(scores, answers, questions, configs).leaderboard
 
 
-def test_int8_keeps_the_torch_leaderboards_top_3_and_every_metric_in_its_interval(documents):
-    # the default is PyTorch or a backend whose leaderboard this test checks
-    assert embedding.DEFAULT_BACKEND in ("torch", "onnx-int8")
+def test_onnx_keeps_the_torch_leaderboards_top_3_and_every_metric_in_its_interval(documents):
+    # The default is PyTorch or a backend whose leaderboard this test checks. int8 does not
+    # pass it: on the examples it swaps the first two (k=3 and k=5 at 128/16, 0.001 apart).
+    assert embedding.DEFAULT_BACKEND in ("torch", "onnx")
     reference = sweep(f"{MODEL}@torch", documents).to_pylist()
-    board = sweep(f"{MODEL}@onnx-int8", documents).to_pylist()
+    board = sweep(f"{MODEL}@onnx", documents).to_pylist()
 
     def label(row: dict) -> str:
         return row["label"].replace(row["embedding_model"].rsplit("/", 1)[-1], MODEL)
