@@ -105,11 +105,12 @@ def test_the_agreement_goes_into_the_report_once(tmp_path):
     assert html.index('id="agreement"') < html.index("<h2>Leaderboard</h2>")
 
 
-def test_the_agreement_is_logged_to_the_runs_mlflow_parent(tmp_path):
+def test_the_agreement_is_logged_to_the_runs_mlflow_parent(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
     from ragsweep.results.tracking import log_agreement, log_sweep
 
+    monkeypatch.chdir(tmp_path)  # the store's artifacts go to ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     engine = database.connect(f"sqlite:///{tmp_path / 'results.db'}")
     store_judged_run(engine, "r1", np.ones((2, 20)))
