@@ -19,7 +19,8 @@ def evaluate(
     scores: Output[Dataset],
 ):
     """Answer every question with every configuration and score the answers: with every
-    metric, and with the LLM judge when ``llm`` names one (``judge``). When that would take
+    metric, and with the LLM judge when ``llm`` names one (``judge``; of several, the one
+    agreeing best with people's labels in the results store). When that would take
     more than ``max_llm_calls`` LLM calls (0: no limit), successive halving promotes the
     best configurations by ``optimization_metric`` to more questions (in a ``seed``-ed
     order); retrieval metrics always cover every question.
@@ -31,6 +32,7 @@ def evaluate(
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.models.llm import LLMSettings
+    from ragsweep.results.judges import choose_judge
     from ragsweep.sweep.space import SearchSpace
     from ragsweep.sweep.steps import evaluate as evaluate_all
 
@@ -40,7 +42,7 @@ def evaluate(
             read_table(questions.path, "testset"),
             SearchSpace.from_dict(search_space).all_configs(),
             optimization_metric,
-            LLMSettings.from_dict(llm),
+            choose_judge(LLMSettings.from_dict(llm)),
             max_llm_calls,
             seed,
         )

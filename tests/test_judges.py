@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,10 @@ from judged_runs import store_judged_run
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation.agreement import agreement
+from ragsweep.models.llm import LLMSettings
 from ragsweep.results import database, labels
 from ragsweep.results.agreements import insert_agreement
-from ragsweep.results.judges import compare_judges, read_labelled
+from ragsweep.results.judges import choose_judge, compare_judges, read_labelled
 from ragsweep.results.report import render_html
 
 RAGSWEEP = str(Path(sys.executable).with_name("ragsweep"))
@@ -126,3 +128,31 @@ def test_the_agreement_is_logged_to_the_runs_mlflow_parent(tmp_path, monkeypatch
     assert logged.tags["ragsweep.judge_agreement_of"] == judge
     with pytest.raises(RagsweepError, match="no run of the sweep 'r9'"):
         log_agreement(uri, "r9", measured, judge)
+
+
+def by_question(request: dict) -> str:
+    """``exact`` calls the answers to even-numbered questions correct, as the labeller
+    does; ``yes`` calls every answer correct."""
+    number = int(re.search(r"What about q(\d+)\?", request["messages"][1]["content"])[1])
+    said = number % 2 == 0 if request["model"] == "exact" else True
+    return json.dumps({"correctness": said, "correctness_reason": "scripted"})
+
+
+def test_the_run_judges_with_the_listed_judge_that_agrees_best_with_the_stored_labels(
+    llm_server, tmp_path, monkeypatch
+):
+    llm_server.models += ["exact", "yes"]
+    llm_server.responder = by_question
+    settings = LLMSettings(judge="yes, exact")
+    assert settings.judges() == ["yes", "exact"]
+    assert choose_judge(settings).judge == "yes"  # no store: the first named
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    engine = database.connect(url)
+    store_judged_run(engine, "r1", np.ones((1, 12)))
+    for q in range(12):
+        kind = "correct" if q % 2 == 0 else "incorrect"
+        labels.label_result(engine, "r1", labels.judged_of(engine, "r1")[0].config_id[0],
+                            f"q{q:03d}", kind, "ann")  # fmt: skip
+    monkeypatch.setenv(database.ENV, url)
+    assert choose_judge(settings).judge == "exact"
+    assert len(llm_server.requests) == 24  # each judge on each labelled answer once

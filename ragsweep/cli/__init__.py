@@ -126,7 +126,7 @@ def check_endpoints(
     from ragsweep.models.llm import Endpoint, check_reachable
 
     endpoints = [Endpoint.from_env(m) for m in models]
-    endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    endpoints += [Endpoint.from_env(name.strip(), role="JUDGE") for name in judge.split(",")]
     endpoints += [
         Endpoint.from_env(name.partition(":")[2], role="RERANK")
         for name in rerankers

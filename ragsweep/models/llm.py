@@ -94,6 +94,12 @@ class LLMSettings:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def judges(self) -> list[str]:
+        """The judge models named: ``judge`` may list several, comma-separated, for the run
+        to pick the one that agrees best with people's labels
+        (``ragsweep.results.judges.choose_judge``)."""
+        return [name.strip() for name in self.judge.split(",") if name.strip()]
+
     def for_judge(self) -> LLMSettings:
         """The settings the judge's requests use: its own deadlines."""
         return replace(self, timeout_s=self.judge_timeout_s, max_retries=self.judge_max_retries)

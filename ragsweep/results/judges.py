@@ -5,7 +5,9 @@ compare``; ``best_judge`` picks the pipeline's judge from a list)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,9 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation import agreement as stats
 from ragsweep.evaluation.judge import Judge, Judged
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results import labels
+from ragsweep.results import database, labels
+
+log = logging.getLogger("ragsweep")
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,41 @@ def compare_judges(
     settings = settings or LLMSettings()
     measured = [(model, measure(model, labelled, settings)) for model in models]
     return sorted(measured, key=lambda m: -m[1].kappa if np.isfinite(m[1].kappa) else np.inf)
+
+
+def stored_labelled(engine) -> list[Labelled]:
+    """The labelled answers of the results database whose question and answer it holds."""
+    texts = labels.texts_of(engine)
+    out = []
+    for key, correct in labels.truth(engine).items():
+        if key in texts:
+            seen = texts[key]
+            item = Judged(
+                seen["question"],
+                list(seen["reference_answers"] or []),
+                seen["answer"],
+                seen["question_type"],
+            )
+            out.append(Labelled(item, correct))
+    return out
+
+
+def choose_judge(settings: LLMSettings) -> LLMSettings:
+    """``settings`` with one judge: of the several its ``judge`` names, the one whose
+    verdicts agree best (kappa) with the labels in the results database
+    (``RAGSWEEP_STORE_URL``); the first named when there is no store or no label."""
+    names = settings.judges()
+    if len(names) < 2:
+        return settings
+    url = os.environ.get(database.ENV)
+    labelled = stored_labelled(database.connect(url)) if url else []
+    if not labelled:
+        log.info(
+            "judges %s: no labels in a results store to choose by; judging with %s", names, names[0]
+        )
+        return replace(settings, judge=names[0])
+    ranked = compare_judges(names, labelled, settings)
+    for name, measured in ranked:
+        log.info("judge %s against people: %s", name, measured.statement())
+    log.info("judging with %s: the best agreement with %d labels", ranked[0][0], len(labelled))
+    return replace(settings, judge=ranked[0][0])

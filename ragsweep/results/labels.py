@@ -241,7 +241,7 @@ def export_file(engine: Engine, path: Path) -> int:
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise RagsweepError(f"{path}: labels are written to {' or '.join(FORMATS)} files")
-    texts = _texts(engine)
+    texts = texts_of(engine)
     rows = [
         {**asdict(lb), "label": lb.kind, **texts.get((lb.question_version, lb.answer_hash), {})}
         for lb in load(engine)
@@ -263,7 +263,7 @@ def export_file(engine: Engine, path: Path) -> int:
 TEXTS = ("question", "reference_answers", "question_type", "answer")
 
 
-def _texts(engine: Engine) -> dict[tuple[str, str], dict[str, Any]]:
+def texts_of(engine: Engine) -> dict[tuple[str, str], dict[str, Any]]:
     """What the judges saw of each stored (question version, answer hash): the question, its
     references and type, and the answer text, from the stored results and test sets (for
     ``ragsweep judges compare`` on an exported file)."""
