@@ -449,7 +449,7 @@ def corrected_board(engine: Engine, run_id: str) -> list[dict[str, Any]]:
         rows.append({**{k: row.get(k) for k in ("config_id", "label", "correctness")}, **figures})
         rows[-1].update(correctness_low=row.get("correctness_low"))
         rows[-1].update(correctness_high=row.get("correctness_high"))
-    sign = 1 if stats.CORRECTED_DIRECTION else -1
+    sign = stats.CORRECTED.sign()
     rows.sort(key=lambda r: -sign * r[name] if np.isfinite(r[name]) else np.inf)
     return rows
 
