@@ -73,6 +73,24 @@ def test_corrected_interval_covers_the_human_accuracy_where_the_raw_judge_is_bia
     assert np.mean((raw - half <= truth) & (truth <= raw + half)) < 0.01
 
 
+def test_corrected_interval_still_covers_when_both_verdicts_get_equal_labels():
+    """The labelling queue labels both verdicts alike, whatever their shares: 50 answers
+    the judge called correct and 50 it called wrong, though it calls 73% correct."""
+    rng = np.random.default_rng(11)
+    runs, answers, truth = 4000, 1000, 0.6
+    person = rng.random((runs, answers)) < truth
+    judge = np.where(person, rng.random(person.shape) < 0.95, rng.random(person.shape) < 0.4)
+    # per run, the first 50 answers of each verdict in a random order
+    order = np.argsort(rng.random(person.shape), axis=1)
+    rows = np.arange(runs)[:, None]
+    said = judge[rows, order]
+    rank = np.where(said, np.cumsum(said, axis=1), np.cumsum(~said, axis=1))
+    picked = np.sort(np.where(rank <= 50, order, answers), axis=1)[:, :100]
+    estimate, low, high = corrected(judge, judge[rows, picked], person[rows, picked])
+    assert np.mean((low <= truth) & (truth <= high)) >= 0.93
+    assert abs(np.mean(estimate) - truth) < 0.005
+
+
 def test_corrected_interval_is_narrower_than_the_labels_alone_when_the_judge_is_good():
     rng = np.random.default_rng(1)
     person = rng.random((2000, 500)) < 0.7

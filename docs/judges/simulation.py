@@ -1,7 +1,8 @@
 """The corrected score's simulation (docs/metrics.md#corrected-scores): a judge biased upwards
 (it calls 95% of the correct answers correct and 40% of the wrong ones) on 1000 answers of
 which 60% are correct; people label n of them at random. Writes coverage.svg here and prints
-the table of the page: how often each 95% interval covers the true 0.6, and its width.
+the table of the page: how often each 95% interval covers the true 0.6 (a run without an
+estimate, where one verdict got no label, counts as not covered), and its mean width.
 
     python docs/judges/simulation.py
 """
@@ -38,7 +39,7 @@ def simulate(labels: int, seed: int) -> dict[str, tuple[float, float]]:
     mean, se = h.mean(1), h.std(1, ddof=1) / np.sqrt(labels)
     out["labels alone"] = (mean - z * se, mean + z * se)
     return {
-        name: (float(np.mean((lo <= TRUTH) & (hi >= TRUTH))), float(np.mean(hi - lo)))
+        name: (float(np.mean((lo <= TRUTH) & (hi >= TRUTH))), float(np.nanmean(hi - lo)))
         for name, (lo, hi) in out.items()
     }
 

@@ -8,10 +8,10 @@ interval, and the confusion matrix. A judge is *not shown to be reliable* below
 ``MIN_LABELS`` labels or below ``MIN_KAPPA``.
 
 ``corrected``: prediction-powered inference (Angelopoulos et al., Science 2023) of the human
-accuracy of one configuration: the judge's mean over every judged answer, plus the mean
-error of the judge on the answers a person labelled (a random subset of them), with a normal
-interval whose variance counts both samples (the judge's and the people's) and their overlap.
-Unbiased whatever the judge's bias; as wide as the labels leave it.
+accuracy of one configuration, stratified by the judge's verdict: the judge's verdicts over
+every judged answer, corrected by its errors on the answers a person labelled, with a normal
+interval whose variance counts both samples (the judge's and the people's). Unbiased
+whatever the judge's bias; as wide as the labels leave it.
 """
 
 from __future__ import annotations
@@ -119,26 +119,42 @@ def corrected(
     judged: np.ndarray, judged_labelled: np.ndarray, person: np.ndarray, level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(estimate, low, high) of the share of answers people would call correct, by
-    prediction-powered inference, along the last axis.
+    prediction-powered inference stratified by the judge's verdict, along the last axis.
 
     ``judged``: the judge's verdicts (0/1) on all N answers of a configuration;
     ``judged_labelled`` and ``person``: the judge's verdicts and the person's labels on the n
-    of them a person labelled, chosen at random. The estimate is mean(judged) +
-    mean(person - judged_labelled); its variance var(judged)/N + var(rectifier)/n +
-    2 cov(judged, rectifier)/N (the labelled answers are among the N). Clipped to [0, 1].
+    of them a person labelled. Within each verdict v, the labels give the share p_v of
+    answers people call correct; the estimate is their mix by the verdicts' shares over all
+    N: pi p_1 + (1 - pi) p_0, i.e. the judge's mean plus its mean error in each verdict
+    (a rectifier per stratum: Fisch et al. 2024, stratified PPI). So a queue that labels
+    both verdicts equally, whatever their shares, biases nothing, provided the labels are
+    random within each verdict. Variance: pi^2 p_1(1-p_1)/n_1 + (1-pi)^2 p_0(1-p_0)/n_0 +
+    (p_1 - p_0)^2 pi(1-pi)/N, each p_v taken as (k + 1)/(n_v + 2) there, so that a verdict
+    whose few labels all agree still has some. NaN when a verdict the judge gave has no
+    label. Estimate and bounds in [0, 1].
     """
     judged = np.asarray(judged, float)
     f, h = np.asarray(judged_labelled, float), np.asarray(person, float)
-    big_n, n = judged.shape[-1], f.shape[-1]
-    rectifier = h - f
-    estimate = judged.mean(axis=-1) + rectifier.mean(axis=-1)
-    centred_f = f - f.mean(axis=-1, keepdims=True)
-    centred_r = rectifier - rectifier.mean(axis=-1, keepdims=True)
-    covariance = (centred_f * centred_r).sum(axis=-1) / max(n - 1, 1)
-    variance = (
-        judged.var(axis=-1, ddof=1) / big_n
-        + rectifier.var(axis=-1, ddof=1) / n
-        + 2 * covariance / big_n
-    )
-    half = NormalDist().inv_cdf(0.5 + level / 2) * np.sqrt(np.maximum(variance, 0.0))
+    big_n = judged.shape[-1]
+    share = judged.mean(axis=-1)  # pi: the share of verdicts "correct"
+    estimate = np.zeros(np.shape(share))
+    variance = np.zeros(np.shape(share))
+    rates = []
+    for verdict, weight in ((1.0, share), (0.0, 1 - share)):
+        inside = f == verdict
+        count = inside.sum(axis=-1)
+        agreed = (h * inside).sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(count > 0, agreed / count, np.nan)
+        smoothed = (agreed + 1) / (count + 2)
+        missing = (weight > 0) & (count == 0)
+        rate_used = np.where(weight > 0, rate, 0.0)
+        estimate = estimate + np.where(missing, np.nan, weight * rate_used)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(weight > 0, weight**2 * smoothed * (1 - smoothed) / count, 0.0)
+        variance = variance + term
+        rates.append(np.where(count > 0, rate, smoothed))
+    variance = variance + (rates[0] - rates[1]) ** 2 * share * (1 - share) / big_n
+    half = NormalDist().inv_cdf(0.5 + level / 2) * np.sqrt(variance)
+    estimate = np.clip(estimate, 0, 1)
     return estimate, np.clip(estimate - half, 0, 1), np.clip(estimate + half, 0, 1)

@@ -350,7 +350,8 @@ def corrected_scores(
     judged: Judged, known: dict[tuple[str, str], bool]
 ) -> dict[str, dict[str, float]]:
     """Per configuration: the judged ``correctness`` corrected by the labels of its answers
-    (``agreement.corrected``), its interval, and the labels used; NaN with fewer than 2."""
+    (``agreement.corrected``), its interval, and the labels used; NaN with fewer than 2, or
+    none on a verdict the judge gave."""
     by_config: dict[str, list[int]] = defaultdict(list)
     for i, config in enumerate(judged.config_id):
         if not np.isnan(judged.verdict[i]):
@@ -474,6 +475,7 @@ def corrected_lines(store: str | None, run_id: str, top: int | None = None) -> l
         )
     lines.append(
         f"{name}: the judge's correctness corrected by people's labels of the same answers "
-        "(prediction-powered inference); '-': fewer than 2 labels"
+        "(prediction-powered inference); '-': fewer than 2 labels, or none on a verdict "
+        "the judge gave"
     )
     return lines
