@@ -35,6 +35,7 @@ from ragsweep.results import database
 KINDS = ("agree", "disagree", "correct", "incorrect")
 NO_JUDGE = "none"  # the judge of a label given where no judge gave a verdict
 FORMATS = (".csv", ".jsonl")
+IN_BATCH = 500  # values in one SQL IN list (Oracle takes at most 1000)
 
 
 def answer_hash(answer: str) -> str:
@@ -380,19 +381,26 @@ def corrected_scores(
 # ---------------------------------------------------------------- the labelling queue
 
 
-def verdicts_by_judge(engine: Engine) -> dict[tuple[str, str], set[bool]]:
-    """Every stored run's verdicts on each (question version, answer hash), pooled by key:
-    more than one value means the judges (or one judge across runs) disagree."""
+def verdicts_by_judge(engine: Engine, versions: set[str]) -> dict[tuple[str, str], set[bool]]:
+    """Every stored run's verdicts on each (question version, answer hash) of the question
+    versions ``versions``, pooled by key: more than one value means the judges (or one judge
+    across runs) disagree. One query, whatever the number of runs."""
+    results, runs = database.results, database.runs
+    query = (
+        sa.select(results.c.question_version, results.c.answer, results.c.scores)
+        .select_from(results.join(runs, results.c.run_pk == runs.c.id))
+        .where(runs.c.status.in_(database.WITH_RESULTS))
+    )
     found: dict[tuple[str, str], set[bool]] = defaultdict(set)
-    for run in database.find_runs(engine, limit=10_000):
-        if run["status"] not in database.WITH_RESULTS:
-            continue
-        judged, (model, _) = judged_of(engine, run["run_id"])
-        if model == NO_JUDGE:
-            continue
-        for key, verdict in zip(judged.key, judged.verdict, strict=True):
-            if not np.isnan(verdict):
-                found[key].add(bool(verdict >= 0.5))
+    ordered = sorted(versions)
+    with engine.connect() as conn:
+        for start in range(0, len(ordered), IN_BATCH):
+            batch = ordered[start : start + IN_BATCH]
+            rows = conn.execute(query.where(results.c.question_version.in_(batch)))
+            for version, answer, scores in rows:
+                verdict = (scores or {}).get("correctness")
+                if verdict is not None:
+                    found[(version, answer_hash(answer or ""))].add(verdict >= 0.5)
     return found
 
 
@@ -412,7 +420,7 @@ def queue(engine: Engine, run_id: str, size: int = 20) -> list[Proposal]:
     are labelled early. Each distinct answer once."""
     judged, _ = judged_of(engine, run_id)
     known = truth(engine)
-    pooled = verdicts_by_judge(engine)
+    pooled = verdicts_by_judge(engine, {version for version, _ in judged.key})
     strata: dict[tuple[int, str, bool], list[Proposal]] = defaultdict(list)
     seen = set()
     for i, key in enumerate(judged.key):
