@@ -5,16 +5,14 @@ into the report and MLflow."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from builders import make_board
 from judged_runs import store_judged_run
+from test_labels import ragsweep
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation.agreement import agreement
@@ -24,17 +22,15 @@ from ragsweep.results.agreements import insert_agreement
 from ragsweep.results.judges import choose_judge, compare_judges, read_labelled
 from ragsweep.results.report import render_html
 
-RAGSWEEP = str(Path(sys.executable).with_name("ragsweep"))
 # the truth of each labelled answer: answer i is correct when i is even
-TRUTH = {f"Answer number {i}.": i % 2 == 0 for i in range(32)}
+TRUTH = {f"Answer number {i}.": i % 2 == 0 for i in range(30)}
 
 
 def by_model(request: dict) -> str:
-    """``exact`` agrees with the labels, ``contrary`` never does, ``yes`` always says
-    correct."""
+    """``exact`` agrees with the labels, ``yes`` always says correct."""
     answer = request["messages"][1]["content"].split("Assistant's answer:\n")[1].strip()
     truth = TRUTH[answer]
-    said = {"exact": truth, "contrary": not truth, "yes": True}[request["model"]]
+    said = {"exact": truth, "yes": True}[request["model"]]
     return json.dumps({"correctness": said, "correctness_reason": "scripted"})
 
 
@@ -57,31 +53,27 @@ def labelled_file(path: Path, count: int = len(TRUTH)) -> Path:
 
 
 def test_judges_are_ranked_by_kappa_on_the_labelled_answers(llm_server, tmp_path):
-    llm_server.models += ["exact", "contrary", "yes"]
+    llm_server.models += ["exact", "yes"]
     llm_server.responder = by_model
-    ranked = compare_judges(
-        ["yes", "contrary", "exact"], read_labelled(labelled_file(tmp_path / "l.jsonl"))
-    )
-    assert [name for name, _ in ranked] == ["exact", "yes", "contrary"]
-    exact, yes, contrary = (m for _, m in ranked)
-    assert exact.kappa == pytest.approx(1.0) and exact.reliable and exact.labels == 32
-    assert contrary.accuracy == 0 and not contrary.reliable
+    ranked = compare_judges(["yes", "exact"], read_labelled(labelled_file(tmp_path / "l.jsonl")))
+    assert [name for name, _ in ranked] == ["exact", "yes"]
+    exact, yes = (m for _, m in ranked)
+    assert exact.kappa == pytest.approx(1.0) and exact.reliable and exact.labels == 30
     assert yes.accuracy == 0.5 and yes.kappa == 0  # no better than chance
     # every verdict request carried the verdict's JSON schema
     assert {r["response_format"]["type"] for r in llm_server.requests} == {"json_schema"}
 
 
-def test_judges_compare_command_prints_the_ranking(llm_server, tmp_path):
+def test_judges_compare_command_prints_the_ranking(llm_server, tmp_path, monkeypatch, capsys):
     llm_server.models += ["exact", "yes"]
     llm_server.responder = by_model
     path = labelled_file(tmp_path / "l.jsonl", count=6)
-    env = dict(os.environ, RAGSWEEP_JUDGE_BASE_URL=llm_server.url)
-    result = subprocess.run(
-        [RAGSWEEP, "judges", "compare", "--judges", "yes,exact", "--labels", str(path)],
-        capture_output=True, text=True, env=env, timeout=120,
+    code, out, err = ragsweep(
+        "judges", "compare", "--judges", "yes,exact", "--labels", str(path),
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    first, second = result.stdout.splitlines()[:2]
+    assert code == 0, err
+    first, second = out.splitlines()[:2]
     assert first.startswith("1. exact: 6 labels, accuracy 100.0%, Cohen's kappa 1.00")
     assert second.startswith("2. yes:") and "not shown to be reliable" in second
 

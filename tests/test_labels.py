@@ -5,24 +5,26 @@ judge's agreement, the corrected scores, and the `ragsweep labels` / `leaderboar
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import emptied
 from judged_runs import store_judged_run
 
+from ragsweep.cli import main
 from ragsweep.core.errors import RagsweepError
 from ragsweep.results import database, labels
 
-RAGSWEEP = str(Path(sys.executable).with_name("ragsweep"))
+
+@pytest.fixture
+def engine(tmp_path):
+    return database.connect(f"sqlite:///{tmp_path / 'results.db'}")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path):
+def any_engine(request, tmp_path):
+    """A store on each backend, for what the backends could store differently."""
     if request.param == "sqlite":
         return database.connect(f"sqlite:///{tmp_path / 'results.db'}")
     return database.connect(emptied(request.getfixturevalue("postgres_server")))
@@ -45,8 +47,9 @@ def label_every_answer(engine, run_id: str, say) -> int:
 
 
 def test_a_label_is_keyed_by_question_version_answer_and_judge_and_replaced_by_its_author(
-    engine,
+    any_engine,
 ):
+    engine = any_engine
     store_judged_run(engine, "r1", verdicts())
     judged, (model, prompt) = labels.judged_of(engine, "r1")
     config, question = judged.config_id[0], judged.question_id[0]
@@ -82,7 +85,8 @@ def test_agree_without_the_judges_verdict_and_an_unknown_label_are_refused(engin
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
-def test_labels_exported_and_imported_again_are_the_same(engine, tmp_path, suffix):
+def test_labels_exported_and_imported_again_are_the_same(any_engine, tmp_path, suffix):
+    engine = any_engine
     store_judged_run(engine, "r1", verdicts(questions=4))
     label_every_answer(engine, "r1", lambda verdict: "incorrect" if verdict else "correct")
     before = labels.load(engine)
@@ -178,29 +182,44 @@ def test_corrected_scores_follow_the_labels_not_the_judge(engine):
     assert np.isnan(board[1]["correctness_corrected"]) and board[1]["correctness"] == 1.0
 
 
-def ragsweep(*args: str, url: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RAGSWEEP_STORE_URL=url)
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=120)
+def ragsweep(*args: str, url: str, monkeypatch, capsys) -> tuple[int, str, str]:
+    """``ragsweep ARGS`` through its entry point, in this process: (exit status, out, err)."""
+    monkeypatch.setenv(database.ENV, url)
+    monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
+    capsys.readouterr()
+    try:
+        main()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_labels_commands_add_and_import_and_the_leaderboard_shows_agreement(tmp_path):
+def test_labels_commands_add_and_import_and_the_leaderboard_shows_agreement(
+    tmp_path, monkeypatch, capsys
+):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     engine = database.connect(url)
     store_judged_run(engine, "r1", verdicts(configs=2, questions=4))
     judged, _ = labels.judged_of(engine, "r1")
-    added = ragsweep(
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        return ragsweep(*args, url=url, monkeypatch=monkeypatch, capsys=capsys)
+
+    code, out, err = cli(
         "labels", "add", "r1", "--config", judged.config_id[0], "--question", "q000",
-        "--label", "correct", "--author", "ann", "--note", "checked the docs", url=url,
+        "--label", "correct", "--author", "ann", "--note", "checked the docs",
     )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    assert "the answer is correct" in added.stdout
-    out = tmp_path / "labels.csv"
-    labels.export_file(engine, out)
-    board = ragsweep("leaderboard", "r1", url=url)
-    assert "not shown to be reliable (fewer than 30 labels" in board.stdout, board.stderr
-    corrected = ragsweep("leaderboard", "r1", "--metric", "correctness_corrected", url=url)
-    assert "correctness_corrected [95% CI]" in corrected.stdout, corrected.stderr
-    out.write_text(out.read_text().replace("\ncorrect,", "\nsure,", 1))
-    refused = ragsweep("labels", "import", str(out), url=url)
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert f"error: {out}:2: field 'label': 'sure'" in refused.stderr
+    assert code == 0, err
+    assert "the answer is correct" in out
+    path = tmp_path / "labels.csv"
+    labels.export_file(engine, path)
+    code, out, _ = cli("leaderboard", "r1")
+    assert "not shown to be reliable (fewer than 30 labels" in out
+    code, out, _ = cli("leaderboard", "r1", "--metric", "correctness_corrected")
+    assert "correctness_corrected [95% CI]" in out
+    path.write_text(path.read_text().replace("\ncorrect,", "\nsure,", 1))
+    code, _, err = cli("labels", "import", str(path))
+    assert code == 2 and "Traceback" not in err
+    assert f"error: {path}:2: field 'label': 'sure'" in err
