@@ -136,7 +136,7 @@ def test_the_run_judges_with_the_listed_judge_that_agrees_best_with_the_stored_l
     llm_server.models += ["exact", "yes"]
     llm_server.responder = by_question
     settings = LLMSettings(judge="yes, exact")
-    assert settings.judges() == ["yes", "exact"]
+    assert settings.judges() == ["yes", "exact"] and LLMSettings().judges() == []
     assert choose_judge(settings).judge == "yes"  # no store: the first named
     url = f"sqlite:///{tmp_path / 'results.db'}"
     engine = database.connect(url)
