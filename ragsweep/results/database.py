@@ -158,6 +158,35 @@ leaderboards = sa.Table(
 )
 
 
+# A person's label of a judged answer (``ragsweep.results.labels``): keyed by the question
+# version, the answer text's hash and the judge (model and prompt version) the person saw,
+# so it holds for every run that reproduces the answer; one per author.
+labels = sa.Table(
+    "ragsweep_labels",
+    metadata,
+    _key(),
+    sa.Column("question_version", sa.String(64), nullable=False),
+    sa.Column("answer_hash", sa.String(64), nullable=False),
+    sa.Column("judge_model", sa.String(400), nullable=False),
+    sa.Column("judge_prompt", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(20), nullable=False),  # agree, disagree, correct, incorrect
+    sa.Column("correct", sa.Boolean, nullable=False),  # the person's: the answer is correct
+    sa.Column("judge_verdict", sa.Boolean),  # what the judge said when the person labelled
+    sa.Column("note", sa.Text),
+    sa.Column("author", sa.String(200), nullable=False),
+    sa.Column("question_id", sa.String(200)),  # for reading; the version is the key
+    sa.Column("created_at", WHEN, nullable=False),
+    sa.UniqueConstraint(
+        "question_version",
+        "answer_hash",
+        "judge_model",
+        "judge_prompt",
+        "author",
+        name="ragsweep_label_key",
+    ),
+)
+
+
 def default_url() -> str:
     from platformdirs import user_data_dir
 

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 
 from ragsweep.core.errors import safe_url
 from ragsweep.results.report import CSS
-from ragsweep.ui import jobs, runs, security, testsets
+from ragsweep.ui import jobs, labelling, runs, security, testsets
 from ragsweep.ui.data import Data
 from ragsweep.ui.roots import DocRoots
 
@@ -94,6 +94,7 @@ def create_app(
         Route("/runs/{run_id}/configs/{config_id}", runs.config_page),
         Route("/runs/{run_id}", runs.run_page),
         Route("/compare", runs.compare_page),
+        *labelling.routes(),
         *testsets.routes(),
         *jobs.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -28,6 +28,7 @@ from ragsweep.results.exports import (
     sorted_board,
 )
 from ragsweep.results.regression import cannot_fire
+from ragsweep.ui import labelling
 from ragsweep.ui.documents import retrieved_chunks
 from ragsweep.ui.plots import trend
 
@@ -230,6 +231,7 @@ def question_page(request: Request) -> Response:
         previous_failure=before[-1] if before else None,
         next_failure=after[0] if after else None,
         fmt=fmt,
+        **labelling.context(request, run.info["run_id"], result),
     )
 
 
