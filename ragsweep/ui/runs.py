@@ -1,9 +1,8 @@
-"""The run pages: the runs list with each sweep's trend, a run, a configuration, a
-configuration x question drill-down, and the comparison of two runs."""
+"""The run pages: a run, a configuration, a configuration x question drill-down, and the
+comparison of two runs (the runs list: ``ragsweep.ui.runlist``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,13 +28,10 @@ from ragsweep.results.exports import (
 )
 from ragsweep.results.regression import cannot_fire
 from ragsweep.ui.documents import retrieved_chunks
-from ragsweep.ui.plots import trend
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
 COSTS_SHOWN += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")  # when a reranker ran
-STATUSES = ("succeeded", "partial", "failed", "interrupted")
-RUNS_PAGE = 100  # runs a page of the runs list shows
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -44,55 +40,6 @@ def fmt(value: Any, digits: int = 3) -> str:
         str(value)
         if isinstance(value, int) and not isinstance(value, bool)
         else number(value, digits)
-    )
-
-
-def _day(text: str | None, name: str) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise HTTPException(400, f"{name}: {text!r} is not a date (YYYY-MM-DD)") from None
-
-
-def runs_page(request: Request) -> Response:
-    """Every run newest first, filtered by sweep, status and date; each sweep's trend."""
-    data, q = request.app.state.data, request.query_params
-    sweep, status = q.get("sweep") or None, q.get("status") or None
-    if status and status not in STATUSES:
-        raise HTTPException(400, f"status: {status!r}; choose from {', '.join(STATUSES)}")
-    since, until = _day(q.get("since"), "since"), _day(q.get("until"), "until")
-    number = q.get("page", "1")
-    if not number.isdigit() or int(number) < 1:
-        raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
-    first = (int(number) - 1) * RUNS_PAGE
-    end = until + timedelta(days=1) if until else None
-    rows = find_runs(data.engine, sweep, status, since, end, RUNS_PAGE + 1, first)
-    more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
-    filters = {k: q.get(k, "") for k in ("sweep", "status", "since", "until")}
-
-    def page_link(to: int) -> str:
-        return "?" + urlencode({**{k: v for k, v in filters.items() if v}, "page": to})
-
-    sweeps = sorted({r["sweep"] for r in find_runs(data.engine, limit=1000)})
-    trends = []
-    for key in [sweep] if sweep else sorted({r["sweep"] for r in rows}):
-        points = data.trend(key)
-        if points:
-            trends.append({"sweep": key, "points": points, "svg": trend(points)})
-    return request.app.state.render(
-        request,
-        "runs.html",
-        runs=rows,
-        sweeps=sweeps,
-        statuses=STATUSES,
-        trends=trends,
-        filters=filters,
-        first=first,
-        page=int(number),
-        previous_page=page_link(int(number) - 1) if first else None,
-        next_page=page_link(int(number) + 1) if more else None,
     )
 
 
@@ -140,6 +87,7 @@ def run_page(request: Request) -> Response:
         "run.html",
         sort_link=sort_link,
         run=run.info,
+        tags=[t for t in (run.info.get("tags") or "").split(",") if t],
         metric=metric,
         best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
         configs=board.num_rows,
