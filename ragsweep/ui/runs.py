@@ -27,6 +27,7 @@ from ragsweep.results.exports import (
     sorted_board,
 )
 from ragsweep.results.regression import cannot_fire
+from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
 from ragsweep.ui.documents import retrieved_chunks
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
@@ -99,7 +100,8 @@ def run_page(request: Request) -> Response:
         sortable=["rank", *METRICS, *COST_COLUMNS],
         options=options,
         chosen=chosen,
-        scatter=report.scatter(board, metric),
+        parameters=parameter_panels(board, metric, run.info["run_id"]),
+        paretos=pareto_panels(board, metric, run.info["run_id"]),
         breakdown=report.breakdown_tables(breakdown, board, metric),
         failures=failures.to_pylist(),
         settings=report.settings_list(settings_of(board)),
@@ -194,6 +196,7 @@ def compare_page(request: Request) -> Response:
             comparison = data.compare(baseline, candidate)
         except RagsweepError as exc:
             error = str(exc)
+    rows = comparison.table.to_pylist() if comparison else []
     return request.app.state.render(
         request,
         "compare.html",
@@ -202,7 +205,8 @@ def compare_page(request: Request) -> Response:
         candidate=candidate,
         comparison=comparison,
         changes=change_lines(comparison.changes) if comparison else [],
-        rows=comparison.table.to_pylist() if comparison else [],
+        rows=rows,
+        forest=forest(rows, comparison.metric, candidate) if comparison else "",
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,
         fmt=fmt,
