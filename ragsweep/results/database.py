@@ -308,13 +308,25 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
+def _add_spans(
+    conn: Connection, testset_id: int, qid: str, version: int, row: dict, content_hash: str
+) -> None:
+    item = testset_items.c
+    conn.execute(
+        testset_items.update()
+        .where(item.testset_id == testset_id, item.question_id == qid, item.version == version)
+        .values(gold_spans=[dict(s) for s in row["gold_spans"]], content_hash=content_hash)
+    )
+
+
 def save_testset(
-    conn: Connection, name: str, testset: pa.Table, deletions: bool = True
+    conn: Connection, name: str, testset: pa.Table, deletions: bool = True, run: bool = False
 ) -> tuple[int, dict[str, int]]:
     """Store the test set's items under ``name``: a new version for each changed item, and
     (with ``deletions``) a deletion version for each item no longer there. A new name must
-    be valid (``check_name``); one stored before the rule keeps working. Returns its id and
-    each item's version."""
+    be valid (``check_name``); one stored before the rule keeps working. From a ``run``,
+    gold spans it located for an item that had none join that item's version instead (no
+    person changed it). Returns its id and each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
@@ -341,6 +353,10 @@ def save_testset(
     for row in testset.to_pylist():
         qid, content_hash = row["question_id"], _item_hash(row)
         version, old_hash, deleted, position = latest.get(qid, (0, None, True, None))
+        spans_only = content_hash != old_hash and row.get("gold_spans") and not deleted
+        if run and spans_only and _item_hash({**row, "gold_spans": []}) == old_hash:
+            _add_spans(conn, testset_id, qid, version, row, content_hash)
+            old_hash = content_hash
         if content_hash != old_hash or deleted:
             if deleted:
                 last += 1
@@ -465,7 +481,7 @@ def _store_run(
 ) -> None:
     with engine.begin() as conn:
         # a run's questions may be a sample, or leave unresolved ones out: none is deleted
-        testset_id, versions = save_testset(conn, name, testset, deletions=False)
+        testset_id, versions = save_testset(conn, name, testset, deletions=False, run=True)
         labels = _delete_run(conn, run_id)
         run_pk = conn.execute(
             runs.insert().values(run_id=run_id, testset_id=testset_id, **row, **labels)
