@@ -385,7 +385,9 @@ def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engi
     posts = [r for r in app.routes if isinstance(r, Route) and "POST" in (r.methods or ())]
     assert len(posts) >= 6
     for route in posts:
-        path = route.path.format(name="curated.json", question_id="q000")
+        path = route.path.format(
+            name="curated.json", question_id="q000", run_id="night-1", job_id="0" * 12
+        )
         response = client.post(path, data={"csrf": "not-the-token", "question": "x"})
         assert response.status_code == 403, route.path
         assert response.status_code == client.post(path, data={}).status_code
