@@ -101,3 +101,25 @@ def test_an_axis_figure_is_written_for_people(value, shown):
 def test_ticks_are_round_and_span_the_values():
     assert nice_ticks(0.13, 0.87) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
     assert nice_ticks(980.0, 1040.0) == pytest.approx([980, 1000, 1020, 1040])
+
+
+@needs_chromium
+def test_the_question_by_configuration_matrix_colours_verdicts_and_opens_the_drill_down(
+    page, base_url, engine
+):
+    results = database.load_results(engine, "night-3")
+    board = database.load_leaderboard(engine, "night-3")
+    page.goto(f"{base_url}/runs/night-3")
+    with page.expect_navigation():
+        page.click("#matrix-link")
+    assert page.locator("#matrix tr.matrix-row").count() == ui_demo.QUESTIONS
+    cells = page.locator("#matrix td.cell")
+    assert cells.count() == results.num_rows == ui_demo.QUESTIONS * board.num_rows
+    failed = page.locator("#matrix td.cell.fail").count()
+    assert 0 < failed < cells.count()
+    # the markup in q001's question is text in its row
+    assert "<script>" in page.locator("tr[data-question-id=q001] td.text").inner_text()
+    with page.expect_navigation():
+        page.locator("#matrix td.cell.fail a").first.click()
+    assert "/runs/night-3/configs/" in page.url and "/questions/q" in page.url
+    assert page.goto(f"{base_url}/runs/night-3/matrix?page=x").status == 400

@@ -44,7 +44,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     )
 
 
-def _run(request: Request):
+def run_of(request: Request):
     try:
         return request.app.state.data.run(request.path_params["run_id"])
     except RagsweepError as exc:
@@ -58,7 +58,7 @@ def _present_metrics(board) -> list[str]:
 def run_page(request: Request) -> Response:
     """A run: leaderboard (sortable, filterable), score against cost, breakdown, failures,
     settings."""
-    run, q = _run(request), request.query_params
+    run, q = run_of(request), request.query_params
     board = run.board
     metric = ranking_metric(board)
     sort = q.get("sort", "rank")
@@ -130,7 +130,7 @@ def _results_of(run, config_id: str) -> list[dict]:
 
 def config_page(request: Request) -> Response:
     """One configuration of a run: its settings, figures and every question's result."""
-    run = _run(request)
+    run = run_of(request)
     config = _config(run, request.path_params["config_id"])
     metric = ranking_metric(run.board)
     questions = run.questions()
@@ -150,7 +150,7 @@ def config_page(request: Request) -> Response:
 def question_page(request: Request) -> Response:
     """A configuration x question: question, references, answer, verdict, retrieved
     documents in order; the previous and next failure of the configuration."""
-    run = _run(request)
+    run = run_of(request)
     config = _config(run, request.path_params["config_id"])
     question_id = request.path_params["question_id"]
     results = _results_of(run, config["config_id"])
