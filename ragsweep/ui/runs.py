@@ -89,6 +89,7 @@ def run_page(request: Request) -> Response:
         sort_link=sort_link,
         run=run.info,
         tags=[t for t in (run.info.get("tags") or "").split(",") if t],
+        patterns=(request.app.state.jobs.folder / run.info["run_id"] / "patterns").is_dir(),
         metric=metric,
         best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
         configs=board.num_rows,
