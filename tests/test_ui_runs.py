@@ -226,14 +226,15 @@ def test_a_restarted_ui_still_lists_the_jobs_it_started_and_how_they_ended(tmp_p
     engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     runs_dir, docs = tmp_path / "runs", ui_demo.write_documents(tmp_path / "docs")
     jobs = Jobs(runs_dir, engine, DocRoots.of([str(tmp_path)]))
-    ended = jobs.start(str(docs), "no-such-set", {"chunk_sizes": "many"}, title="refused")
+    ended = jobs.start(str(docs), "no-such-set", {"chunk_sizes": "many"}, title=PAYLOAD)
     ended.process.wait(timeout=120)
     restarted = create_app(engine, runs_dir=runs_dir)  # another UI over the same folder
     with TestClient(restarted) as client:
         listed = client.get("/start").text
-        assert ended.id in listed and "“refused”" in listed
+        escaped = "&lt;script&gt;alert(&#39;run&#39;)&lt;/script&gt;"
+        assert ended.id in listed and escaped in listed and "<script>" not in listed
         page = client.get(f"/jobs/{ended.id}")
-        assert page.status_code == 200
+        assert page.status_code == 200 and escaped in page.text and "<script>" not in page.text
         assert f"failed ({ended.process.returncode})" in page.text
         assert "many" in page.text  # its log: what the CLI refused
         assert client.get("/jobs/unknown").status_code == 404
