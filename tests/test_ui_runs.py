@@ -238,3 +238,30 @@ def test_a_restarted_ui_still_lists_the_jobs_it_started_and_how_they_ended(tmp_p
         assert f"failed ({ended.process.returncode})" in page.text
         assert "many" in page.text  # its log: what the CLI refused
         assert client.get("/jobs/unknown").status_code == 404
+
+
+def test_cancel_stops_a_running_job_as_ctrl_c_would(tmp_path):
+    from starlette.testclient import TestClient
+
+    from ragsweep.ui.jobs import Job
+
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    app = create_app(engine, runs_dir=tmp_path / "runs")
+    stops = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"{stops}; print('up', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout.readline() == b"up\n"  # its handler is in place
+    job = Job("a1b2c3d4e5f6", ["run", "--docs", "d"], tmp_path / "j.log", process, pid=process.pid)
+    app.state.jobs.jobs[job.id] = job
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        page = client.get(f"/jobs/{job.id}").text
+        assert 'id="cancel"' in page
+        csrf = re.search(r'name="csrf" value="(\w+)"', page).group(1)
+        origin = {"origin": "http://127.0.0.1"}
+        answer = client.post(f"/jobs/{job.id}/cancel", data={"csrf": csrf}, headers=origin)
+        assert answer.status_code == 200  # back on the job page
+        process.wait(timeout=30)
+        assert job.status == "interrupted (143)"
+        assert 'id="cancel"' not in client.get(f"/jobs/{job.id}").text
