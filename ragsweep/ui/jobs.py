@@ -31,9 +31,9 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
 from ragsweep.kubeflow.closing import PARTIAL_EXIT
 from ragsweep.kubeflow.rundir import MARKER, read_marker
+from ragsweep.results.annotations import MAX_TITLE, label_run
 from ragsweep.results.database import ENV as STORE_ENV
 from ragsweep.results.database import find_runs, run_info
-from ragsweep.results.annotations import MAX_TITLE, label_run
 from ragsweep.ui.live import Count, counts
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
