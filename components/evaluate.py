@@ -15,10 +15,11 @@ def evaluate(
     scores: Output[Dataset],
 ):
     """Answer every question with every configuration and score the answers: with every
-    metric, and with the LLM judge when the run's ``llm`` names one (``judge``). When that
-    would take more than the run's ``max_llm_calls`` LLM calls (0: no limit), successive
-    halving promotes the best configurations by ``optimization_metric`` to more questions
-    (in a ``seed``-ed order); retrieval metrics always cover every question.
+    metric, and with the LLM judge when the run's ``llm`` names one (``judge``; of several,
+    the one agreeing best with people's labels in the results store). When that would take
+    more than the run's ``max_llm_calls`` LLM calls (0: no limit), successive halving
+    promotes the best configurations by ``optimization_metric`` to more questions (in a
+    ``seed``-ed order); retrieval metrics always cover every question.
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
@@ -26,6 +27,7 @@ def evaluate(
 
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.judges import choose_judge
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import evaluate as evaluate_all
 
@@ -36,7 +38,7 @@ def evaluate(
             read_table(questions.path, "testset"),
             run.space.all_configs(),
             run.optimization_metric,
-            run.llm,
+            choose_judge(run.llm),
             run.max_llm_calls,
             run.seed,
         )

@@ -14,7 +14,7 @@ from sqlalchemy.dialects import oracle
 from sqlalchemy.schema import CreateTable
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import database
+from ragsweep.results import database, publishing
 
 ORACLE_DSN = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
 NOW = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -198,7 +198,8 @@ def test_publish_step_skips_cleanly_without_a_store_url(caplog):
     b = board()
     with caplog.at_level("INFO", logger="ragsweep"):
         assert (
-            database.publish_from_step(b.leaderboard, b.results, make_testset(["q000"]), "k") == ""
+            publishing.publish_from_step(b.leaderboard, b.results, make_testset(["q000"]), "k")
+            == ""
         )
     assert "RAGSWEEP_STORE_URL is unset" in caplog.text
 
@@ -210,7 +211,7 @@ def test_publish_step_stores_under_the_local_run_id_and_never_logs_the_password(
     monkeypatch.setenv("RAGSWEEP_RUN_ID", "20261130-020000-000000")
     b = board()
     with caplog.at_level("INFO", logger="ragsweep"):
-        run_id = database.publish_from_step(
+        run_id = publishing.publish_from_step(
             b.leaderboard,
             b.results,
             make_testset(b.results["question_id"].unique().to_pylist()),

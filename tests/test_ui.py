@@ -24,7 +24,7 @@ from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
 from ragsweep.ui.roots import DocRoots
-from ragsweep.ui.runs import RUNS_PAGE
+from ragsweep.ui.runlist import RUNS_PAGE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def test_runs_filter_by_status_and_date(page, base_url):
 def test_a_run_page_shows_its_best_configuration_and_sorts_by_any_metric(page, base_url, engine):
     best = database.load_leaderboard(engine, "night-2").to_pylist()[0]
     page.goto(base_url)
-    follow(page, "text=night-2")
+    follow(page, "#runs a:text-is('night-2')")
     assert page.locator("#best-config").inner_text().startswith(best["label"])
     assert column(page, "#leaderboard td.rank")[0] == "1"
     follow(page, "#leaderboard th a:text-is('context correctness')")
@@ -302,7 +302,7 @@ def test_the_runs_list_pages_through_every_run(page, tmp_path):
     with ui_demo.serving(create_app(engine), free_port()) as url:
         page.goto(f"{url}/?status=failed")
         shown = column(page, "#runs tr.run-row td:first-child")
-        assert len(shown) == RUNS_PAGE and shown[0] == "run-204"
+        assert len(shown) == RUNS_PAGE and shown[0] == f"run-{RUNS_PAGE * 2 + 4:03d}"
         assert (
             page.locator("#runs-pager")
             .inner_text()
@@ -385,7 +385,13 @@ def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engi
     posts = [r for r in app.routes if isinstance(r, Route) and "POST" in (r.methods or ())]
     assert len(posts) >= 6
     for route in posts:
-        path = route.path.format(name="curated.json", question_id="q000")
+        path = route.path.format(
+            name="curated.json",
+            question_id="q000",
+            run_id="night-1",
+            config_id="c",
+            job_id="0" * 12,
+        )
         response = client.post(path, data={"csrf": "not-the-token", "question": "x"})
         assert response.status_code == 403, route.path
         assert response.status_code == client.post(path, data={}).status_code

@@ -23,7 +23,7 @@ from builders import make_board, make_testset
 from sqlalchemy.engine import Engine
 
 from ragsweep.core.schemas import DOCUMENTS, SETTINGS_KEY, SPAN, settings_of
-from ragsweep.results import database
+from ragsweep.results import database, publishing
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.sweep.settings import document_hashes
 
@@ -99,14 +99,14 @@ def fill(engine: Engine, docs: Path) -> None:
         settings["sweep_key"] = f"{settings['sweep_key'][:8]}-{i // 2}"
         settings["document_hashes"] = document_hashes(documents_read(docs, gained=i // 2))
         leaderboard = leaderboard.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
-        database.publish(
+        publishing.publish(
             engine,
             run_id,
             leaderboard,
             results,
             testset,
-            f"kfp-{i}",
-            FIRST_NIGHT + timedelta(days=i),
+            pipeline_run_id=f"kfp-{i}",
+            started_at=FIRST_NIGHT + timedelta(days=i),
         )
     settings = {"sweep_key": "other-sweep", "optimization_metric": "answer_correctness"}
     database.record_unfinished(engine, "broken-night", settings, FIRST_NIGHT + timedelta(days=3))

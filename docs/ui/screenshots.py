@@ -48,7 +48,7 @@ def main(url: str) -> None:
                     page.click("#edit button")
                 shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question")
             with serving(create_app(engine), free_port()) as base:
-                shoot(page, base, f"/runs/{runs[0]}", "run")
+                shoot(page, base, f"/runs/{runs[0]}", "run", full=True)
                 best = page.locator("#best-config a").get_attribute("href")
                 page.goto(base + best)  # the best configuration's questions, failed first
                 links = [
@@ -67,12 +67,13 @@ def main(url: str) -> None:
                 page.set_viewport_size({"width": 1280, "height": 860})
                 shoot(page, base, "/testsets", "testsets")
                 shoot(page, base, "/start", "start")
+                shoot(page, base, f"/runs/{runs[0]}/matrix", "matrix")
             browser.close()
 
 
-def shoot(page, base: str, path: str, name: str) -> None:
+def shoot(page, base: str, path: str, name: str, full: bool = False) -> None:
     page.goto(base + path)
-    page.screenshot(path=HERE / f"{name}.png")
+    page.screenshot(path=HERE / f"{name}.png", full_page=full)
     print(f"{name}.png: {path}")
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ragsweep.cli.labels import judges_app, labels_app
 from ragsweep.cli.openshift import schedule_app, submit
 from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
@@ -36,6 +37,8 @@ testset_app = typer.Typer(
 app.add_typer(testset_app, name="testset")
 app.command()(submit)
 app.add_typer(schedule_app, name="schedule")
+app.add_typer(labels_app, name="labels")
+app.add_typer(judges_app, name="judges")
 
 
 def main() -> None:
@@ -96,7 +99,7 @@ def check_endpoints(settings: RunSettings) -> None:
     models = answer_models(list(settings.space.answerers))
     models += [settings.qa_generation.model] if not settings.testset else []
     endpoints = [Endpoint.from_env(m) for m in models]
-    endpoints += [Endpoint.from_env(llm.judge, role="JUDGE")] if llm.judge else []
+    endpoints += [Endpoint.from_env(name, role="JUDGE") for name in llm.judges()]
     endpoints += [
         Endpoint.from_env(name.partition(":")[2], role="RERANK")
         for name in settings.space.rerankers
@@ -451,19 +454,45 @@ def leaderboard(
     sort: str = typer.Option(None, help="Sort by a metric (best first) or a cost column."),
     format: str = typer.Option("table", "--format", help="table, csv, json or markdown."),
     store: str = typer.Option(None, help="Results database URL, for a run id."),
+    metric: str = typer.Option(
+        None,
+        help="correctness_corrected: rank a stored judged run by its judge's correctness "
+        "corrected by people's labels (prediction-powered inference).",
+    ),
 ) -> None:
-    """Print the leaderboard of a finished run."""
+    """Print the leaderboard of a finished run; for a stored judged run, its judge's
+    agreement with people's labels."""
     from ragsweep.core.schemas import settings_of
+    from ragsweep.evaluation.agreement import CORRECTED_METRIC
     from ragsweep.results.exports import render
     from ragsweep.results.report import evaluation_summary, statistics_lines
 
+    if metric not in (None, CORRECTED_METRIC):
+        raise RagsweepError(f"--metric: only {CORRECTED_METRIC} re-ranks a run; not {metric!r}")
+    stored = not (Path(run).exists() or "/" in run or Path(run).suffix)
+    if metric and not stored:
+        raise RagsweepError(f"--metric {metric}: give a run id in the results database")
     table = load_leaderboard(run, store)
-    typer.echo(render(table, format, top or None, sort))
+    if metric:
+        from ragsweep.results.labels import corrected_lines
+
+        for line in corrected_lines(store, run, top or None):
+            typer.echo(line)
+    else:
+        typer.echo(render(table, format, top or None, sort))
     if format == "table":
         typer.echo(f"\n{table.num_rows} configurations")
         evaluated = evaluation_summary(settings_of(table))
         for line in ([evaluated] if evaluated else []) + statistics_lines(table):
             typer.echo(line)
+        if stored:
+            from ragsweep.results.agreements import agreement_lines
+            from ragsweep.results.database import connect
+            from ragsweep.results.labels import run_agreement
+
+            found = run_agreement(connect(store), run)
+            for line in agreement_lines(*found) if found else []:
+                typer.echo(line)
 
 
 @app.command()

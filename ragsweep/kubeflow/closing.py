@@ -146,11 +146,11 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
     """Store a complete run folder under its name, as succeeded or (with ``failed`` side
     steps) partial; a failure to store is added to ``failed``. Returns whether it was
     stored."""
-    from ragsweep.results import database
+    from ragsweep.results import database, publishing
 
     detail = "; ".join(f"{step} failed: {why}" for step, why in failed.items()) or None
     try:
-        database.publish(
+        publishing.publish(
             database.connect(store_url),
             run_dir.name,
             read_table(run_dir / "leaderboard.arrow", "leaderboard"),

@@ -94,6 +94,12 @@ class LLMSettings:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def judges(self) -> list[str]:
+        """The judge models named: ``judge`` may list several, comma-separated, for the run
+        to pick the one that agrees best with people's labels
+        (``ragsweep.results.judges.choose_judge``)."""
+        return [name.strip() for name in self.judge.split(",") if name.strip()]
+
     def for_judge(self) -> LLMSettings:
         """The settings the judge's requests use: its own deadlines."""
         return replace(self, timeout_s=self.judge_timeout_s, max_retries=self.judge_max_retries)
@@ -236,7 +242,8 @@ class Chat:
     def __init__(self, endpoint: Endpoint, settings: LLMSettings) -> None:
         self.endpoint = endpoint
         self.settings = settings
-        self.json_mode = True  # ask for a JSON object, until the server refuses the option
+        # response_format types the server refused (400/422): asked without them from then on
+        self.refused: set[str] = set()
         self._llm = None
         self._unanswered = 0  # requests in a row that timed out or found no connection
 
@@ -295,11 +302,15 @@ class Chat:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_object: bool = False,
+        schema: dict[str, Any] | None = None,
     ) -> Reply:
         """Send (role, content) messages; retry what can be retried; never raise for HTTP.
-        Counted as one of ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included)."""
+        ``schema``: ask for JSON matching this JSON schema (``response_format`` type
+        ``json_schema``), falling back to a JSON object, then to none, as the server refuses
+        each; ``json_object``: ask for a JSON object. Counted as one of
+        ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included)."""
         try:
-            return await self._ask(messages, temperature, max_tokens, json_object)
+            return await self._ask(messages, temperature, max_tokens, json_object, schema)
         finally:
             progress.advance(progress.LLM_CALLS)
 
@@ -309,6 +320,7 @@ class Chat:
         temperature: float,
         max_tokens: int | None,
         json_object: bool,
+        schema: dict[str, Any] | None,
     ) -> Reply:
         import openai
         from llama_index.core.llms import ChatMessage
@@ -319,16 +331,20 @@ class Chat:
             options["max_tokens"] = max_tokens
         calls = retries = 0
         while True:
-            as_json = json_object and self.json_mode
-            extra = {"response_format": {"type": "json_object"}} if as_json else {}
+            wanted = self._response_format(json_object, schema)
+            extra = {"response_format": wanted} if wanted else {}
             calls += 1
             started = time.monotonic()
             try:
                 response = await self._llm.achat(chat, **options, **extra)
             except openai.APIStatusError as exc:
-                if as_json and exc.status_code in (400, 422):
-                    log.info("%s refused response_format; asking without", self.endpoint.where)
-                    self.json_mode = False
+                if wanted and exc.status_code in (400, 422):
+                    log.info(
+                        "%s refused response_format %s; asking without it",
+                        self.endpoint.where,
+                        wanted["type"],
+                    )
+                    self.refused.add(wanted["type"])
                     continue
                 status = exc.status_code
                 retryable = status in RETRY_STATUS or status >= 500
@@ -357,6 +373,17 @@ class Chat:
                 )
             retries += 1
             await asyncio.sleep(wait)
+
+    def _response_format(
+        self, json_object: bool, schema: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The strictest ``response_format`` asked for that the server has not refused."""
+        if schema is not None and "json_schema" not in self.refused:
+            named = {"name": schema.get("title", "reply"), "schema": schema, "strict": True}
+            return {"type": "json_schema", "json_schema": named}
+        if (json_object or schema is not None) and "json_object" not in self.refused:
+            return {"type": "json_object"}
+        return None
 
     def _down(self, kind: str) -> None:
         """Count a request that got no answer; raise ``EndpointDown`` at ``concurrency`` in a

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +117,21 @@ runs = sa.Table(
     # what `baseline=latest` follows: the sweep's name, else its key; null in older stores,
     # where the key stands in (``_sweep``)
     sa.Column("sweep_name", sa.String(200)),
+    # what the runs list shows (null in older stores): a name, a note and tags given in the
+    # UI (tags as ",a,b," so that a tag is found by LIKE on every backend), the documents
+    # read, and whether the run's best regressed against the sweep's run stored before it
+    # (computed when it is published, so the trend compares nothing when drawn)
+    sa.Column("title", sa.String(200)),
+    sa.Column("note", sa.Text),
+    sa.Column("tags", sa.String(1000)),
+    sa.Column("documents", sa.String(1000)),
+    sa.Column("regressed", sa.Boolean),
+    # the best configuration's score on the run's metric, its interval, and how many
+    # configurations were ranked: the runs list and the trend read no leaderboard
+    sa.Column("best_score", sa.Float),
+    sa.Column("best_low", sa.Float),
+    sa.Column("best_high", sa.Float),
+    sa.Column("configurations", sa.Integer),
 )
 
 
@@ -155,6 +171,35 @@ leaderboards = sa.Table(
     sa.Column("p_value", sa.Float),
     sa.Column("figures", sa.JSON),  # means, intervals and costs, by column name
     sa.UniqueConstraint("run_pk", "config_id", name="ragsweep_leaderboard_config"),
+)
+
+
+# A person's label of a judged answer (``ragsweep.results.labels``): keyed by the question
+# version, the answer text's hash and the judge (model and prompt version) the person saw,
+# so it holds for every run that reproduces the answer; one per author.
+labels = sa.Table(
+    "ragsweep_labels",
+    metadata,
+    _key(),
+    sa.Column("question_version", sa.String(64), nullable=False),
+    sa.Column("answer_hash", sa.String(64), nullable=False),
+    sa.Column("judge_model", sa.String(400), nullable=False),
+    sa.Column("judge_prompt", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(20), nullable=False),  # agree, disagree, correct, incorrect
+    sa.Column("correct", sa.Boolean, nullable=False),  # the person's: the answer is correct
+    sa.Column("judge_verdict", sa.Boolean),  # what the judge said when the person labelled
+    sa.Column("note", sa.Text),
+    sa.Column("author", sa.String(200), nullable=False),
+    sa.Column("question_id", sa.String(200)),  # for reading; the version is the key
+    sa.Column("created_at", WHEN, nullable=False),
+    sa.UniqueConstraint(
+        "question_version",
+        "answer_hash",
+        "judge_model",
+        "judge_prompt",
+        "author",
+        name="ragsweep_label_key",
+    ),
 )
 
 
@@ -215,8 +260,10 @@ def connect(url: str | None = None) -> Engine:
 
 
 def _add_new_columns(conn: Connection) -> None:
-    """Add the nullable columns a store created by an older ragsweep lacks."""
+    """Add the nullable columns a store created by an older ragsweep lacks (and fill in
+    the runs' best figures from their leaderboards when those columns are new)."""
     inspector = sa.inspect(conn)
+    added: set[tuple[str, str]] = set()
     for table in metadata.sorted_tables:
         present = {c["name"].lower() for c in inspector.get_columns(table.name)}
         for column in table.columns:
@@ -230,6 +277,26 @@ def _add_new_columns(conn: Connection) -> None:
             kind = column.type.compile(dialect=conn.dialect)
             conn.execute(sa.text(f"ALTER TABLE {table.name} ADD {column.name} {kind}"))
             log.info("results store: added column %s.%s", table.name, column.name)
+            added.add((table.name, column.name))
+    if (runs.name, "best_score") in added:
+        _fill_best_figures(conn)
+
+
+def _fill_best_figures(conn: Connection) -> None:
+    """The best figures and the number of configurations of the runs stored before the
+    runs table held them, from their leaderboards."""
+    query = sa.select(runs.c.id, runs.c.optimization_metric, leaderboards.c.figures).join(
+        leaderboards, sa.and_(leaderboards.c.run_pk == runs.c.id, leaderboards.c.rank == 1)
+    )
+    counts = dict(
+        conn.execute(
+            sa.select(leaderboards.c.run_pk, sa.func.count()).group_by(leaderboards.c.run_pk)
+        ).all()
+    )
+    for pk, metric, figures in conn.execute(query).all():
+        values = _best_figures(metric or "", figures or {})
+        values["configurations"] = counts.get(pk)
+        conn.execute(runs.update().where(runs.c.id == pk).values(**values))
 
 
 def _check_version(conn: Connection) -> None:
@@ -270,13 +337,25 @@ def _item_hash(row: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
+def _add_spans(
+    conn: Connection, testset_id: int, qid: str, version: int, row: dict, content_hash: str
+) -> None:
+    item = testset_items.c
+    conn.execute(
+        testset_items.update()
+        .where(item.testset_id == testset_id, item.question_id == qid, item.version == version)
+        .values(gold_spans=[dict(s) for s in row["gold_spans"]], content_hash=content_hash)
+    )
+
+
 def save_testset(
-    conn: Connection, name: str, testset: pa.Table, deletions: bool = True
+    conn: Connection, name: str, testset: pa.Table, deletions: bool = True, run: bool = False
 ) -> tuple[int, dict[str, int]]:
     """Store the test set's items under ``name``: a new version for each changed item, and
     (with ``deletions``) a deletion version for each item no longer there. A new name must
-    be valid (``check_name``); one stored before the rule keeps working. Returns its id and
-    each item's version."""
+    be valid (``check_name``); one stored before the rule keeps working. From a ``run``,
+    gold spans it located for an item that had none join that item's version instead (no
+    person changed it). Returns its id and each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
@@ -303,6 +382,10 @@ def save_testset(
     for row in testset.to_pylist():
         qid, content_hash = row["question_id"], _item_hash(row)
         version, old_hash, deleted, position = latest.get(qid, (0, None, True, None))
+        spans_only = content_hash != old_hash and row.get("gold_spans") and not deleted
+        if run and spans_only and _item_hash({**row, "gold_spans": []}) == old_hash:
+            _add_spans(conn, testset_id, qid, version, row, content_hash)
+            old_hash = content_hash
         if content_hash != old_hash or deleted:
             if deleted:
                 last += 1
@@ -361,13 +444,16 @@ def publish(
     started_at: datetime | None = None,
     status: str = "succeeded",
     detail: str | None = None,
+    regressed: bool | None = None,
 ) -> str:
     """Store a finished run in one transaction, as ``succeeded`` or ``partial`` (``detail``:
-    the side steps that failed); a run stored before under ``run_id`` (a retried step, a
-    resumed or imported run) is replaced. Its test set goes under its file name
-    (``stored_name``): a new version of each question that changed (e.g. resolved against
-    the documents); the questions the run left out (a sample, unresolved ones) stay.
-    Returns ``run_id``; a store that refuses the write is a ``RagsweepError``."""
+    the side steps that failed), with the trend's alarm (``regressed``; computed by
+    ``ragsweep.results.publishing.publish``); a run stored before under ``run_id`` (a
+    retried step, a resumed or imported run) is replaced, keeping its name, note and tags.
+    Its test set goes under its file name (``stored_name``): a new version of each question
+    that changed (e.g. resolved against the documents); the questions the run left out (a
+    sample, unresolved ones) stay. Returns ``run_id``; a store that refuses the write is a
+    ``RagsweepError``."""
     from ragsweep.documents.testsets import stored_name
 
     if status not in WITH_RESULTS:
@@ -387,6 +473,10 @@ def publish(
         "best_label": best.get("label"),
         "settings": settings,
         "detail": _text(_clip(detail)),
+        "documents": _text(_clip(settings.get("docs"))),
+        "regressed": regressed,
+        **_best_figures(settings.get("optimization_metric") or "", best),
+        "configurations": leaderboard.num_rows,
     }
     try:
         _store_run(engine, run_id, name, leaderboard, run_results, testset, row)
@@ -397,6 +487,16 @@ def publish(
         ) from None
     log.info("stored run %s in %s", run_id, safe_url(engine.url))
     return run_id
+
+
+def _best_figures(metric: str, best: Mapping[str, Any]) -> dict[str, float | None]:
+    """The best configuration's score on ``metric`` and its interval, as the runs table
+    holds them."""
+    return {
+        "best_score": _json_safe(best.get(metric)),
+        "best_low": _json_safe(best.get(f"{metric}_low")),
+        "best_high": _json_safe(best.get(f"{metric}_high")),
+    }
 
 
 def _store_run(
@@ -410,10 +510,10 @@ def _store_run(
 ) -> None:
     with engine.begin() as conn:
         # a run's questions may be a sample, or leave unresolved ones out: none is deleted
-        testset_id, versions = save_testset(conn, name, testset, deletions=False)
-        _delete_run(conn, run_id)
+        testset_id, versions = save_testset(conn, name, testset, deletions=False, run=True)
+        labels = _delete_run(conn, run_id)
         run_pk = conn.execute(
-            runs.insert().values(run_id=run_id, testset_id=testset_id, **row)
+            runs.insert().values(run_id=run_id, testset_id=testset_id, **row, **labels)
         ).inserted_primary_key[0]
         _insert_results(conn, run_pk, run_results, versions)
         _insert_leaderboard(conn, run_pk, leaderboard)
@@ -438,9 +538,10 @@ def record_unfinished(
         if found in WITH_RESULTS:
             log.warning("run %s is stored with results (%s): left as it is", run_id, found)
             return False
-        _delete_run(conn, run_id)
+        labels = _delete_run(conn, run_id)
         conn.execute(
             runs.insert().values(
+                **labels,
                 run_id=run_id,
                 sweep_key=settings.get("sweep_key", ""),
                 sweep_name=_text(settings.get("sweep_name")),
@@ -450,6 +551,7 @@ def record_unfinished(
                 optimization_metric=settings.get("optimization_metric"),
                 settings=settings,
                 detail=_text(_clip(detail)),
+                documents=_text(_clip(settings.get("docs"))),
             )
         )
     return True
@@ -459,12 +561,20 @@ def _clip(text: str | None, limit: int = 1000) -> str | None:
     return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _delete_run(conn: Connection, run_id: str) -> None:
-    pk = conn.execute(sa.select(runs.c.id).where(runs.c.run_id == run_id)).scalar()
-    if pk is not None:
-        conn.execute(results.delete().where(results.c.run_pk == pk))
-        conn.execute(leaderboards.delete().where(leaderboards.c.run_pk == pk))
-        conn.execute(runs.delete().where(runs.c.id == pk))
+LABELS = ("title", "note", "tags")  # what a user gave a run, kept when it is stored again
+
+
+def _delete_run(conn: Connection, run_id: str) -> dict[str, Any]:
+    """Delete the run stored under ``run_id``; returns its labels (``LABELS``)."""
+    found = conn.execute(
+        sa.select(runs.c.id, *(runs.c[k] for k in LABELS)).where(runs.c.run_id == run_id)
+    ).first()
+    if found is None:
+        return {}
+    conn.execute(results.delete().where(results.c.run_pk == found.id))
+    conn.execute(leaderboards.delete().where(leaderboards.c.run_pk == found.id))
+    conn.execute(runs.delete().where(runs.c.id == found.id))
+    return {k: getattr(found, k) for k in LABELS}
 
 
 # RESULTS columns with a column of their own; every other one goes into ``scores`` (JSON)
@@ -636,31 +746,6 @@ def current_run_id(pipeline_run_id: str) -> str:
     return os.environ.get(RUN_ID_ENV) or pipeline_run_id
 
 
-def publish_from_step(
-    leaderboard: pa.Table,
-    run_results: pa.Table,
-    testset: pa.Table,
-    pipeline_run_id: str,
-) -> str:
-    """The publish step: store the run when ``RAGSWEEP_STORE_URL`` is set, else skip.
-    Returns the stored run id, or '' when skipped. The start time is known for local runs
-    (``ragsweep run`` sets it); on a cluster the KFP run named by ``pipeline_run_id`` has it."""
-    url = os.environ.get(ENV)
-    if not url:
-        log.info("no results store configured (%s is unset): run not published", ENV)
-        return ""
-    started = os.environ.get(STARTED_ENV)
-    return publish(
-        connect(url),
-        current_run_id(pipeline_run_id),
-        leaderboard,
-        run_results,
-        testset,
-        pipeline_run_id=pipeline_run_id,
-        started_at=datetime.fromisoformat(started) if started else None,
-    )
-
-
 def find_runs(
     engine: Engine,
     sweep: str | None = None,
@@ -669,10 +754,16 @@ def find_runs(
     until: datetime | None = None,
     limit: int = 200,
     offset: int = 0,
+    text: str | None = None,
+    tag: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs newest first, as ``list_runs``, filtered by sweep (its name), status and start
+    """Runs newest first, as ``list_runs``, filtered by sweep (its name), status, start
     time (the finish time when the start is unknown; ``since`` inclusive, ``until``
-    exclusive); at most ``limit`` of them, after the first ``offset``."""
+    exclusive), ``text`` (in the id, name, note, tags, sweep, documents, test set or best
+    configuration, any case) and ``tag``; at most ``limit`` of them, after the first
+    ``offset``. Each with its name, note, tags (a list), test set, documents, number of
+    configurations, best score with its interval (``score``, ``low``, ``high``) and
+    ``regressed``."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -683,8 +774,19 @@ def find_runs(
         runs.c.best_label,
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
+        runs.c.title,
+        runs.c.note,
+        runs.c.tags,
+        runs.c.documents,
+        runs.c.regressed,
+        runs.c.detail,
+        runs.c.configurations,
+        runs.c.best_score.label("score"),
+        runs.c.best_low.label("low"),
+        runs.c.best_high.label("high"),
+        testsets.c.name.label("testset_name"),
         _sweep().label("sweep"),
-    )
+    ).select_from(runs.outerjoin(testsets, runs.c.testset_id == testsets.c.id))
     if sweep:
         query = query.where(_sweep() == sweep)
     if status:
@@ -694,10 +796,26 @@ def find_runs(
         query = query.where(when >= since)
     if until:
         query = query.where(when < until)
+    if text:
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"  # wildcards as text
+        searched = [runs.c.run_id, runs.c.title, runs.c.note, runs.c.tags, _sweep()]
+        searched += [runs.c.documents, testsets.c.name, runs.c.best_label]
+        query = query.where(sa.or_(*(c.ilike(pattern, escape="\\") for c in searched)))
+    if tag:
+        query = query.where(runs.c.tags.like(f"%,{tag},%"))
     query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc())
     query = query.limit(limit).offset(offset)
     with engine.connect() as conn:
-        return [dict(r) for r in conn.execute(query).mappings()]
+        rows = [dict(r) for r in conn.execute(query).mappings()]
+    for row in rows:
+        row["tags"] = [t for t in (row["tags"] or "").split(",") if t]
+    return rows
+
+
+def sweep_names(engine: Engine) -> list[str]:
+    """Every sweep's name (a run's ``sweep_name``, else its key), sorted."""
+    with engine.connect() as conn:
+        return sorted(conn.execute(sa.select(_sweep()).distinct()).scalars())
 
 
 def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
@@ -714,39 +832,30 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     return dict(row)
 
 
-def sweep_trend(engine: Engine, sweep: str) -> list[dict[str, Any]]:
-    """The succeeded runs of the sweep named ``sweep``, oldest first, each with its best
-    configuration's score on the run's metric and that score's interval (``score``,
-    ``low``, ``high``)."""
+def sweep_trend(engine: Engine, sweep: str, last: int | None = None) -> list[dict[str, Any]]:
+    """The runs with results of the sweep named ``sweep`` (the ``last`` ones when given),
+    oldest first, each with its best configuration (``label``), that one's score on the
+    run's metric and its interval (``score``, ``low``, ``high``), and ``regressed``: whether
+    that best regressed against the run before it (None when not compared)."""
     query = (
         sa.select(
             runs.c.run_id,
+            runs.c.title,
+            runs.c.started_at,
             runs.c.finished_at,
-            runs.c.optimization_metric,
-            leaderboards.c.label,
-            leaderboards.c.figures,
+            runs.c.optimization_metric.label("metric"),
+            runs.c.regressed,
+            runs.c.best_label.label("label"),
+            runs.c.best_score.label("score"),
+            runs.c.best_low.label("low"),
+            runs.c.best_high.label("high"),
         )
-        .select_from(runs.join(leaderboards, leaderboards.c.run_pk == runs.c.id))
         .where(_sweep() == sweep, runs.c.status.in_(WITH_RESULTS))
-        .where(leaderboards.c.rank == 1)
-        .order_by(runs.c.finished_at, runs.c.id)
+        .order_by(runs.c.finished_at.desc(), runs.c.id.desc())
+        .limit(last)
     )
-    out = []
     with engine.connect() as conn:
-        for r in conn.execute(query).mappings():
-            metric, figures = r["optimization_metric"] or "", r["figures"] or {}
-            out.append(
-                {
-                    "run_id": r["run_id"],
-                    "finished_at": r["finished_at"],
-                    "metric": metric,
-                    "label": r["label"],
-                    "score": figures.get(metric),
-                    "low": figures.get(f"{metric}_low"),
-                    "high": figures.get(f"{metric}_high"),
-                }
-            )
-    return out
+        return [dict(r) for r in conn.execute(query).mappings()][::-1]
 
 
 def load_run_testset(engine: Engine, run_id: str) -> pa.Table:

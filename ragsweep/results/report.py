@@ -22,6 +22,7 @@ from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation import clusters
 from ragsweep.evaluation.leaderboard import Board
 from ragsweep.evaluation.metrics import metric as metric_of
+from ragsweep.results.agreements import AGREEMENT_SLOT
 from ragsweep.results.exports import (
     ERRORS_LEGEND,
     eliminated_cell,
@@ -500,6 +501,7 @@ questions both answered, 5%).</p>
 {"".join(f'<p class="lead statistics">{escape(line)}</p>' for line in statistics_lines(lb))}
 <div class="cards">{card_html}</div>
 {COMPARISON_SLOT}
+{AGREEMENT_SLOT}
 <h2>Leaderboard</h2>
 {leaderboard_table(lb, metric)}
 <h2>Score against cost</h2>

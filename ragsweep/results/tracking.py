@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError, missing_extra
 from ragsweep.core.schemas import CONFIG_FIELDS, settings_of
+from ragsweep.evaluation.agreement import Agreement
 
 log = logging.getLogger("ragsweep")
 
@@ -241,3 +242,50 @@ def _param_value(value: Any) -> str:
     if len(text) > MAX_PARAM_CHARS:  # the whole value is in settings.json
         return text[: MAX_PARAM_CHARS - 1] + "…"
     return text
+
+
+def agreement_metrics(measured: Agreement) -> dict[str, float]:
+    """The judge's agreement with people as MLflow metrics (finite ones only)."""
+    figures = {
+        "judge_labels": measured.labels,
+        "judge_accuracy": measured.accuracy,
+        "judge_kappa": measured.kappa,
+        "judge_kappa_low": measured.kappa_low,
+        "judge_kappa_high": measured.kappa_high,
+        "judge_reliable": float(measured.reliable),
+    }
+    return {k: float(v) for k, v in figures.items() if math.isfinite(v)}
+
+
+def log_agreement(uri: str, run_name: str, measured: Agreement, judge: str) -> str:
+    """Log the judge's agreement with people to the MLflow parent run of the sweep
+    ``run_name`` (tagged ``ragsweep.run_id``; ``log_sweep`` made it). Returns its id."""
+    try:
+        from mlflow.exceptions import MlflowException
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc.name, "mlflow", "tracking to MLflow") from None
+    check_reachable(uri)
+    client = _client(uri)
+    try:
+        found = [
+            run
+            for experiment in client.search_experiments()
+            for run in client.search_runs(
+                [experiment.experiment_id],
+                f"tags.`ragsweep.run_id` = '{run_name}' and tags.`mlflow.parentRunId` IS NULL",
+            )
+        ]
+        if not found:
+            raise RagsweepError(
+                f"MLflow {safe_uri(uri)}: no run of the sweep {run_name!r}; log it first "
+                "(`ragsweep track RUN_DIR`)"
+            )
+        parent = found[0].info.run_id
+        tags = {"ragsweep.judge_agreement_of": judge}
+        _log(client, parent, params={}, metrics=agreement_metrics(measured), tags=tags)
+    except MlflowException as exc:
+        first = str(exc).replace(uri, safe_uri(uri)).strip().splitlines()[0]
+        raise RagsweepError(
+            f"MLflow {safe_uri(uri)}: logging the agreement failed: {first}"
+        ) from None
+    return parent

@@ -11,13 +11,13 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ragsweep.core.errors import safe_url
 from ragsweep.results.report import CSS
-from ragsweep.ui import jobs, runs, security, testsets
+from ragsweep.ui import downloads, jobs, labelling, matrix, runlist, runs, security, testsets
 from ragsweep.ui.data import Data
 from ragsweep.ui.roots import DocRoots
 
@@ -31,6 +31,8 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.globals["report_css"] = CSS
+    for name in env.list_templates(extensions=["html"]):  # compiled now, not on a first visit
+        env.get_template(name)
     return env
 
 
@@ -85,8 +87,13 @@ def create_app(
     async def login(request: Request) -> Response:
         return await security.login(request, token)
 
+    async def favicon(request: Request) -> Response:
+        return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
+
     routes = [
-        Route("/", runs.runs_page),
+        *runlist.routes(),
+        *matrix.routes(),
+        *downloads.routes(),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", security.logout, methods=["POST"]),
@@ -94,8 +101,10 @@ def create_app(
         Route("/runs/{run_id}/configs/{config_id}", runs.config_page),
         Route("/runs/{run_id}", runs.run_page),
         Route("/compare", runs.compare_page),
+        *labelling.routes(),
         *testsets.routes(),
         *jobs.routes(),
+        Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     guard = Middleware(

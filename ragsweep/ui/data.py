@@ -7,14 +7,13 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
 from sqlalchemy.engine import Engine
 
-from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation import leaderboard
 from ragsweep.results import database
 from ragsweep.results.regression import Comparison, compare_runs
@@ -73,7 +72,9 @@ class Data:
         return run_id, database.run_info(self.engine, run_id)["finished_at"]
 
     def run(self, run_id: str) -> RunData:
-        return self._run(self._version(run_id))
+        """The run, its row read afresh (a name, note or tags edited since it was loaded)."""
+        info = database.run_info(self.engine, run_id)
+        return replace(self._run((run_id, info["finished_at"])), info=info)
 
     def derived(self, run_id: str) -> tuple[pa.Table, pa.Table]:
         """(breakdown, failures of the best) as the report shows them."""
@@ -129,14 +130,7 @@ class Data:
         return compare_runs((a.board, a.results), (b.board, b.results))
 
     def trend(self, sweep: str) -> list[dict[str, Any]]:
-        """The sweep's last nights, each marked ``regressed`` when the alarm of the
-        comparison with the night before fired."""
-        points = database.sweep_trend(self.engine, sweep)[-TREND_RUNS:]
-        for point in points:
-            point["regressed"] = None  # the first night has nothing to compare with
-        for before, after in zip(points, points[1:], strict=False):
-            try:
-                after["regressed"] = self.compare(before["run_id"], after["run_id"]).best_regressed
-            except RagsweepError:  # nothing shared: no verdict
-                after["regressed"] = None
-        return points
+        """The sweep's last TREND_RUNS runs with results, oldest first, each marked
+        ``regressed`` as it was when published (the alarm of its comparison with the run
+        before)."""
+        return database.sweep_trend(self.engine, sweep, last=TREND_RUNS)

@@ -1,11 +1,19 @@
 """Jobs started from the pages: ``ragsweep run`` or ``ragsweep generate`` as a local
 background process writing to the app's results database (or ``ragsweep submit`` to
-OpenShift AI); the job page follows its log until it ends."""
+OpenShift AI); the job page follows its counters and log until it ends.
+
+Each job is recorded in the runs folder (``.ui-job-<id>.json``: its command, process id and
+start) and its process writes its exit status beside it (``.ui-job-<id>.exit``), so a
+restarted UI still lists the jobs it started, follows the ones still running and says how
+the others ended."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -22,19 +30,57 @@ from starlette.routing import Route
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
 from ragsweep.kubeflow.closing import PARTIAL_EXIT
+from ragsweep.kubeflow.rundir import MARKER, read_marker
+from ragsweep.results.annotations import MAX_TITLE, label_run
 from ragsweep.results.database import ENV as STORE_ENV
+from ragsweep.results.database import find_runs, run_info
+from ragsweep.ui.live import Count, counts
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
 
+log = logging.getLogger("ragsweep")
 LOG_TAIL = 30  # log lines shown
 URL = re.compile(r"https?://[^\s'\"]+")
-# form field -> `ragsweep run` option; values are passed as they are, the CLI checks them
-OPTIONS = {
-    "chunk_sizes": "--chunk-sizes",
-    "top_k": "--top-k",
-    "search_types": "--search-types",
-    "max_questions": "--max-questions",
+# form field -> (`ragsweep run` option, what it takes), by group; values are passed as they
+# are and the CLI checks them (its error is the job's log)
+OPTION_GROUPS = {
+    "Chunking": {
+        "chunkers": ("--chunkers", "sentence,token"),
+        "chunk_sizes": ("--chunk-sizes", "64,128,192"),
+        "chunk_overlaps": ("--chunk-overlaps", "16 (tokens, or a fraction below 1)"),
+    },
+    "Embedding and retrieval": {
+        "embedding_models": ("--embedding-models", "all-minilm-l6-v2 or a model's name"),
+        "top_k": ("--top-k", "1,3,5"),
+        "search_types": ("--search-types", "similarity,mmr,hybrid"),
+        "mmr_lambdas": ("--mmr-lambdas", "0.5"),
+        "rerankers": ("--rerankers", "none, cross-encoder:/folder, rerank:<model>"),
+        "vector_stores": ("--vector-stores", "memory, milvus, pgvector, oracle"),
+    },
+    "Answers and judge": {
+        "generation_models": ("--generation-models", "extractive, or models of the LLM"),
+        "judge": ("--judge", "a judge model (RAGSWEEP_JUDGE_BASE_URL)"),
+        "temperature": ("--temperature", "0"),
+        "max_tokens": ("--max-tokens", "longest answer, in tokens"),
+        "concurrency": ("--concurrency", "requests in flight"),
+    },
+    "Budget and ranking": {
+        "metric": ("--metric", "auto"),
+        "max_questions": ("--max-questions", "0: all"),
+        "max_document_bytes": ("--max-document-bytes", "0: all"),
+        "max_configs": ("--max-configs", "refuse a larger grid"),
+        "max_llm_calls": ("--max-llm-calls", "0: the full grid; above it, halving"),
+        "seed": ("--seed", "42"),
+        "parallelism": ("--parallelism", "1"),
+    },
+    "Sweep": {
+        "sweep": ("--sweep", "a name: the trend and baseline=latest follow it"),
+        "baseline": ("--baseline", "latest, or a run id"),
+        "patterns": ("--patterns", "best N as runnable patterns"),
+    },
 }
+OPTIONS = {name: flag for group in OPTION_GROUPS.values() for name, (flag, _) in group.items()}
+FLAGS = {"skip_unresolved": "--skip-unresolved"}  # checkboxes
 
 
 # what `ragsweep run`'s exit status says besides success (docs/failures.md)
@@ -46,31 +92,113 @@ RUN_ENDINGS = {
 }
 
 
+# the job's process: the CLI, its exit status written to the file named first
+CHILD = """
+import sys
+from pathlib import Path
+exit_file = Path(sys.argv.pop(1))
+code = 1
+try:
+    from ragsweep.cli import main
+    main()
+    code = 0
+except SystemExit as stop:
+    code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+except KeyboardInterrupt:
+    code = 130
+finally:
+    exit_file.write_text(str(code))
+raise SystemExit(code)
+"""
+
+
 @dataclass
 class Job:
     id: str
     argv: list[str]
     log: Path
-    process: subprocess.Popen
+    process: subprocess.Popen | None = None  # None: started before this UI restarted
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    pid: int | None = None
+    title: str = ""  # the name its run gets once stored
+
+    @property
+    def exit_file(self) -> Path:
+        return self.log.with_suffix(".exit")
+
+    def exit_code(self) -> int | None:
+        """The exit status, None while it runs (or when it died without one: ``lost``)."""
+        try:
+            return int(self.exit_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return self.process.poll() if self.process else None
+
+    def alive(self) -> bool:
+        """Whether the job's process runs (this UI's child, or the process recorded before a
+        restart, checked to be this job's by its command line)."""
+        if self.process is not None:
+            return self.process.poll() is None
+        try:
+            command = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return str(self.exit_file).encode() in command
 
     @property
     def status(self) -> str:
-        code = self.process.poll()
+        code = self.exit_code()
         if code is None:
-            return "running"
+            return "running" if self.alive() else "ended, exit status unknown"
         if code == 0:
             return "succeeded"
         ended = RUN_ENDINGS.get(code) if self.argv[0] == "run" else None
         return f"{ended or 'failed'} ({code})"
+
+    def cancel(self) -> None:
+        """Stop a running job as Ctrl-C would (SIGTERM: a run stops its steps, keeps what
+        finished and can be resumed)."""
+        if self.status == "running" and self.pid:
+            os.kill(self.pid, signal.SIGTERM)
+
+    def run_dir(self) -> Path | None:
+        """The run folder a ``run`` job writes (the one whose marker names its process)."""
+        if self.argv[0] != "run" or not self.pid:
+            return None
+        for marker in self.log.parent.glob(f"*/{MARKER}"):
+            try:
+                if read_marker(marker.parent).get("pid") == self.pid:
+                    return marker.parent
+            except RagsweepError:
+                continue
+        return None
+
+    def counts(self) -> list[Count]:
+        """The run's counters with their time left, as the terminal shows them."""
+        folder = self.run_dir()
+        if folder is None:
+            return []
+        elapsed = (datetime.now(UTC) - self.started).total_seconds()
+        return counts(folder / "progress.jsonl", elapsed)
 
     def links(self) -> list[str]:
         """The addresses a submit job printed (the run's page)."""
         return list(dict.fromkeys(URL.findall(self.tail()))) if self.argv[0] == "submit" else []
 
     def tail(self) -> str:
-        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
-        return "\n".join(lines[-LOG_TAIL:])
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-LOG_TAIL:])
+
+    def record(self) -> dict:
+        return {
+            "id": self.id,
+            "argv": self.argv,
+            "pid": self.pid,
+            "started": self.started.isoformat(),
+            "title": self.title,
+        }
 
 
 class Jobs:
@@ -79,18 +207,28 @@ class Jobs:
     def __init__(self, folder: Path, engine: Engine, roots: DocRoots) -> None:
         self.folder, self.engine, self.roots = folder, engine, roots
         self.jobs: dict[str, Job] = {}
+        for path in sorted(folder.glob(".ui-job-*.json")):  # those started before a restart
+            try:
+                r = json.loads(path.read_text(encoding="utf-8"))
+                job = Job(r["id"], r["argv"], path.with_suffix(".log"), pid=r["pid"])
+                job.started, job.title = datetime.fromisoformat(r["started"]), r["title"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("ui: job record %s unreadable (%s): not listed", path, exc)
+                continue
+            self.jobs[job.id] = job
 
-    def start(self, docs: str, testset: str, options: dict[str, str]) -> Job:
+    def start(self, docs: str, testset: str, options: dict[str, str], title: str = "") -> Job:
         """``ragsweep run`` on this machine of the stored test set ``testset`` (its name
-        checked), storing the run in the app's database."""
+        checked), storing the run in the app's database under the name ``title``."""
         docs = self.roots.check(docs)
         argv = ["run", "--docs", docs, "--testset-name", check_name(testset, "testset")]
         argv += ["--output", str(self.folder)]
         for name, flag in OPTIONS.items():
             if options.get(name):
                 argv += [flag, options[name]]
+        argv += [flag for name, flag in FLAGS.items() if options.get(name)]
         store_url = self.engine.url.render_as_string(hide_password=False)
-        return self._spawn(argv, {STORE_ENV: store_url})
+        return self._spawn(argv, {STORE_ENV: store_url}, title)
 
     def generate(self, docs: str, name: str, model: str, num_questions: str) -> Job:
         """``ragsweep generate`` with Giskard, storing the test set under ``name``."""
@@ -106,25 +244,39 @@ class Jobs:
         argv = ["submit", "--docs", docs, "--testset", testset, "--experiment", experiment]
         return self._spawn(argv, {})
 
-    def _spawn(self, argv: list[str], env: dict[str, str]) -> Job:
+    def _spawn(self, argv: list[str], env: dict[str, str], title: str = "") -> Job:
         job_id = uuid.uuid4().hex[:12]
         self.folder.mkdir(parents=True, exist_ok=True)
         log = self.folder / f".ui-job-{job_id}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-c", "from ragsweep.cli import main; main()", *argv],
+                [sys.executable, "-c", CHILD, str(log.with_suffix(".exit")), *argv],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **env},  # secrets stay in the environment, off the command
             )
-        self.jobs[job_id] = job = Job(job_id, argv, log, process)
+        job = Job(job_id, argv, log, process, pid=process.pid, title=title)
+        log.with_suffix(".json").write_text(json.dumps(job.record()), encoding="utf-8")
+        self.jobs[job_id] = job
         return job
 
     def get(self, job_id: str) -> Job:
         if job_id not in self.jobs:
             raise HTTPException(404, f"no job {job_id!r} started by this ui")
         return self.jobs[job_id]
+
+    def name_stored_runs(self) -> None:
+        """Give each finished run job's stored run the name it was started with (once)."""
+        for job in self.jobs.values():
+            if not job.title or job.exit_code() is None or (folder := job.run_dir()) is None:
+                continue
+            try:
+                label_run(self.engine, folder.name, title=job.title)
+            except RagsweepError as exc:  # not stored (failed, --no-store): nothing to name
+                log.info("ui: job %s: run %s not named: %s", job.id, folder.name, exc)
+            job.title = ""
+            job.log.with_suffix(".json").write_text(json.dumps(job.record()), encoding="utf-8")
 
 
 def _testset_names(request: Request) -> list[str]:
@@ -133,13 +285,57 @@ def _testset_names(request: Request) -> list[str]:
     return stored(request).names()
 
 
+# form field -> where a stored run's settings hold it (in its search space, or beside it)
+FROM_SPACE = {
+    "chunkers": "chunkers",
+    "chunk_sizes": "chunk_sizes",
+    "chunk_overlaps": "chunk_overlaps",
+    "embedding_models": "embedding_models",
+    "top_k": "top_ks",
+    "search_types": "search_types",
+    "mmr_lambdas": "mmr_lambdas",
+    "rerankers": "rerankers",
+    "vector_stores": "vector_stores",
+}
+FROM_SETTINGS = {
+    "metric": "optimization_metric",
+    "max_questions": "max_questions",
+    "max_document_bytes": "max_document_bytes",
+    "max_llm_calls": "max_llm_calls",
+    "seed": "seed",
+    "sweep": "sweep_name",
+}
+
+
+def last_options(engine: Engine, testset: str) -> dict[str, str]:
+    """The form's defaults for ``testset``: the documents and options of its last stored run
+    (none without one)."""
+    found = find_runs(engine, text=testset, limit=50)
+    runs_of_set = [r for r in found if r["testset_name"] == testset]
+    if not runs_of_set:
+        return {}
+    settings = run_info(engine, runs_of_set[0]["run_id"]).get("settings") or {}
+    space = settings.get("search_space") or {}
+
+    def text(value: object) -> str:
+        return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+    out = {"docs": settings.get("docs") or ""}
+    out |= {k: text(space[v]) for k, v in FROM_SPACE.items() if space.get(v) is not None}
+    out |= {k: text(settings[v]) for k, v in FROM_SETTINGS.items() if settings.get(v)}
+    return out
+
+
 async def start_form(request: Request) -> Response:
+    chosen = request.query_params.get("testset", "")
     return request.app.state.render(
         request,
         "start.html",
         testsets=_testset_names(request),
         jobs=sorted(request.app.state.jobs.jobs.values(), key=lambda j: j.started, reverse=True),
-        options=OPTIONS,
+        groups=OPTION_GROUPS,
+        chosen=chosen,
+        defaults=last_options(request.app.state.data.engine, chosen) if chosen else {},
         openshift=openshift_configured(),
         roots=request.app.state.jobs.roots.describe(),
     )
@@ -152,9 +348,12 @@ async def start(request: Request) -> Response:
         raise HTTPException(400, "docs: give a documents folder or s3://bucket/prefix")
     if name not in _testset_names(request):
         raise HTTPException(400, f"testset: no stored test set {name!r}")
-    options = {k: str(form.get(k, "")).strip() for k in OPTIONS}
+    options = {k: str(form.get(k, "")).strip() for k in [*OPTIONS, *FLAGS]}
+    title = str(form.get("title", "")).strip()
+    if len(title) > MAX_TITLE:
+        raise HTTPException(400, f"name: at most {MAX_TITLE} characters")
     try:
-        job = request.app.state.jobs.start(docs, name, options)
+        job = request.app.state.jobs.start(docs, name, options, title)
     except RagsweepError as exc:
         raise HTTPException(400, str(exc)) from None
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
@@ -195,7 +394,14 @@ async def generate(request: Request) -> Response:
 
 async def job_page(request: Request) -> Response:
     job = request.app.state.jobs.get(request.path_params["job_id"])
-    return request.app.state.render(request, "job.html", job=job)
+    return request.app.state.render(request, "job.html", job=job, counts=job.counts())
+
+
+async def cancel(request: Request) -> Response:
+    await checked_form(request)
+    job = request.app.state.jobs.get(request.path_params["job_id"])
+    job.cancel()
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
 def routes() -> list[Route]:
@@ -205,4 +411,5 @@ def routes() -> list[Route]:
         Route("/submit", submit, methods=["POST"]),
         Route("/generate", generate, methods=["POST"]),
         Route("/jobs/{job_id}", job_page),
+        Route("/jobs/{job_id}/cancel", cancel, methods=["POST"]),
     ]

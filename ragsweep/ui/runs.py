@@ -1,9 +1,8 @@
-"""The run pages: the runs list with each sweep's trend, a run, a configuration, a
-configuration x question drill-down, and the comparison of two runs."""
+"""The run pages: a run, a configuration, a configuration x question drill-down, and the
+comparison of two runs (the runs list: ``ragsweep.ui.runlist``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,14 +27,13 @@ from ragsweep.results.exports import (
     sorted_board,
 )
 from ragsweep.results.regression import cannot_fire
+from ragsweep.ui import labelling
+from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
 from ragsweep.ui.documents import retrieved_chunks
-from ragsweep.ui.plots import trend
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
 COSTS_SHOWN += ("rerank_latency_p50_ms", "rerank_latency_p95_ms")  # when a reranker ran
-STATUSES = ("succeeded", "partial", "failed", "interrupted")
-RUNS_PAGE = 100  # runs a page of the runs list shows
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -47,56 +45,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     )
 
 
-def _day(text: str | None, name: str) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise HTTPException(400, f"{name}: {text!r} is not a date (YYYY-MM-DD)") from None
-
-
-def runs_page(request: Request) -> Response:
-    """Every run newest first, filtered by sweep, status and date; each sweep's trend."""
-    data, q = request.app.state.data, request.query_params
-    sweep, status = q.get("sweep") or None, q.get("status") or None
-    if status and status not in STATUSES:
-        raise HTTPException(400, f"status: {status!r}; choose from {', '.join(STATUSES)}")
-    since, until = _day(q.get("since"), "since"), _day(q.get("until"), "until")
-    number = q.get("page", "1")
-    if not number.isdigit() or int(number) < 1:
-        raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
-    first = (int(number) - 1) * RUNS_PAGE
-    end = until + timedelta(days=1) if until else None
-    rows = find_runs(data.engine, sweep, status, since, end, RUNS_PAGE + 1, first)
-    more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
-    filters = {k: q.get(k, "") for k in ("sweep", "status", "since", "until")}
-
-    def page_link(to: int) -> str:
-        return "?" + urlencode({**{k: v for k, v in filters.items() if v}, "page": to})
-
-    sweeps = sorted({r["sweep"] for r in find_runs(data.engine, limit=1000)})
-    trends = []
-    for key in [sweep] if sweep else sorted({r["sweep"] for r in rows}):
-        points = data.trend(key)
-        if points:
-            trends.append({"sweep": key, "points": points, "svg": trend(points)})
-    return request.app.state.render(
-        request,
-        "runs.html",
-        runs=rows,
-        sweeps=sweeps,
-        statuses=STATUSES,
-        trends=trends,
-        filters=filters,
-        first=first,
-        page=int(number),
-        previous_page=page_link(int(number) - 1) if first else None,
-        next_page=page_link(int(number) + 1) if more else None,
-    )
-
-
-def _run(request: Request):
+def run_of(request: Request):
     try:
         return request.app.state.data.run(request.path_params["run_id"])
     except RagsweepError as exc:
@@ -110,7 +59,7 @@ def _present_metrics(board) -> list[str]:
 def run_page(request: Request) -> Response:
     """A run: leaderboard (sortable, filterable), score against cost, breakdown, failures,
     settings."""
-    run, q = _run(request), request.query_params
+    run, q = run_of(request), request.query_params
     board = run.board
     metric = ranking_metric(board)
     sort = q.get("sort", "rank")
@@ -140,6 +89,8 @@ def run_page(request: Request) -> Response:
         "run.html",
         sort_link=sort_link,
         run=run.info,
+        tags=[t for t in (run.info.get("tags") or "").split(",") if t],
+        patterns=(request.app.state.jobs.folder / run.info["run_id"] / "patterns").is_dir(),
         metric=metric,
         best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
         configs=board.num_rows,
@@ -151,7 +102,8 @@ def run_page(request: Request) -> Response:
         sortable=["rank", *METRICS, *COST_COLUMNS],
         options=options,
         chosen=chosen,
-        scatter=report.scatter(board, metric),
+        parameters=parameter_panels(board, metric, run.info["run_id"]),
+        paretos=pareto_panels(board, metric, run.info["run_id"]),
         breakdown=report.breakdown_tables(breakdown, board, metric),
         failures=failures.to_pylist(),
         settings=report.settings_list(settings_of(board)),
@@ -180,7 +132,7 @@ def _results_of(run, config_id: str) -> list[dict]:
 
 def config_page(request: Request) -> Response:
     """One configuration of a run: its settings, figures and every question's result."""
-    run = _run(request)
+    run = run_of(request)
     config = _config(run, request.path_params["config_id"])
     metric = ranking_metric(run.board)
     questions = run.questions()
@@ -200,7 +152,7 @@ def config_page(request: Request) -> Response:
 def question_page(request: Request) -> Response:
     """A configuration x question: question, references, answer, verdict, retrieved
     documents in order; the previous and next failure of the configuration."""
-    run = _run(request)
+    run = run_of(request)
     config = _config(run, request.path_params["config_id"])
     question_id = request.path_params["question_id"]
     results = _results_of(run, config["config_id"])
@@ -230,6 +182,7 @@ def question_page(request: Request) -> Response:
         previous_failure=before[-1] if before else None,
         next_failure=after[0] if after else None,
         fmt=fmt,
+        **labelling.context(request, run.info["run_id"], result),
     )
 
 
@@ -246,6 +199,7 @@ def compare_page(request: Request) -> Response:
             comparison = data.compare(baseline, candidate)
         except RagsweepError as exc:
             error = str(exc)
+    rows = comparison.table.to_pylist() if comparison else []
     return request.app.state.render(
         request,
         "compare.html",
@@ -254,7 +208,8 @@ def compare_page(request: Request) -> Response:
         candidate=candidate,
         comparison=comparison,
         changes=change_lines(comparison.changes) if comparison else [],
-        rows=comparison.table.to_pylist() if comparison else [],
+        rows=rows,
+        forest=forest(rows, comparison.metric, candidate) if comparison else "",
         flips=comparison.flips.to_pylist() if comparison else [],
         error=error,
         fmt=fmt,

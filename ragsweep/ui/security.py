@@ -30,7 +30,7 @@ from ragsweep.core.errors import RagsweepError
 
 TOKEN_ENV = "RAGSWEEP_UI_TOKEN"
 CSRF_FIELD = "csrf"
-OPEN_PATHS = ("/login", "/static/")  # reachable without the token
+OPEN_PATHS = ("/login", "/static/", "/favicon.ico")  # reachable without the token
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOGIN_FAILURES, LOGIN_WINDOW_S = 5, 60.0  # wrong tokens a client may send per window
 # no script at all; inline styles (the report's CSS and chart shading); never in a frame

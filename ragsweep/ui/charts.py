@@ -1,0 +1,301 @@
+"""A run's plots, server-rendered SVG (no script): the metric against each swept parameter
+(small multiples, one panel a parameter), and quality against cost and against latency with
+the Pareto front; every point links to its configuration's page."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+
+from ragsweep.evaluation.metrics import metric as metric_of
+from ragsweep.results.report import cost_axis, pareto_front, present
+from ragsweep.ui.plots import axis
+
+# the swept parameters a panel may show, in the order a configuration's label reads
+PARAMETERS = ("chunker", "chunk_size", "chunk_overlap", "embedding_model", "top_k")
+PARAMETERS += ("search_type", "mmr_lambda", "vector_store", "index", "reranker", "answerer")
+LATENCIES = (("latency_p50_s", "median answer latency (s)"),)
+LATENCIES += (("query_latency_p50_ms", "median search latency (ms)"),)
+
+
+def compact(value: float) -> str:
+    """An axis figure people read: 1.2k, 3.4M, 0.25, 12 (never 1.04e+03)."""
+    size = abs(value)
+    if size >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if size >= 1e4:
+        return f"{value / 1e3:.3g}k"
+    if size >= 100 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values spanning [low, high]."""
+    span = high - low if high > low else abs(high) or 1.0
+    raw = span / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.floor(low / step) * step
+    return [first + k * step for k in range(int(math.ceil((high - first) / step)) + 1)]
+
+
+def _link(run_id: str, config_id: str) -> str:
+    return f"/runs/{quote(run_id, safe='')}/configs/{quote(config_id, safe='')}"
+
+
+def swept(board: pa.Table) -> list[str]:
+    """The parameters with more than one value among the configurations."""
+    return [
+        p
+        for p in PARAMETERS
+        if p in board.column_names and len({v for v in board[p].to_pylist()}) > 1
+    ]
+
+
+def _order(values: list[Any]) -> list[Any]:
+    numbers = all(isinstance(v, int | float) for v in values if v is not None)
+    return sorted(values, key=lambda v: (v is None, v if numbers else str(v)))
+
+
+def parameter_panels(board: pa.Table, metric: str, run_id: str) -> list[dict[str, str]]:
+    """One panel per swept parameter: for each of its values, the best configuration having
+    it (its score and 95% interval, linked) and the others as small dots; all on one axis,
+    so that the panels compare."""
+    rows = [r for r in board.to_pylist() if present(r[metric])]
+    names = swept(board)
+    if not rows or not names:
+        return []
+    lows = [r[f"{metric}_low"] if present(r[f"{metric}_low"]) else r[metric] for r in rows]
+    highs = [r[f"{metric}_high"] if present(r[f"{metric}_high"]) else r[metric] for r in rows]
+    lo, hi, step = axis(lows, highs)
+    sign = metric_of(metric).sign()
+    return [
+        {"parameter": name, "svg": _panel(rows, name, metric, run_id, (lo, hi, step), sign)}
+        for name in names
+    ]
+
+
+def _panel(
+    rows: list[dict],
+    name: str,
+    metric: str,
+    run_id: str,
+    scale: tuple[float, float, float],
+    sign: float,
+    width: int = 300,
+    height: int = 200,
+) -> str:
+    lo, hi, step = scale
+    left, right, top, bottom = 40, 10, 20, 46
+    values = _order(list({r[name] for r in rows}))
+    slot = (width - left - right) / len(values)
+
+    def px(k: int) -> float:
+        return left + slot * (k + 0.5)
+
+    def py(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * (height - top - bottom)
+
+    title = escape(name.replace("_", " "))
+    parts = [
+        f'<svg class="param-plot" data-parameter="{escape(name)}" viewBox="0 0 {width} '
+        f'{height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(metric)} by {title}">',
+        f'<text x="{width / 2}" y="13" font-size="12" font-weight="600" '
+        f'text-anchor="middle">{title}</text>',
+    ]
+    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
+    for t in range(round((hi - lo) / step) + 1):
+        v = lo + t * step
+        parts.append(
+            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
+            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
+            f'text-anchor="end">{v:.{digits}f}</text>'
+        )
+    for k, value in enumerate(values):
+        mine = [r for r in rows if r[name] == value]
+        best = max(mine, key=lambda r: sign * r[metric])
+        text = "-" if value is None else str(value)
+        short = text if len(text) <= 14 else text[:13] + "…"
+        parts.append(
+            f'<text x="{px(k):.1f}" y="{height - bottom + 14}" font-size="10" '
+            f'text-anchor="middle"><title>{escape(text)}</title>{escape(short)}</text>'
+        )
+        for j, r in enumerate(mine):
+            if r is best:
+                continue
+            dx = (j % 5 - 2) * 3.0
+            parts.append(
+                f'<a href="{_link(run_id, r["config_id"])}"><circle class="other" '
+                f'cx="{px(k) + dx:.1f}" cy="{py(r[metric]):.1f}" r="2.5" fill="#a0aec0">'
+                f"<title>{escape(r['label'])}: {r[metric]:.3f}</title></circle></a>"
+            )
+        low = best[f"{metric}_low"] if present(best[f"{metric}_low"]) else best[metric]
+        high = best[f"{metric}_high"] if present(best[f"{metric}_high"]) else best[metric]
+        parts.append(
+            f'<a href="{_link(run_id, best["config_id"])}"><line x1="{px(k):.1f}" '
+            f'y1="{py(low):.1f}" x2="{px(k):.1f}" y2="{py(high):.1f}" stroke="#3182ce" '
+            f'stroke-width="3"/><circle class="best-of-value" cx="{px(k):.1f}" '
+            f'cy="{py(best[metric]):.1f}" r="4.5" fill="#1a365d"><title>best with {title} '
+            f"{escape(text)}: #{best['rank']} {escape(best['label'])}, {escape(metric)} "
+            f"{best[metric]:.3f} [{low:.3f}, {high:.3f}]</title></circle></a>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def pareto_panels(board: pa.Table, metric: str, run_id: str) -> list[dict[str, str]]:
+    """Quality against cost (``cost_axis``) and against each measured latency, each with its
+    Pareto front; the front's points are labelled by rank, each point links to its
+    configuration."""
+    axes = [cost_axis(board)]
+    axes += [(c, t) for c, t in LATENCIES if c not in {a for a, _ in axes}]
+    out = []
+    for column, label in axes:
+        rows = [r for r in board.to_pylist() if present(r[metric]) and present(r.get(column))]
+        if rows:
+            svg = _pareto(rows, column, label, metric, run_id, "" if out else "pareto")
+            out.append({"cost": column, "svg": svg})
+    return out
+
+
+def _pareto(
+    rows: list[dict],
+    cost: str,
+    label: str,
+    metric: str,
+    run_id: str,
+    element_id: str,
+    width: int = 460,
+    height: int = 320,
+) -> str:
+    left, right, top, bottom = 52, 16, 16, 48
+    xs = [r[cost] for r in rows]
+    x_ticks = nice_ticks(min(xs), max(xs))
+    x0, x1 = x_ticks[0], x_ticks[-1] if x_ticks[-1] > x_ticks[0] else x_ticks[0] + 1
+    lo, hi, step = axis([r[metric] for r in rows], [r[metric] for r in rows])
+    sign = metric_of(metric).sign()
+    front = set(pareto_front([(r[cost], sign * r[metric], i) for i, r in enumerate(rows)]))
+
+    def px(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * (width - left - right)
+
+    def py(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * (height - top - bottom)
+
+    parts = [
+        f'<svg{f" id={element_id!r}" if element_id else ""} class="pareto-plot" '
+        f'data-cost="{escape(cost)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(metric)} against {escape(label)}">'
+    ]
+    for t in x_ticks:
+        parts.append(
+            f'<line x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{height - bottom}" '
+            f'stroke="#edf2f7"/><text class="tick" x="{px(t):.1f}" y="{height - bottom + 14}" '
+            f'font-size="10" text-anchor="middle">{compact(t)}</text>'
+        )
+    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
+    for k in range(round((hi - lo) / step) + 1):
+        v = lo + k * step
+        parts.append(
+            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
+            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
+            f'text-anchor="end">{v:.{digits}f}</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2}" y="{height - 10}" font-size="11" '
+        f'text-anchor="middle">{escape(label)} →</text><text x="12" y="{height / 2}" '
+        f'font-size="11" text-anchor="middle" transform="rotate(-90 12 {height / 2})">'
+        f"{escape(metric)} →</text>"
+    )
+    line = sorted((rows[i] for i in front), key=lambda r: r[cost])
+    if len(line) > 1:
+        path = " ".join(f"{px(r[cost]):.1f},{py(r[metric]):.1f}" for r in line)
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="#dd6b20" stroke-width="1.5" '
+            'stroke-dasharray="5 3"/>'
+        )
+    for i, r in sorted(enumerate(rows), key=lambda p: p[0] in front):
+        on_front = i in front
+        parts.append(
+            f'<a href="{_link(run_id, r["config_id"])}"><circle '
+            f'class="{"front" if on_front else "point"}" cx="{px(r[cost]):.1f}" '
+            f'cy="{py(r[metric]):.1f}" r="{5.5 if on_front else 3.5}" '
+            f'fill="{"#dd6b20" if on_front else "#90cdf4"}" stroke="#1a365d" '
+            f'stroke-width="0.6"><title>#{r["rank"]} {escape(r["label"])}: '
+            f"{escape(metric)} {r[metric]:.3f}, {escape(cost)} {compact(r[cost])}</title>"
+            "</circle></a>"
+        )
+    placed: list[tuple[float, float]] = []
+    for r in line:  # rank labels on the front, skipped where one would overlap another
+        x, y = px(r[cost]) + 7, py(r[metric]) - 7
+        if all(abs(x - a) > 22 or abs(y - b) > 11 for a, b in placed):
+            placed.append((x, y))
+            parts.append(
+                f'<text class="rank" x="{x:.1f}" y="{y:.1f}" font-size="10" '
+                f'fill="#7b341e">#{r["rank"]}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+VERDICT_COLOURS = {"regressed": "#c53030", "improved": "#2f855a"}
+
+
+def forest(rows: list[dict], metric: str, candidate: str, width: int = 760) -> str:
+    """The comparison's per-configuration differences (candidate - baseline) with their 95%
+    intervals, one line each, zero marked; red: regressed, green: improved. A line links to
+    the configuration in the candidate run."""
+    shown = [r for r in rows if present(r["difference"])]
+    if not shown:
+        return '<p class="muted">No shared configuration has a difference to plot.</p>'
+    line_h, top, bottom, left, right = 22, 10, 34, 300, 20
+    height = top + bottom + line_h * len(shown)
+    lows = [r["difference_low"] if present(r["difference_low"]) else r["difference"] for r in shown]
+    highs = [
+        r["difference_high"] if present(r["difference_high"]) else r["difference"] for r in shown
+    ]
+    ticks = nice_ticks(min(0.0, *lows), max(0.0, *highs))
+    x0, x1 = ticks[0], ticks[-1] if ticks[-1] > ticks[0] else ticks[0] + 1
+
+    def px(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * (width - left - right)
+
+    parts = [
+        f'<svg id="forest" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="difference in {escape(metric)} per configuration">'
+    ]
+    for t in ticks:
+        parts.append(
+            f'<line x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{height - bottom}" '
+            f'stroke="{"#4a5568" if t == 0 else "#edf2f7"}"/><text x="{px(t):.1f}" '
+            f'y="{height - bottom + 14}" font-size="10" text-anchor="middle">{t:+.2f}</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2}" y="{height - 6}" font-size="11" '
+        f'text-anchor="middle">candidate − baseline, {escape(metric)} (95% interval)</text>'
+    )
+    for k, (r, low, high) in enumerate(zip(shown, lows, highs, strict=True)):
+        y = top + line_h * (k + 0.5)
+        colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
+        label = r["label"] if len(r["label"]) <= 46 else r["label"][:45] + "…"
+        best = " (baseline's best)" if r["is_best"] else ""
+        weight = 700 if best else 400
+        parts.append(
+            f'<a href="{_link(candidate, r["config_id"])}"><g class="forest-row '
+            f'{escape(r["verdict"] or "")}"><text x="{left - 8}" y="{y + 4:.1f}" font-size="10" '
+            f'text-anchor="end" font-weight="{weight}">{escape(label)}</text>'
+            f'<line x1="{px(low):.1f}" y1="{y:.1f}" x2="{px(high):.1f}" y2="{y:.1f}" '
+            f'stroke="{colour}" stroke-width="3"/><circle cx="{px(r["difference"]):.1f}" '
+            f'cy="{y:.1f}" r="4" fill="{colour}"><title>{escape(r["label"])}{best}: '
+            f"{r['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {escape(r['verdict'] or '')}"
+            "</title></circle></g></a>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

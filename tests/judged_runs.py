@@ -1,0 +1,47 @@
+"""A judged run stored in a results database, for the label and agreement tests."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+from builders import SPACE, make_answers, make_scores, make_testset
+
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.results import database
+from ragsweep.sweep.settings import RunSettings
+
+JUDGE = {
+    "model": "scripted-judge",
+    "endpoint": "http://127.0.0.1/v1",
+    "system_prompt": "grade",
+    "template": "{question} {references} {answer}",
+    "out_of_scope_note": "",
+}
+
+
+def store_judged_run(
+    engine, run_id: str, verdicts: np.ndarray, judge: dict | None = None, testset=None
+) -> pa.Table:
+    """Publish a run whose judge gave ``verdicts`` (configs x questions, 1/0/NaN); its answer
+    correctness is the verdict (so the token metric agrees with the judge). Returns the
+    test set."""
+    configs = SPACE.all_configs()[: len(verdicts)]
+    ids = [c["config_id"] for c in configs]
+    questions = [f"q{i:03d}" for i in range(np.shape(verdicts)[1])]
+    testset = testset if testset is not None else make_testset(questions)
+    scores = make_scores(ids, questions, np.nan_to_num(verdicts))
+    flat = np.asarray(verdicts, float).ravel()
+    scores = scores.set_column(
+        scores.schema.get_field_index("correctness"),
+        "correctness",
+        pa.array(flat, mask=np.isnan(flat)),
+    )
+    scores = scores.replace_schema_metadata({"ragsweep.judge": json.dumps(judge or JUDGE)})
+    settings = RunSettings("docs", "testset.json", SPACE, "correctness").record()
+    board = build_board(
+        scores, make_answers(ids, questions), testset, configs, "correctness", settings=settings
+    )
+    database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    return testset
