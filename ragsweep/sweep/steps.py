@@ -67,7 +67,7 @@ def build_chunks(
     """Chunk every document and embed every chunk with the config's model (after the
     config's passage prefix)."""
     chunk_config = chunk_config_from(chunk_config)
-    chunks = _chunked(documents, chunk_config)
+    chunks = _chunked(documents, chunk_config, cache)
     texts = chunks.column("text").to_pylist()
     vectors = cache.embed(
         chunk_config["embedding_model"], texts, chunk_config.get("passage_prefix", "")
@@ -75,13 +75,17 @@ def build_chunks(
     return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
 
 
-def _chunked(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
+def _chunked(documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache) -> pa.Table:
+    """Chunk the documents; a chunker that embeds (``semantic``) embeds through ``cache``,
+    with the config's model and passage prefix, so each sentence is embedded once."""
+    model, prefix = chunk_config["embedding_model"], chunk_config.get("passage_prefix", "")
     chunks = chunk_documents(
         documents,
         chunk_config["chunker"],
         chunk_config["chunk_size"],
         chunk_config["chunk_overlap"],
-        embedding.load_tokenizer(chunk_config["embedding_model"]),
+        embedding.load_tokenizer(model),
+        lambda texts: cache.embed(model, texts, prefix),
     )
     log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
     return chunks
@@ -133,7 +137,8 @@ def embed_shard(
         int(item["first"]),
         int(item["stop"]),
     )
-    texts = _chunked(fanout.shard_documents(documents, item), config).column("text").to_pylist()
+    shard = fanout.shard_documents(documents, item)
+    texts = _chunked(shard, config, cache).column("text").to_pylist()
     out.save(model, texts, cache.embed(model, texts, prefix), prefix)
     return len(texts)
 
