@@ -10,18 +10,24 @@ def plan(
 ) -> list:
     """Validate the search space, and the LLM-call budget against the test set (a budget
     too small stops the run here, before any embedding); deal the chunk configurations
-    into ``groups`` groups, one per fan-out branch (0: one configuration per group)."""
+    into ``groups`` groups, one per fan-out branch (0: one configuration per group). A space
+    with query transformations needs the LLM endpoint (checked here, before any embedding),
+    and their calls come out of the budget."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.models.llm import LLMSettings
     from ragsweep.sweep.fanout import group_chunk_configs
     from ragsweep.sweep.space import SearchSpace
-    from ragsweep.sweep.steps import plan_evaluation
+    from ragsweep.sweep.steps import check_transforms, plan_evaluation
 
     with pipeline_step():
         space = SearchSpace.from_dict(search_space)
         testset = read_table(questions.path, "testset")
         plan_evaluation(
-            space.all_configs(), testset.num_rows, LLMSettings.from_dict(llm), max_llm_calls
+            space.all_configs(),
+            testset.num_rows,
+            LLMSettings.from_dict(llm),
+            max_llm_calls,
+            check_transforms(space, testset.num_rows),
         )
         return group_chunk_configs(space.chunk_configs(), groups)

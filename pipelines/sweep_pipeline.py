@@ -247,7 +247,8 @@ def sweep_pipeline(
             max_llm_calls=max_llm_calls,
             llm=llm,
             groups=tasks.loop_parallelism(),  # one group per branch that runs at once
-        )
+        ),
+        **llm_secrets,  # a space with query transformations checks the endpoint here
     )
 
     # Beyond one pod: documents larger than embedding_shard_bytes are embedded in shards,

@@ -179,6 +179,12 @@ def run(
         "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
         "LLM's), or a plugin's <kind>:<argument>. [default: none]",
     ),
+    query_transforms: str = typer.Option(
+        None,
+        help="What to search for each question: none (as asked), hyde (a passage the LLM "
+        "writes), multi_query:N (N LLM paraphrases, fused by reciprocal rank); the model: "
+        "--space's query_model, else the first --llm model. [default: none]",
+    ),
     vector_stores: str = typer.Option(
         None,
         help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
@@ -341,6 +347,7 @@ def run(
         "search_types": search_types,
         "mmr_lambdas": mmr_lambdas,
         "rerankers": rerankers,
+        "query_transforms": query_transforms,
         "vector_stores": vector_stores,
     }
     data = SearchSpace.from_yaml(space).to_dict() if space else {}
@@ -426,6 +433,7 @@ def run(
         if baseline and baseline != "latest":
             results_store.check_run(engine, baseline)
     needed = models + ([qa_llm] if not testset else [])
+    needed += [m for m in [settings.space.transforming_model()] if m]  # query transformations
     wait = min(10.0, llm_timeout, judge_timeout if judge else llm_timeout)
     check_endpoints(needed, judge, settings.space.rerankers, wait)
     tracking_uri = checked_tracking_uri(mlflow)
