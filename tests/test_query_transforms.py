@@ -2,6 +2,7 @@
 multi_query:N the question and N paraphrases fused by reciprocal rank; their calls are
 cached, counted and taken from the LLM budget, and what was searched is kept."""
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -168,3 +169,15 @@ def test_a_failing_transformation_stops_the_step_naming_the_question(corpus, llm
         RagsweepError, match=r"query transform hyde by writer at .* failed for the question"
     ):
         retrieve(chunks, testset.slice(0, 1), space, config, cache)
+
+
+def test_the_pattern_scripts_copy_the_transformations_prompts_and_constants():
+    from test_patterns import template_constants
+
+    from ragsweep.models import prompts
+
+    inference = template_constants("inference.py")
+    assert inference["HYDE_SYSTEM_PROMPT"] == prompts.HYDE_SYSTEM_PROMPT
+    assert inference["MULTI_QUERY_SYSTEM_PROMPT"] == prompts.MULTI_QUERY_SYSTEM_PROMPT
+    assert inference["QUERY_MAX_TOKENS"] == queries.MAX_TOKENS
+    assert inference["QUERY_RRF_K"] == inspect.signature(fuse).parameters["rrf_k"].default
