@@ -131,10 +131,10 @@ def few(documents: pa.Table) -> pa.Table:
 
 
 @pytest.mark.parametrize("chunker", ["headings", "semantic"])
-def test_every_chunk_is_its_documents_text_so_gold_spans_map(documents, semantic_chunks, chunker):
+def test_every_chunk_is_its_documents_text_so_gold_spans_map(documents, chunker, request):
     texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
     if chunker == "semantic":
-        chunks = semantic_chunks[0]
+        chunks = request.getfixturevalue("semantic_chunks")[0]
     else:
         chunks = chunk_documents(documents, chunker, 128, 16, load_tokenizer(MODEL))
     assert chunks.num_rows > len(set(chunks["doc_id"].to_pylist()))
