@@ -435,10 +435,11 @@ def evaluate(
         "rounds": [{"configs": r.configs, "questions": r.questions} for r in rounds],
         "planned_llm_calls": planned,  # at most, before shared answers and the reply cache
         "llm_calls": made,  # requests sent, retries included
-        "query_llm_calls": queried,  # of which the query transformations'
         "promoted_by": metric,
         "seed": seed,
     }
+    if queried:
+        record["query_llm_calls"] = queried  # of llm_calls, the query transformations'
     meta = {"ragsweep.evaluation": json.dumps(record)}
     if judge:
         meta["ragsweep.judge"] = judge
