@@ -152,10 +152,12 @@ def retrieve_group(
     chunk_configs: list[dict[str, Any]],
     cache: EmbeddingCache,
     keep_collections: bool = False,
+    llm: LLMSettings | None = None,
 ) -> pa.Table:
     """``retrieve`` for each chunk set of a group's chunks ``folder``, one at a time; the
-    questions are transformed once for the group (``transform_questions``)."""
-    tables, transformed, charged = [], transform_questions(space, testset), set()
+    questions are transformed once for the group (``transform_questions``, with the run's
+    ``llm`` concurrency and deadlines)."""
+    tables, transformed, charged = [], transform_questions(space, testset, llm), set()
     for chunk_config in chunk_configs:
         chunk_config = chunk_config_from(chunk_config)
         chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
@@ -318,7 +320,7 @@ def retrieve(
 
 
 def transform_questions(
-    space: SearchSpace, testset: pa.Table
+    space: SearchSpace, testset: pa.Table, llm: LLMSettings | None = None
 ) -> dict[str, list[queries.Transformed]]:
     """Each query transformation of the space (``none`` aside) of every question of
     ``testset`` (with its history), by the space's transforming model
@@ -328,7 +330,7 @@ def transform_questions(
         return {}
     questions = [with_history(q, h) for q, h in asked(testset)]
     model = space.transforming_model()
-    return {t: queries.transform(t, model, questions, LLMSettings()) for t in chosen}
+    return {t: queries.transform(t, model, questions, llm or LLMSettings()) for t in chosen}
 
 
 def check_transforms(space: SearchSpace, questions: int) -> int:
