@@ -3,6 +3,9 @@ multi_query:N the question and N paraphrases fused by reciprocal rank; their cal
 cached, counted and taken from the LLM budget, and what was searched is kept."""
 
 import inspect
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +184,24 @@ def test_the_pattern_scripts_copy_the_transformations_prompts_and_constants():
     assert inference["MULTI_QUERY_SYSTEM_PROMPT"] == prompts.MULTI_QUERY_SYSTEM_PROMPT
     assert inference["QUERY_MAX_TOKENS"] == queries.MAX_TOKENS
     assert inference["QUERY_RRF_K"] == inspect.signature(fuse).parameters["rrf_k"].default
+
+
+def test_ragsweep_run_without_an_llm_endpoint_refuses_a_transforming_space(tmp_path):
+    """One line naming the model and the variable, before the pipeline starts."""
+    space = tmp_path / "space.yaml"
+    space.write_text("query_model: writer\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSWEEP_LLM")}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ragsweep"), "run", "--docs", str(EXAMPLES / "docs")]
+        + ["--testset", str(EXAMPLES / "testset.json"), "--space", str(space)]
+        + ["--query-transforms", "none,hyde", "--output", str(tmp_path / "runs"), "--no-store"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert "model 'writer': no endpoint; set RAGSWEEP_LLM_BASE_URL" in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
