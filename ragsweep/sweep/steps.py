@@ -386,7 +386,12 @@ def evaluate(
     queried = 0
     if "query_llm_calls" in retrievals.column_names:
         queried = pc.sum(retrievals["query_llm_calls"]).as_py() or 0
-    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls, queried)
+    # the plan step reserved one call per question and transformation (a cluster's branches,
+    # each with its own reply cache, may have made more: counted, not held against answers)
+    transforms = {c.get("query_transform", queries.NONE) for c in configured} - {queries.NONE}
+    reserved = min(queried, len(order) * len(transforms))
+    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls, reserved)
+    planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
     contexts = Contexts.of_passages(retrievals["passages"])
