@@ -8,15 +8,20 @@ from ragsweep.components import BASE_IMAGE
 def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -> list:
     """Check the run's LLM-call budget against the test set (a budget too small stops the
     run here, before any embedding); deal the chunk configurations into ``groups`` groups,
-    one per fan-out branch (0: one configuration per group)."""
+    one per fan-out branch (0: one configuration per group). A space with query
+    transformations needs the LLM endpoint (checked here) and their calls come out of the
+    budget."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.sweep.fanout import group_chunk_configs
     from ragsweep.sweep.settings import read_settings
-    from ragsweep.sweep.steps import plan_evaluation
+    from ragsweep.sweep.steps import check_transforms, plan_evaluation
 
     with pipeline_step():
         run = read_settings(settings.path)
         testset = read_table(questions.path, "testset")
-        plan_evaluation(run.space.all_configs(), testset.num_rows, run.llm, run.max_llm_calls)
+        reserved = check_transforms(run.space, testset.num_rows)  # before any embedding
+        plan_evaluation(
+            run.space.all_configs(), testset.num_rows, run.llm, run.max_llm_calls, reserved
+        )
         return group_chunk_configs(run.space.chunk_configs(), groups)

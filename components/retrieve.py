@@ -40,5 +40,6 @@ def retrieve(
             chunk_group["chunk_configs"],
             EmbeddingCache(run.embedding_cache, tiers=[question_vectors(chunks.path)]),
             run.keep_collections,
+            run.llm,  # query transformations: concurrency and deadlines
         )
         write_table(table, retrievals.path, "retrievals")

@@ -256,7 +256,8 @@ def sweep_pipeline(
             settings=settings,
             questions=questions.outputs["questions"],
             groups=tasks.loop_parallelism(),  # one group per branch that runs at once
-        )
+        ),
+        **llm_secrets,  # a space with query transformations checks the endpoint here
     )
 
     # Beyond one pod: documents larger than embedding_shard_bytes are embedded in shards,

@@ -102,11 +102,27 @@ def giskard_reply(messages: list[dict]) -> str:
     return json.dumps({**pair, **extra})
 
 
+def hypothetical_passage(question: str) -> str:
+    """HyDE's passage: the question's content words, stated."""
+    return "The documentation explains " + " ".join(sorted(words(question))) + "."
+
+
+def paraphrased(question: str, n: int) -> str:
+    """Multi-query's rewritings: n numbered lines, each the question's words in an order."""
+    kept = sorted(words(question))
+    lines = [f"{i + 1}. " + " ".join(kept[i:] + kept[:i]) for i in range(n)]
+    return "\n".join(lines)
+
+
 def default_responder(request: dict) -> str:
     messages = request["messages"]
     system, last = messages[0]["content"], messages[-1]["content"]
     if system.startswith("You grade the answers"):
         return verdict(messages[1]["content"])
+    if system.startswith("You write the passage"):
+        return hypothetical_passage(last)
+    if system.startswith("You rewrite a question"):
+        return paraphrased(last, int(re.search(r"exactly (\d+)", system).group(1)))
     if "Context:" in last and "Question:" in last:
         return rag_answer(last)
     return giskard_reply(messages)

@@ -79,6 +79,7 @@ def test_a_preset_sets_autorags_chunk_lists_in_tokens():
     assert speed == {**SPACE, "chunkers": ["sentence"], "chunk_sizes": [32, 64, 128],
                      "chunk_overlaps": [8, 16]}  # fmt: skip
     balanced = apply(SPACE, "balanced", "")
+    assert balanced["chunkers"] == ["headings"]  # sections first, as Docling's hybrid chunker
     assert balanced["chunk_sizes"] == [128, 256, 512]
     assert balanced["chunk_overlaps"] == [0, 32, 64]
     assert apply(SPACE, "", "") == SPACE

@@ -270,6 +270,8 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "query_latency_ms": [0.05],
                 "index_build_s": [0.0],
                 "rerank_latency_ms": pa.nulls(1, pa.float64()),
+                "searched_query": pa.nulls(1, pa.string()),
+                "query_llm_calls": [0],
             }
         )
         branches.append(artifact(tmp_path, f"r{i}"))

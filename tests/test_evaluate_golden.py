@@ -93,10 +93,17 @@ def same(recorded, got, where: str) -> None:
         assert recorded == got, where
 
 
-# columns added since the recording (vector stores, rerankers): the case's retrievals come
-# from exact search without timing or reranker, so they are null, and then set aside
+# columns added since the recording (vector stores, rerankers, query transformations): the
+# case's retrievals come from exact search without timing, reranker or transformation, so
+# they are null, and then set aside
 ADDED = {
-    "answers": ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"),
+    "answers": (
+        "recall_vs_exact",
+        "query_latency_ms",
+        "index_build_s",
+        "rerank_latency_ms",
+        "searched_query",
+    ),
     "scores": ("recall_vs_exact",),
 }
 

@@ -90,14 +90,15 @@ def testsets_in(url: str | None) -> DatabaseStore:
 
 def check_endpoints(settings: RunSettings) -> None:
     """Fail before the pipeline starts when an endpoint the run needs (an answer model's,
-    the test set generator's, the judge's, a ``rerank:<model>`` reranker's) is unconfigured
-    or does not answer within its deadline (at most 10 s)."""
+    the test set generator's, the query transformations', the judge's, a ``rerank:<model>``
+    reranker's) is unconfigured or does not answer within its deadline (at most 10 s)."""
     from ragsweep.models.llm import Endpoint, check_reachable
     from ragsweep.sweep.options import answer_models
 
     llm = settings.llm
     models = answer_models(list(settings.space.answerers))
     models += [settings.qa_generation.model] if not settings.testset else []
+    models += [m for m in [settings.space.transforming_model()] if m]
     endpoints = [Endpoint.from_env(m) for m in models]
     endpoints += [Endpoint.from_env(name, role="JUDGE") for name in llm.judges()]
     endpoints += [
@@ -156,6 +157,12 @@ def run(
         help="Rerankers of the search's first rerank_fetch_k candidates: none, "
         "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
         "LLM's), or a plugin's <kind>:<argument>. [default: none]",
+    ),
+    query_transforms: str = typer.Option(
+        None,
+        help="What to search for each question: none (as asked), hyde (a passage the LLM "
+        "writes), multi_query:N (N LLM paraphrases, fused by reciprocal rank); the model: "
+        "--space's query_model, else the first --llm model. [default: none]",
     ),
     vector_stores: str = typer.Option(
         None,

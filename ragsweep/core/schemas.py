@@ -22,7 +22,8 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "7"  # 7: eliminated and judge_errors on the leaderboard; 6: rerankers, spans
+SCHEMA_VERSION = "8"  # 8: query transformations; 7: eliminated and judge_errors on the
+# leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -76,6 +77,11 @@ RETRIEVALS = pa.schema(
         ("query_latency_ms", pa.float64()),  # the similarity search alone; null: not timed
         ("index_build_s", pa.float64()),  # the store's index of this chunk set
         ("rerank_latency_ms", pa.float64()),  # the reranker's time for the question; null: none
+        # what was searched in place of the question (hyde: the passage; multi_query: the
+        # paraphrases, one a line); null: the question as asked
+        ("searched_query", pa.string()),
+        # requests the transformation sent (on one row per question and transformation)
+        ("query_llm_calls", pa.int64()),
     ]
 )
 
@@ -99,6 +105,7 @@ ANSWERS = pa.schema(
         ("query_latency_ms", pa.float64()),
         ("index_build_s", pa.float64()),
         ("rerank_latency_ms", pa.float64()),
+        ("searched_query", pa.string()),  # as retrieved (RETRIEVALS)
     ]
 )
 
@@ -147,6 +154,8 @@ CONFIG_FIELDS = [
     ("distance", pa.string()),
     ("reranker", pa.string()),  # none, cross-encoder:/folder, rerank:<model>
     ("rerank_fetch_k", pa.int64()),  # candidates the reranker reorders; null: no reranker
+    ("query_transform", pa.string()),  # none, hyde, multi_query:N
+    ("query_model", pa.string()),  # the model that transformed the questions; null: none
 ]
 # A configuration holds these only when not the default, which keeps its id as it was.
 CONFIG_DEFAULTS = {
@@ -154,6 +163,7 @@ CONFIG_DEFAULTS = {
     "index": DEFAULT_INDEX,
     "distance": DEFAULT_DISTANCE,
     "reranker": "none",
+    "query_transform": "none",
 }
 
 CONFIGS = pa.schema(CONFIG_FIELDS)
@@ -230,6 +240,8 @@ RESULTS = pa.schema(
     + [pa.field(name, kind) for name, kind in COSTS]
     # where each retrieved chunk lies in its document, best first; null in older results
     + [pa.field("retrieved_spans", pa.list_(SPAN))]
+    # what was searched in place of the question (a query transformation); null: as asked
+    + [pa.field("searched_query", pa.string())]
 )
 
 BREAKDOWN = pa.schema(

@@ -6,14 +6,17 @@ space, the span still points at the document's own text).
 
 Chunkers are plugins: a factory ``(chunk_size, chunk_overlap, tokenize) -> split``, where
 ``split(text)`` returns the text's chunks in order, each a piece of the text; registered under
-its name in the entry point group ``ragsweep.chunkers`` (``sentence`` and ``token`` in
-ragsweep's setup.cfg).
+its name in the entry point group ``ragsweep.chunkers`` (``sentence`` and ``token`` here,
+``headings`` and ``semantic`` in ``ragsweep.documents.structured``, in ragsweep's setup.cfg).
+A factory with a true ``embeds`` attribute also takes ``embed`` (texts -> one vector per text:
+the configuration's embedding model).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -39,7 +42,8 @@ def token(size: int, overlap: int, tokenize: Tokenize) -> Splitter:
     return TokenTextSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text
 
 
-Chunker = Callable[[int, int, Tokenize], Splitter]
+Chunker = Callable[..., Splitter]
+Embed = Callable[[list[str]], Any]
 
 
 def chunker_names() -> list[str]:
@@ -53,10 +57,22 @@ def get_chunker(name: str) -> Chunker:
 
 
 def chunk_documents(
-    documents: pa.Table, chunker: str, chunk_size: int, chunk_overlap: int, tokenize: Tokenize
+    documents: pa.Table,
+    chunker: str,
+    chunk_size: int,
+    chunk_overlap: int,
+    tokenize: Tokenize,
+    embed: Embed | None = None,
 ) -> pa.Table:
-    """One row per chunk: chunk_id, doc_id, start, end, text (no embeddings yet)."""
-    split = get_chunker(chunker)(chunk_size, chunk_overlap, bounded(tokenize, chunk_size))
+    """One row per chunk: chunk_id, doc_id, start, end, text (no embeddings yet); ``embed``
+    serves a chunker that embeds (``semantic``)."""
+    factory = get_chunker(chunker)
+    options = {}
+    if getattr(factory, "embeds", False):
+        if embed is None:
+            raise ValueError(f"chunker {chunker} embeds sentences: give it an embedding model")
+        options["embed"] = embed
+    split = factory(chunk_size, chunk_overlap, bounded(tokenize, chunk_size), **options)
     rows: dict[str, list] = {"doc_id": [], "start": [], "end": [], "text": []}
     for doc_id, text in zip(
         documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True

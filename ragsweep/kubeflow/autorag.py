@@ -98,9 +98,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "preset",
         "`speed` / `balanced` set the chunk lists of `search_space` to AutoRAG's (its sizes "
-        "in characters, ragsweep's in tokens: a quarter), with the sentence chunker; "
-        "Docling's table parsing, hybrid chunking and LLM enrichment are not done; "
-        "empty: `search_space`'s",
+        "in characters, ragsweep's in tokens: a quarter), `speed` with the sentence chunker, "
+        "`balanced` with the heading-aware one (`headings`, in place of Docling's hybrid "
+        "chunker: see docs/chunkers.md); Docling's table parsing and LLM enrichment are not "
+        "done; empty: `search_space`'s",
     ),
 )
 
@@ -111,7 +112,9 @@ PRESETS: dict[str, dict[str, list[int]]] = {  # in characters, as AutoRAG's pres
     "speed": {"chunk_sizes": [128, 256, 512], "chunk_overlaps": [32, 64]},
     "balanced": {"chunk_sizes": [512, 1024, 2048], "chunk_overlaps": [0, 128, 256]},
 }
-PRESET_CHUNKER = "sentence"  # paragraphs, then sentences, then words: AutoRAG's recursive
+# speed: paragraphs, then sentences, then words (AutoRAG's recursive splitter); balanced:
+# sections first (AutoRAG's Docling hybrid chunker and Markdown-header splitting)
+PRESET_CHUNKERS = {"speed": "sentence", "balanced": "headings"}
 
 # A vector_io_provider_id names a provider registered in OGX (``milvus``, ``remote::milvus``,
 # ``ls_milvus``...): the registered store whose name it holds, or one OGX names otherwise.
@@ -146,7 +149,7 @@ def apply(search_space: dict[str, Any], preset: str, vector_io_provider_id: str)
             raise RagsweepError(
                 f"preset {preset!r}: expected one of {', '.join(PRESETS)}, or empty"
             )
-        space["chunkers"] = [PRESET_CHUNKER]
+        space["chunkers"] = [PRESET_CHUNKERS[preset]]
         for field, characters in PRESETS[preset].items():
             space[field] = [round(n / CHARACTERS_PER_TOKEN) for n in characters]
     if vector_io_provider_id:

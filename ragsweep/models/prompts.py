@@ -54,3 +54,15 @@ JUDGE_STRICT = (
     "line of JSON and nothing else: no prose, no code fence, no other keys. For example:\n"
     '{{"correctness": false, "correctness_reason": "The answer gives the wrong year."}}'
 )
+
+# Query transformations (ragsweep.retrieval.queries): HyDE embeds a passage the model writes
+# in place of the question; multi-query searches with paraphrases too and fuses the rankings.
+HYDE_SYSTEM_PROMPT = (
+    "You write the passage of a product's documentation that answers a question. Write one "
+    "short paragraph, as the documentation would state it, and nothing else."
+)
+MULTI_QUERY_SYSTEM_PROMPT = (
+    "You rewrite a question about a product's documentation in other words, to search the "
+    "documentation with. Write exactly {n} rewritings, one a line, with no numbering and "
+    "nothing else."
+)

@@ -100,11 +100,22 @@ def hybrid(index: Index, depth: int, rrf_k: int = 60) -> np.ndarray:
     1 / (rrf_k + its rank there)."""
     depth = min(depth, len(index.chunk_vectors))
     pool = max(FUSION_DEPTH, depth)
-    rankings = [index.nearest(pool).ids, index.keywords(pool).ids]
+    return fuse([index.nearest(pool).ids, index.keywords(pool).ids], depth, rrf_k)
+
+
+def fuse(
+    rankings: list[np.ndarray], depth: int, rrf_k: int = 60, used: np.ndarray | None = None
+) -> np.ndarray:
+    """Reciprocal rank fusion of ``rankings`` (each questions x its depth, -1 padded): a
+    chunk scores the sum over the rankings holding it of 1 / (rrf_k + its rank there);
+    the ``depth`` best, equal scores in chunk order. ``used`` (rankings x questions, bool)
+    leaves a ranking out for a question where it is False."""
     out = np.full((len(rankings[0]), depth), -1, dtype=np.int64)
     for q in range(len(out)):
         fused: dict[int, float] = {}
-        for ranking in rankings:
+        for r, ranking in enumerate(rankings):
+            if used is not None and not used[r, q]:
+                continue
             for rank, chunk in enumerate(ranking[q].tolist(), start=1):
                 if chunk >= 0:
                     fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (rrf_k + rank)

@@ -31,9 +31,10 @@ RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.results.database.RUN_ID_ENV, set by `
 
 @dataclass(frozen=True)
 class Searched:
-    """What one (store, index) gave: a ranking per search setting (questions x depth), the
-    seconds its index took to build, each question's search latency (NaN: not timed), and
-    the candidates handed to a reranker per search setting (questions x fetch_k)."""
+    """What one (store, index) gave: a ranking per query set and search setting (keyed
+    (query set, (search type, params)); questions x depth), the seconds its index took to
+    build, each question's search latency (NaN: not timed), and the candidates handed to a
+    reranker per query set and search setting (questions x fetch_k)."""
 
     rankings: dict[tuple, np.ndarray]
     build_s: float
@@ -56,18 +57,20 @@ def search_store(
     spec: IndexSpec,
     collection: str,
     distance: str,
-    inputs: Index,
+    inputs: dict[str, Index],
     searches: list[tuple],
     depth: int,
     keep: bool = False,
     reranked: tuple[tuple, ...] = (),
     fetch_k: int = 0,
 ) -> Searched:
-    """Load the chunk set of ``inputs`` into ``collection`` of store ``name`` with index
-    ``spec``; rank every search setting of ``searches`` (search type, params) ``depth``
-    deep, and those of ``reranked`` ``fetch_k`` deep (a reranker's candidates); time the
-    first ``LATENCY_SAMPLE`` questions' similarity searches, one question at a time; drop
-    the collection unless ``keep`` (never kept after a failure)."""
+    """Load the chunk set of ``inputs`` (query sets by name: the questions as asked, and
+    as each query transformation searches them; one chunk set) into ``collection`` of store
+    ``name`` with index ``spec``; for every query set, rank every search setting of
+    ``searches`` (search type, params) ``depth`` deep, and those of ``reranked`` ``fetch_k``
+    deep (a reranker's candidates); time the first query set's first ``LATENCY_SAMPLE``
+    similarity searches, one question at a time; drop the collection unless ``keep`` (never
+    kept after a failure)."""
     where = f"vector store {name} ({spec.label()}, collection {collection})"
     try:
         store = open_store(name, collection, distance)
@@ -77,23 +80,26 @@ def search_store(
         raise _store_error(where, exc) from None
     failed = True
     try:
+        first = next(iter(inputs.values()))
         start = time.perf_counter()
-        store.create(inputs.chunk_vectors, inputs.chunk_texts, spec)
+        store.create(first.chunk_vectors, first.chunk_texts, spec)
         build_s = time.perf_counter() - start
-        index = replace(inputs, store=store)
-        rankings = {
-            search: rank_chunks(index, search[0], depth, **dict(search[1])) for search in searches
-        }
-        candidates = {
-            search: rankings[search]
-            if fetch_k == depth and search in rankings
-            else rank_chunks(index, search[0], fetch_k, **dict(search[1]))
-            for search in reranked
-        }
-        latency = np.full(len(inputs.questions), np.nan)
+        rankings, candidates = {}, {}
+        for asked, queries in inputs.items():
+            index = replace(queries, store=store)
+            for search in searches:
+                ranking = rank_chunks(index, search[0], depth, **dict(search[1]))
+                rankings[asked, search] = ranking
+            for search in reranked:
+                candidates[asked, search] = (
+                    rankings[asked, search]
+                    if fetch_k == depth and search in searches
+                    else rank_chunks(index, search[0], fetch_k, **dict(search[1]))
+                )
+        latency = np.full(len(first.questions), np.nan)
         for q in range(min(LATENCY_SAMPLE, len(latency))):
             start = time.perf_counter()
-            store.search(inputs.question_vectors[q : q + 1], depth)
+            store.search(first.question_vectors[q : q + 1], depth)
             latency[q] = (time.perf_counter() - start) * 1000
         failed = False
     except RagsweepError as exc:

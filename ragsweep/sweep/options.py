@@ -24,6 +24,7 @@ SPACE_LISTS = {
     "search_types": "search_types",
     "mmr_lambdas": "mmr_lambdas",
     "rerankers": "rerankers",
+    "query_transforms": "query_transforms",
     "vector_stores": "vector_stores",
 }
 SPACE_TEXTS = ("query_prefix", "passage_prefix")

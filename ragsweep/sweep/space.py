@@ -16,6 +16,11 @@ configuration names its store and index (``vector_store``, ``index``) and its di
 when they are not the defaults (``memory``, ``exact``, ``cosine``), so the ids and labels of
 configurations searched exactly in memory are those of runs stored before stores existed.
 
+Each question may be searched as asked or transformed first (``query_transforms``: ``none``,
+``hyde``, ``multi_query:N``, ``ragsweep.retrieval.queries``) by the ``query_model`` (else the
+first ``llm:`` answerer's model); a configuration names its ``query_transform`` and
+``query_model`` only when it transforms, so configurations without keep their ids.
+
 Each search may be followed by a reranker (``rerankers``, ``ragsweep.retrieval.reranking``) over its
 first ``rerank_fetch_k`` candidates; a configuration names its ``reranker`` and
 ``rerank_fetch_k`` only when it has one, so configurations without keep their ids.
@@ -42,6 +47,7 @@ from ragsweep.core.schemas import (
     config_id,
 )
 from ragsweep.models.embedding import Prefixes, family_prefixes, load_tokenizer
+from ragsweep.retrieval import queries
 from ragsweep.retrieval.reranking import DEFAULT_FETCH_K, check_reranker, short_name
 from ragsweep.retrieval.reranking import NONE as NO_RERANKER
 from ragsweep.retrieval.vector_stores import DISTANCES, IndexSpec, store_class, store_names
@@ -69,8 +75,17 @@ FIELD_TYPES: dict[str, type] = {
     "distance": str,
     "rerankers": str,  # none, cross-encoder:/folder, rerank:<model> (ragsweep.retrieval.reranking)
     "rerank_fetch_k": int,  # candidates of the search handed to the reranker
+    "query_transforms": str,  # none, hyde, multi_query:N (ragsweep.retrieval.queries)
+    "query_model": str,  # the model that transforms; None: the first llm: answerer's
 }
-SCALARS = {"mmr_fetch_k", "query_prefix", "passage_prefix", "distance", "rerank_fetch_k"}
+SCALARS = {
+    "mmr_fetch_k",
+    "query_prefix",
+    "passage_prefix",
+    "distance",
+    "rerank_fetch_k",
+    "query_model",
+}
 PREFIX_FIELDS = ("query_prefix", "passage_prefix")  # texts kept as given, "" included
 # fields left out of ``to_dict`` at their default, so the sweep keys of older runs still match
 STORE_FIELDS = {
@@ -79,6 +94,8 @@ STORE_FIELDS = {
     "distance": DEFAULT_DISTANCE,
     "rerankers": (NO_RERANKER,),
     "rerank_fetch_k": DEFAULT_FETCH_K,
+    "query_transforms": (queries.NONE,),
+    "query_model": None,
 }
 
 
@@ -102,6 +119,8 @@ class SearchSpace:
     distance: str = DEFAULT_DISTANCE
     rerankers: tuple[str, ...] = (NO_RERANKER,)
     rerank_fetch_k: int = DEFAULT_FETCH_K
+    query_transforms: tuple[str, ...] = (queries.NONE,)
+    query_model: str | None = None
 
     @classmethod
     def from_dict(
@@ -125,6 +144,11 @@ class SearchSpace:
                 values[name] = parse_indexes(source, value)
                 continue
             checked = [_value(source, name, v) for v in _as_list(source, name, value)]
+            if name == "query_transforms":
+                try:
+                    checked = [queries.canonical(v) for v in checked]
+                except RagsweepError as exc:
+                    raise RagsweepError(f"{source}: field 'query_transforms': {exc}") from None
             values[name] = checked[0] if name in SCALARS else tuple(dict.fromkeys(checked))
         space = cls(**values)
         if check:
@@ -166,6 +190,10 @@ class SearchSpace:
         values["distance"] = config.get("distance") or DEFAULT_DISTANCE
         if (config.get("reranker") or NO_RERANKER) != NO_RERANKER:
             values.update(rerankers=(config["reranker"],), rerank_fetch_k=config["rerank_fetch_k"])
+        if (config.get("query_transform") or queries.NONE) != queries.NONE:
+            values.update(
+                query_transforms=(config["query_transform"],), query_model=config["query_model"]
+            )
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,6 +221,18 @@ class SearchSpace:
             own.query if self.query_prefix is None else self.query_prefix,
             own.passage if self.passage_prefix is None else self.passage_prefix,
         )
+
+    def transforming_model(self) -> str | None:
+        """The model that transforms queries: ``query_model``, else the first ``llm:``
+        answerer's; None when no transformation needs one (or none is named)."""
+        if self.query_transforms == (queries.NONE,):
+            return None
+        if self.query_model:
+            return self.query_model
+        family, _, model = next((a for a in self.answerers if a.startswith("llm:")), "").partition(
+            ":"
+        )
+        return model or None
 
     def log_prefixes(self) -> None:
         """Say which prefixes each embedding model reads, and where they come from."""
@@ -272,6 +312,11 @@ class SearchSpace:
                 check_reranker(value)
             except RagsweepError as exc:
                 raise RagsweepError(f"{source}: field 'rerankers': {exc}") from None
+        if self.query_transforms != (queries.NONE,) and not self.transforming_model():
+            raise RagsweepError(
+                f"{source}: field 'query_transforms': {', '.join(self.query_transforms)} "
+                "needs a model: give query_model, or answer with an llm: model"
+            )
         if self.rerank_fetch_k < 1:
             raise RagsweepError(f"{source}: field 'rerank_fetch_k': {self.rerank_fetch_k} < 1")
         if self.rerankers != (NO_RERANKER,) and self.rerank_fetch_k < max(self.top_ks):
@@ -407,12 +452,21 @@ class SearchSpace:
                 where.update(vector_store=store, index=spec.label())
             if self.distance != DEFAULT_DISTANCE:
                 where["distance"] = self.distance
-            for top_k, search_type, reranker, answerer in itertools.product(
-                self.top_ks, self.search_types, self.rerankers, self.answerers
+            for top_k, search_type, transform, reranker, answerer in itertools.product(
+                self.top_ks,
+                self.search_types,
+                self.query_transforms,
+                self.rerankers,
+                self.answerers,
             ):
                 reranked = {}
+                if transform != queries.NONE:
+                    reranked = {
+                        "query_transform": transform,
+                        "query_model": self.transforming_model(),
+                    }
                 if reranker != NO_RERANKER:
-                    reranked = {"reranker": reranker, "rerank_fetch_k": self.rerank_fetch_k}
+                    reranked.update(reranker=reranker, rerank_fetch_k=self.rerank_fetch_k)
                 for params in self.search_params(search_type):
                     config = {
                         **base,
@@ -576,8 +630,9 @@ def label(config: dict[str, Any]) -> str:
     """A short readable name, e.g. ``sentence-256/16 all-MiniLM-L6-v2 k=5 mmr:0.5 extractive``;
     prefixes other than the model family's follow the model (``query_prefix=''``), a store
     and index other than memory's exact search the search (``milvus:hnsw(m=16)``), and so
-    do a distance other than cosine (``distance=dot``) and a reranker with the candidates
-    it reorders (``rerank=cross-encoder:ms-marco@20``)."""
+    do a distance other than cosine (``distance=dot``), a query transformation
+    (``query=hyde``) and a reranker with the candidates it reorders
+    (``rerank=cross-encoder:ms-marco@20``)."""
     model = config["embedding_model"].rstrip("/").rsplit("/", 1)[-1]
     own = family_prefixes(config["embedding_model"])[1]
     for name, default in zip(PREFIX_FIELDS, (own.query, own.passage), strict=True):
@@ -590,6 +645,8 @@ def label(config: dict[str, Any]) -> str:
         search += f" {config['vector_store']}:{config['index']}"
     if "distance" in config:
         search += f" distance={config['distance']}"
+    if "query_transform" in config:
+        search += f" query={config['query_transform']}"
     if "reranker" in config:
         search += f" rerank={short_name(config['reranker'])}@{config['rerank_fetch_k']}"
     return (

@@ -28,6 +28,7 @@ from ragsweep.answering.answerers import get_answerer, uses_model
 from ragsweep.answering.answers import Answer, History, parse_history, with_history
 from ragsweep.answering.contexts import Contexts, codes, group_rows
 from ragsweep.core import progress
+from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, SCORES
 from ragsweep.documents.chunking import chunk_documents
 from ragsweep.embeddings.cache import EmbeddingCache
@@ -36,7 +37,8 @@ from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
 from ragsweep.evaluation.scoring import score_answers
 from ragsweep.models import embedding
-from ragsweep.models.llm import LLMSettings
+from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
+from ragsweep.retrieval import queries
 from ragsweep.retrieval.reranking import Reranking
 from ragsweep.retrieval.search import Index
 from ragsweep.retrieval.store_search import collection_name, overlap, search_store
@@ -67,7 +69,7 @@ def build_chunks(
     """Chunk every document and embed every chunk with the config's model (after the
     config's passage prefix)."""
     chunk_config = chunk_config_from(chunk_config)
-    chunks = _chunked(documents, chunk_config)
+    chunks = _chunked(documents, chunk_config, cache)
     texts = chunks.column("text").to_pylist()
     vectors = cache.embed(
         chunk_config["embedding_model"], texts, chunk_config.get("passage_prefix", "")
@@ -75,13 +77,17 @@ def build_chunks(
     return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
 
 
-def _chunked(documents: pa.Table, chunk_config: dict[str, Any]) -> pa.Table:
+def _chunked(documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache) -> pa.Table:
+    """Chunk the documents; a chunker that embeds (``semantic``) embeds through ``cache``,
+    with the config's model and passage prefix, so each sentence is embedded once."""
+    model, prefix = chunk_config["embedding_model"], chunk_config.get("passage_prefix", "")
     chunks = chunk_documents(
         documents,
         chunk_config["chunker"],
         chunk_config["chunk_size"],
         chunk_config["chunk_overlap"],
-        embedding.load_tokenizer(chunk_config["embedding_model"]),
+        embedding.load_tokenizer(model),
+        lambda texts: cache.embed(model, texts, prefix),
     )
     log.info("%d chunks from %d documents", chunks.num_rows, documents.num_rows)
     return chunks
@@ -133,7 +139,8 @@ def embed_shard(
         int(item["first"]),
         int(item["stop"]),
     )
-    texts = _chunked(fanout.shard_documents(documents, item), config).column("text").to_pylist()
+    shard = fanout.shard_documents(documents, item)
+    texts = _chunked(shard, config, cache).column("text").to_pylist()
     out.save(model, texts, cache.embed(model, texts, prefix), prefix)
     return len(texts)
 
@@ -145,13 +152,20 @@ def retrieve_group(
     chunk_configs: list[dict[str, Any]],
     cache: EmbeddingCache,
     keep_collections: bool = False,
+    llm: LLMSettings | None = None,
 ) -> pa.Table:
-    """``retrieve`` for each chunk set of a group's chunks ``folder``, one at a time."""
-    tables = []
+    """``retrieve`` for each chunk set of a group's chunks ``folder``, one at a time; the
+    questions are transformed once for the group (``transform_questions``, with the run's
+    ``llm`` concurrency and deadlines)."""
+    tables, transformed, charged = [], transform_questions(space, testset, llm), set()
     for chunk_config in chunk_configs:
         chunk_config = chunk_config_from(chunk_config)
         chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
-        tables.append(retrieve(chunks, testset, space, chunk_config, cache, keep_collections))
+        tables.append(
+            retrieve(
+                chunks, testset, space, chunk_config, cache, keep_collections, transformed, charged
+            )
+        )
     # one chunk of each column: an IPC file holds one dictionary of passages per column
     return pa.concat_tables(tables).combine_chunks()
 
@@ -163,9 +177,19 @@ def retrieve(
     chunk_config: dict[str, Any],
     cache: EmbeddingCache,
     keep_collections: bool = False,
+    transformed: dict[str, list[queries.Transformed]] | None = None,
+    charged: set[str] | None = None,
 ) -> pa.Table:
     """What every configuration sharing ``chunk_config`` retrieves for every question, one
     row per config x question (kind ``retrievals``).
+
+    A configuration with a query transformation searches what ``transformed`` holds for it
+    (``transform_questions``, asked here when not given): the passage, or the question and
+    its paraphrases, each ranked and fused by reciprocal rank; a reranker reorders the fused
+    candidates by the question as asked. Its rows hold what was searched
+    (``searched_query``) and, on its first configuration's rows, the requests the
+    transformation sent (``query_llm_calls``; once per step: ``charged`` names the
+    transformations counted already).
 
     The chunk set is loaded into each (vector store, index) of the space, in a collection
     named for the run, the chunk set and the index (``collection_name``), dropped once
@@ -186,15 +210,21 @@ def retrieve(
     question_ids = testset.column("question_id").to_pylist()
     embeddings = chunks.column("embedding").combine_chunks()  # one matrix, no row objects
     chunk_vectors = embeddings.flatten().to_numpy().reshape(len(embeddings), -1)
-    inputs = Index(
-        store=None,  # set per store
-        question_vectors=cache.embed(
-            chunk_config["embedding_model"], questions, chunk_config.get("query_prefix", "")
-        ),
-        chunk_vectors=chunk_vectors,
-        questions=questions,
-        chunk_texts=texts,
-    )
+    if transformed is None:
+        transformed = transform_questions(space, testset)
+    charged = set() if charged is None else charged
+    query_sets, plans = queries.plan_queries(questions, transformed)
+    model, prefix = chunk_config["embedding_model"], chunk_config.get("query_prefix", "")
+    inputs = {
+        name: Index(
+            store=None,  # set per store
+            question_vectors=cache.embed(model, asked_texts, prefix),
+            chunk_vectors=chunk_vectors,
+            questions=asked_texts,
+            chunk_texts=texts,
+        )
+        for name, asked_texts in query_sets.items()
+    }
     configs = space.configs(chunk_config)
     depth = max(c["top_k"] for c in configs)
     searches = list(dict.fromkeys(search_of(c) for c in configs))
@@ -217,15 +247,28 @@ def retrieve(
             )
     reranking, reordered = Reranking(), {}
 
+    fused: dict[tuple, np.ndarray] = {}
+
+    def searched_by(key: tuple[str, str], config: dict[str, Any], kind: str) -> np.ndarray:
+        """The ranking (or the reranker's candidates: ``kind``) of ``config``'s search and
+        query transformation in (store, index) ``key``; fused once per step."""
+        search, plan = search_of(config), plans[config.get("query_transform", queries.NONE)]
+        at = (key, search, plan.sets, kind)
+        if at not in fused:
+            found = getattr(searched[key], kind)
+            deep = depth if kind == "rankings" else space.rerank_fetch_k
+            fused[at] = plan.ranking(lambda name: found[name, search], deep)
+        return fused[at]
+
     def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[np.ndarray, list]:
         """The ranking ``config`` reads in (store, index) ``key``, and each question's
-        reranking time (None: no reranker); one reranking per target, search, reranker."""
-        search = search_of(config)
+        reranking time (None: no reranker); one reranking per target, search, query
+        transformation and reranker."""
         if "reranker" not in config:
-            return searched[key].rankings[search], [None] * len(questions)
-        at = (key, search, config["reranker"])
+            return searched_by(key, config, "rankings"), [None] * len(questions)
+        at = (key, search_of(config), config.get("query_transform"), config["reranker"])
         if at not in reordered:
-            candidates = searched[key].candidates[search]
+            candidates = searched_by(key, config, "candidates")
             ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates)
             reordered[at] = ranking, ms.tolist()
         return reordered[at]
@@ -233,6 +276,7 @@ def retrieve(
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
     for name in ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"):
         rows[name] = []
+    rows["searched_query"], rows["query_llm_calls"] = [], []
     for config in configs:
         found = searched[target_of(config)]
         ranking, rerank_ms = ranked(target_of(config), config)
@@ -245,6 +289,11 @@ def retrieve(
         rows["query_latency_ms"] += found.latency_ms.tolist()
         rows["index_build_s"] += [found.build_s] * len(question_ids)
         rows["rerank_latency_ms"] += rerank_ms
+        transform = config.get("query_transform", queries.NONE)
+        rows["searched_query"] += plans[transform].shown
+        first = transform not in charged
+        charged.add(transform)
+        rows["query_llm_calls"] += plans[transform].calls if first else [0] * len(question_ids)
     picked = rows["retrieved_chunk_ids"]
     rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
     offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
@@ -259,6 +308,7 @@ def retrieve(
     rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
     rows["query_latency_ms"] = pa.array(rows["query_latency_ms"], pa.float64(), from_pandas=True)
     rows["rerank_latency_ms"] = pa.array(rows["rerank_latency_ms"], pa.float64())
+    rows["searched_query"] = pa.array(rows["searched_query"], pa.string())
     log.info(
         "retrieved for %d configurations x %d questions (%d rankings in each of %d indexes)",
         len(configs),
@@ -267,6 +317,33 @@ def retrieve(
         len(space.targets()),
     )
     return pa.table(rows)
+
+
+def transform_questions(
+    space: SearchSpace, testset: pa.Table, llm: LLMSettings | None = None
+) -> dict[str, list[queries.Transformed]]:
+    """Each query transformation of the space (``none`` aside) of every question of
+    ``testset`` (with its history), by the space's transforming model
+    (``ragsweep.retrieval.queries``)."""
+    chosen = [t for t in space.query_transforms if t != queries.NONE]
+    if not chosen:
+        return {}
+    questions = [with_history(q, h) for q, h in asked(testset)]
+    model = space.transforming_model()
+    return {t: queries.transform(t, model, questions, llm or LLMSettings()) for t in chosen}
+
+
+def check_transforms(space: SearchSpace, questions: int) -> int:
+    """The LLM calls the space's query transformations take at most (one per question and
+    transformation); with any, the endpoint must be set and answer (``RagsweepError``)."""
+    chosen = [t for t in space.query_transforms if t != queries.NONE]
+    if chosen:
+        model = space.transforming_model()
+        try:
+            check_reachable(Endpoint.from_env(model))
+        except RagsweepError as exc:
+            raise RagsweepError(f"query_transforms {', '.join(chosen)}: {exc}") from None
+    return questions * len(chosen)
 
 
 def evaluate(
@@ -305,14 +382,23 @@ def evaluate(
     order = list(questions)
     random.Random(seed).shuffle(order)
     configured = [by_id[c] for c in config_ids]
-    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
+    # the query transformations' requests, made while retrieving, come out of the budget
+    queried = 0
+    if "query_llm_calls" in retrievals.column_names:
+        queried = pc.sum(retrievals["query_llm_calls"]).as_py() or 0
+    # the plan step reserved one call per question and transformation (a cluster's branches,
+    # each with its own reply cache, may have made more: counted, not held against answers)
+    transforms = {c.get("query_transform", queries.NONE) for c in configured} - {queries.NONE}
+    reserved = min(queried, len(order) * len(transforms))
+    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls, reserved)
+    planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
     contexts = Contexts.of_passages(retrievals["passages"])
     left = np.ones(retrievals.num_rows, dtype=bool)  # not answered yet
     answered: list[pa.Table] = []
     scored: list[pa.Table] = []
-    made, judge = 0, None
+    made, judge = queried, None
 
     def play(alive: list[int], first: int, last: int) -> np.ndarray:
         """Answer and score one round; its configs x questions matrix of ``metric``."""
@@ -359,6 +445,8 @@ def evaluate(
         "promoted_by": metric,
         "seed": seed,
     }
+    if queried:
+        record["query_llm_calls"] = queried  # of llm_calls, the query transformations'
     meta = {"ragsweep.evaluation": json.dumps(record)}
     if judge:
         meta["ragsweep.judge"] = judge
@@ -387,14 +475,33 @@ def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) ->
 
 
 def plan_evaluation(
-    configs: list[dict[str, Any]], questions: int, settings: LLMSettings, max_llm_calls: int
+    configs: list[dict[str, Any]],
+    questions: int,
+    settings: LLMSettings,
+    max_llm_calls: int,
+    reserved: int = 0,
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions (``ragsweep.evaluation.halving.plan``) and the
-    LLM
-    calls that takes at most; a budget too small raises ``RagsweepError``."""
+    LLM calls that takes at most, ``reserved`` included (the query transformations'); a
+    budget too small raises ``RagsweepError``."""
     calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
-    rounds = halving.plan(len(configs), questions, calls_per_answer, max_llm_calls)
-    planned = halving.cost(rounds, calls_per_answer)
+    if max_llm_calls and reserved >= max_llm_calls:
+        raise RagsweepError(
+            f"max_llm_calls={max_llm_calls} is too few: the query transformations take "
+            f"{reserved} LLM calls (one per question and transformation) before any answer; "
+            "raise the budget or drop query_transforms"
+        )
+    budget = max_llm_calls - reserved if max_llm_calls else 0
+    try:
+        rounds = halving.plan(len(configs), questions, calls_per_answer, budget)
+    except RagsweepError as exc:
+        if not reserved:
+            raise
+        raise RagsweepError(
+            f"{exc} (what is left of max_llm_calls={max_llm_calls} after the query "
+            f"transformations' {reserved} calls)"
+        ) from None
+    planned = halving.cost(rounds, calls_per_answer) + reserved
     if len(rounds) > 1:
         log.info(
             "successive halving (max_llm_calls=%d): %s configurations x questions, "
@@ -450,6 +557,7 @@ def _answered(
         "query_latency_ms",
         "index_build_s",
         "rerank_latency_ms",
+        "searched_query",
     )
     names += [n for n in carried if n in retrievals.column_names]
     batch = retrievals.select(names).take(pa.array(rows, pa.int64()))

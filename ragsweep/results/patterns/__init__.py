@@ -103,6 +103,13 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         settings.update(mmr_lambda=row["mmr_lambda"], mmr_fetch_k=fetch_k)
     if row["search_type"] == "hybrid":
         settings["rrf_k"] = RRF_K
+    if (row.get("query_transform") or "none") != "none":
+        # the sweep fused rankings as deep as its largest Top K
+        settings.update(
+            query_transform=row["query_transform"],
+            query_model=row["query_model"],
+            query_fusion_depth=max(space.top_ks),
+        )
     if row["chunker"] not in SCRIPT_CHUNKERS:  # its factory's name in chunker.py
         settings["chunker_factory"] = get_chunker(row["chunker"]).__name__
     if store == "milvus":

@@ -231,7 +231,12 @@ def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list
     tokenize = bounded(tokenizer(model), size)
     plugin = plugin_code("chunker")
     if plugin is not None:  # a plugin chunker's factory, as the sweep called it
-        split = getattr(plugin, SETTINGS["chunker_factory"])(size, overlap, tokenize)
+        factory = getattr(plugin, SETTINGS["chunker_factory"])
+        options = {}
+        if getattr(factory, "embeds", False):  # it embeds sentences with the pattern's model
+            prefix = SETTINGS["passage_prefix"]
+            options["embed"] = lambda texts: embed([prefix + t for t in texts], model)
+        split = factory(size, overlap, tokenize, **options)
     else:
         splitter = {"sentence": SentenceSplitter, "token": TokenTextSplitter}[SETTINGS["chunker"]]
         split = splitter(chunk_size=size, chunk_overlap=overlap, tokenizer=tokenize).split_text

@@ -4,7 +4,9 @@
 
 Prints one JSON line per retrieved chunk (``question``, ``rank``, ``document_id``, ``text``,
 ``score``), best first, as the sweep ranked them for this pattern (the settings below:
-search type and its parameters, reranker, Top K, query prefix, distance). A reranker
+query transformation, search type and its parameters, reranker, Top K, query prefix,
+distance). A query transformation (``hyde``, ``multi_query:N``) asks the pattern's query
+model at ``RAGSWEEP_LLM_BASE_URL`` (key ``RAGSWEEP_LLM_API_KEY``). A reranker
 ``rerank:<model>`` is asked at ``RAGSWEEP_RERANK_BASE_URL`` (key
 ``RAGSWEEP_RERANK_API_KEY``), else at the LLM's URL and key; ``cross-encoder:/folder`` is
 read from that folder. When the pattern answers with a model (``llm:<model>``) and
@@ -47,6 +49,18 @@ from indexing import (  # beside this file: the same embedding as the chunks', t
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+QUERY_RRF_K = 60  # multi-query's reciprocal rank fusion (ragsweep.retrieval.search.fuse)
+QUERY_MAX_TOKENS = 256  # of a query transformation's reply
+NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")  # "1. ", "- " before a paraphrase
+HYDE_SYSTEM_PROMPT = (
+    "You write the passage of a product's documentation that answers a question. Write one "
+    "short paragraph, as the documentation would state it, and nothing else."
+)
+MULTI_QUERY_SYSTEM_PROMPT = (
+    "You rewrite a question about a product's documentation in other words, to search the "
+    "documentation with. Write exactly {n} rewritings, one a line, with no numbering and "
+    "nothing else."
+)
 CROSS_ENCODER_BATCH = 32  # pairs per forward pass of a cross-encoder reranker
 # the sweep's pgvector searches (ragsweep/retrieval/vector_stores/pgvector.py), and the rows by id
 SET_HNSW = "SET hnsw.ef_search = {ef_search}"
@@ -87,9 +101,11 @@ def main() -> int:
         )
         return 2
     prefix = SETTINGS["query_prefix"]
-    vectors = embed([prefix + q for q in args.questions], args.model)
-    for question, vector in zip(args.questions, vectors, strict=True):
-        found = index.rank(question, vector, SETTINGS["top_k"])
+    searched = [query_texts(q) for q in args.questions]
+    vectors = iter(embed([prefix + t for texts in searched for t in texts], args.model))
+    for question, texts in zip(args.questions, searched, strict=True):
+        asked = [(text, next(vectors)) for text in texts]
+        found = index.rank(question, asked, SETTINGS["top_k"])
         for rank, (row, score) in enumerate(found, start=1):
             line = {"question": question, "rank": rank, **index.chunk(row), "score": score}
             print(json.dumps(line, ensure_ascii=False))
@@ -142,15 +158,33 @@ class Index:
         """The ``k`` best chunks by keywords (hybrid's other side): BM25 here."""
         return self.bm25(question, k)
 
-    def rank(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best chunks: the search's, or its first ``rerank_fetch_k`` reordered by
-        the reranker's scores (equal scores in the search's order)."""
+    def rank(
+        self, question: str, asked: list[tuple[str, np.ndarray]], k: int
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best chunks for what is searched for ``question`` (``asked``: texts and
+        their vectors): the search's, or its first ``rerank_fetch_k`` reordered by the
+        reranker's scores for the question (equal scores in the search's order)."""
         if SETTINGS["reranker"] == "none":
-            return self.search(question, vector, k)
-        found = self.search(question, vector, SETTINGS["rerank_fetch_k"])
+            return self.fused(asked, k)
+        found = self.fused(asked, SETTINGS["rerank_fetch_k"])
         scores = rerank(question, [self.chunks[row]["text"] for row, _ in found])
         order = sorted(range(len(found)), key=lambda j: -scores[j])
         return [(found[j][0], scores[j]) for j in order][:k]
+
+    def fused(self, asked: list[tuple[str, np.ndarray]], k: int) -> list[tuple[int, float]]:
+        """One text's search; several texts' (a question and its paraphrases) fused by
+        reciprocal rank, each searched as deep as the sweep's rankings were (the space's
+        largest Top K; a reranker's ``rerank_fetch_k``)."""
+        if len(asked) == 1:
+            return self.search(*asked[0], k)
+        reranked = SETTINGS["reranker"] != "none"
+        deep = SETTINGS["rerank_fetch_k"] if reranked else SETTINGS["query_fusion_depth"]
+        fused: dict[int, float] = {}
+        for text, vector in asked:
+            for rank, (chunk, _) in enumerate(self.search(text, vector, deep), start=1):
+                fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (QUERY_RRF_K + rank)
+        best = sorted(fused, key=lambda c: (-fused[c], c))[: min(k, deep)]
+        return [(c, fused[c]) for c in best]
 
     def search(self, question: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         search = SETTINGS["search_type"]
@@ -521,6 +555,40 @@ def cross_encoder(folder: str):
 
 
 # ---- the answer -----------------------------------------------------------------------------
+
+
+def query_texts(question: str) -> list[str]:
+    """What the sweep searched for ``question``: the question itself; with ``hyde``, the
+    passage the pattern's query model writes; with ``multi_query:N``, the question and the
+    N paraphrases it writes (asked at ``RAGSWEEP_LLM_BASE_URL``, as the sweep asked)."""
+    transform = SETTINGS.get("query_transform") or "none"
+    if transform == "none":
+        return [question]
+    base_url = os.environ.get("RAGSWEEP_LLM_BASE_URL")
+    if not base_url:
+        sys.exit(f"error: query transform {transform}: set RAGSWEEP_LLM_BASE_URL")
+    from llama_index.core.llms import ChatMessage
+    from llama_index.llms.openai_like import OpenAILike
+
+    llm = OpenAILike(
+        model=SETTINGS["query_model"],
+        api_base=base_url.rstrip("/"),
+        api_key=os.environ.get("RAGSWEEP_LLM_API_KEY") or "none",
+        is_chat_model=True,
+        temperature=0.0,
+        max_tokens=QUERY_MAX_TOKENS,
+    )
+    kind, _, count = transform.partition(":")
+    system = HYDE_SYSTEM_PROMPT if kind == "hyde" else MULTI_QUERY_SYSTEM_PROMPT
+    messages = [
+        ChatMessage(role="system", content=system.replace("{n}", count)),
+        ChatMessage(role="user", content=question),
+    ]
+    reply = llm.chat(messages).message.content or ""
+    if kind == "hyde":
+        return [reply.strip() or question]
+    lines = [NUMBERING.sub("", line).strip() for line in reply.splitlines()]
+    return [question, *[line for line in lines if line][: int(count)]]
 
 
 def generate(question: str, passages: list[str]) -> str | None:
