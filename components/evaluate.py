@@ -17,12 +17,16 @@ def evaluate(
     llm: dict,
     answers: Output[Dataset],
     scores: Output[Dataset],
+    strategy: str = "grid",
+    max_configs: int = 0,
 ):
     """Answer every question with every configuration and score the answers: with every
     metric, and with the LLM judge when ``llm`` names one (``judge``). When that would take
     more than ``max_llm_calls`` LLM calls (0: no limit), successive halving promotes the
     best configurations by ``optimization_metric`` to more questions (in a ``seed``-ed
-    order); retrieval metrics always cover every question.
+    order); retrieval metrics always cover every question. ``strategy`` halving halves
+    even within the budget; model answers at most ``max_configs`` configurations, chosen one
+    at a time by a surrogate fitted on every configuration's retrieval metrics.
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
@@ -43,6 +47,8 @@ def evaluate(
             LLMSettings.from_dict(llm),
             max_llm_calls,
             seed,
+            strategy,
+            max_configs,
         )
         write_table(answered, answers.path, "answers")
         write_table(scored, scores.path, "scores")
