@@ -3,11 +3,12 @@ configurations than the budget (``--strategy model``, ``--max-configs N``).
 
 What a configuration retrieves costs no LLM call, so its retrieval metrics are known for
 every configuration before the first answer (multi-fidelity: the cheap fidelity is free and
-complete). The search fits a surrogate of the optimised metric on those retrieval metrics
+complete). The search keeps the better half by retrieval (``screen``), answers a few of
+them at random, then fits a surrogate of the optimised metric on the retrieval metrics
 (pyGAM's ``LinearGAM``, one linear term per metric, its smoothing chosen by generalised
-cross-validation) and answers, one configuration at a time, the one whose prediction's upper
-bound is highest; it starts from the best configuration by each retrieval metric in turn,
-and from the configurations earlier runs of the sweep evaluated (``known``).
+cross-validation) and answers, one configuration at a time, the one whose prediction's
+upper bound is highest; it starts from the configurations earlier runs of the sweep
+evaluated (``known``) when there are any.
 AutoRAG's procedure (ai4rag's ``GAMOptimiser``) fits the same kind of model on the
 configurations' parameters alone, after four random ones; ``benchmarks/bench_search.py``
 compares the two.
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 FREE_METRICS = ("context_correctness", "document_recall", "span_recall", "span_precision")
-UPPER = 0.8  # the width of the prediction interval whose upper bound is maximised
+RECALL = ("context_correctness", "document_recall", "span_recall")  # found the reference?
+UPPER = 0.5  # the width of the prediction interval whose upper bound is maximised
 LAMBDAS = np.logspace(-2, 2, 5)  # the smoothing penalties generalised cross-validation picks from
 FIRST = 4  # configurations answered before the surrogate is fitted (at most)
 
@@ -54,20 +56,26 @@ def features(free: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[s
     return matrix, kept
 
 
+def screen(x: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    """The configurations the search may answer: the better half by retrieval (the mean of
+    the standardised ``RECALL`` metrics at least its median), as successive halving keeps
+    the better half of a round; every configuration when no recall metric has a spread."""
+    columns = [j for j, name in enumerate(names) if name in RECALL]
+    if not columns:
+        return np.ones(len(x), dtype=bool)
+    composite = x[:, columns].mean(axis=1)
+    return composite >= np.median(composite)
+
+
 def _first(
-    x: np.ndarray, names: Sequence[str], taken: set[int], rng: np.random.Generator
+    candidates: np.ndarray, taken: set[int], rng: np.random.Generator
 ) -> tuple[int, str]:
-    """The next configuration of the initial design: the best not yet taken by the next
-    free metric in turn (ties at random); random when there are none."""
-    order = rng.permutation(len(x))
-    if x.shape[1]:
-        j = len(taken) % x.shape[1]
-        for i in order[np.argsort(-x[order, j], kind="stable")]:
-            if int(i) not in taken:
-                return int(i), f"the best {names[j]} not yet answered"
-    for i in order:
-        if int(i) not in taken:
-            return int(i), "at random"
+    """A configuration of the initial design: one of the better half by retrieval not yet
+    taken, at random (any other when none is left)."""
+    for pool, reason in ((candidates, "the better half by retrieval"), (None, "the rest")):
+        left = [i for i in range(len(candidates)) if i not in taken and (pool is None or pool[i])]
+        if left:
+            return int(rng.choice(left)), f"drawn at random from {reason}"
     raise ValueError("no configuration left")
 
 
@@ -86,21 +94,22 @@ def fit(x: np.ndarray, observed: Mapping[int, float]):
 
 def propose(
     x: np.ndarray,
-    names: Sequence[str],
+    candidates: np.ndarray,
     observed: Mapping[int, float],
     rng: np.random.Generator,
     tried: set[int] | None = None,
 ) -> Trial:
-    """The configuration to answer next: the initial design while fewer than ``FIRST``
-    (or, without features, any) are observed; then the highest upper bound of the fitted
-    surrogate among those neither observed nor ``tried`` (ties at random)."""
+    """The configuration to answer next, among the ``candidates`` (a mask) neither observed
+    nor ``tried``: the initial design while fewer than ``FIRST`` are observed (or they
+    score alike, or there are no features); then the highest upper bound of the fitted
+    surrogate (ties at random)."""
     taken = set(observed) | (tried or set())
     distinct = len({round(v, 12) for v in observed.values()})
-    if len(observed) < FIRST or not x.shape[1] or distinct < 2:
-        config, reason = _first(x, names, taken, rng)
+    left = np.array([i for i in range(len(x)) if i not in taken and candidates[i]])
+    if len(observed) < FIRST or not x.shape[1] or distinct < 2 or not len(left):
+        config, reason = _first(candidates, taken, rng)
         return Trial(config, None, None, reason)
     gam = fit(x, observed)
-    left = np.array([i for i in range(len(x)) if i not in taken])
     mean = gam.predict(x[left])
     upper = gam.prediction_intervals(x[left], width=UPPER)[:, 1]
     upper = np.where(np.isfinite(upper), upper, mean)
@@ -110,7 +119,8 @@ def propose(
         int(left[best]),
         float(mean[best]),
         float(upper[best]),
-        f"predicted {mean[best]:.3f} (upper bound {upper[best]:.3f}) from {len(observed)} answered",
+        f"predicted {mean[best]:.3f} (upper bound {upper[best]:.3f}) from "
+        f"{len(observed)} answered",
     )
 
 
@@ -127,11 +137,12 @@ def search(
     ``known`` scores of earlier runs (they count as observed, not against the budget).
     Returns the trials in order and every observed score."""
     rng = np.random.default_rng(seed)
+    candidates = screen(x, names)
     observed = {i: float(v) for i, v in (known or {}).items() if math.isfinite(v)}
     tried: set[int] = set(observed)
     trials: list[Trial] = []
     for _ in range(min(budget, len(x) - len(tried))):
-        trial = propose(x, names, observed, rng, tried)
+        trial = propose(x, candidates, observed, rng, tried)
         score = evaluate(trial.config)
         trials.append(trial)
         tried.add(trial.config)
