@@ -67,9 +67,7 @@ def screen(x: np.ndarray, names: Sequence[str]) -> np.ndarray:
     return composite >= np.median(composite)
 
 
-def _first(
-    candidates: np.ndarray, taken: set[int], rng: np.random.Generator
-) -> tuple[int, str]:
+def _first(candidates: np.ndarray, taken: set[int], rng: np.random.Generator) -> tuple[int, str]:
     """A configuration of the initial design: one of the better half by retrieval not yet
     taken, at random (any other when none is left)."""
     for pool, reason in ((candidates, "the better half by retrieval"), (None, "the rest")):
@@ -119,8 +117,7 @@ def propose(
         int(left[best]),
         float(mean[best]),
         float(upper[best]),
-        f"predicted {mean[best]:.3f} (upper bound {upper[best]:.3f}) from "
-        f"{len(observed)} answered",
+        f"predicted {mean[best]:.3f} (upper bound {upper[best]:.3f}) from {len(observed)} answered",
     )
 
 
