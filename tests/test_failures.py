@@ -333,7 +333,7 @@ def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(reference, 
     reused = resumed.stdout.count(": reused")
     assert (
         reused >= 5
-    )  # build-space, load-testset, ingest, generate-qa, plan ... chunk_embed's inputs
+    )  # configure, load-testset, ingest, generate-qa, plan ... chunk_embed's inputs
     assert "chunk-embed: reused" not in resumed.stdout  # it was killed: it ran again
     for kind in ("leaderboard", "results"):
         got = untimed(read_table(run_dir / f"{kind}.arrow", kind))

@@ -122,7 +122,7 @@ def test_a_tail_reads_only_complete_lines_once(tmp_path):
 
 def test_the_steps_counted_from_the_pipeline_are_the_steps_a_run_executes():
     spec = sweep_pipeline.pipeline_spec
-    # load-testset, ingest, generate-qa, build-space, plan, plan-shards, merge-shards,
+    # configure, load-testset, ingest, generate-qa, plan, plan-shards, merge-shards,
     # evaluate, rank, track, publish; embed-shard for each shard; chunk-embed and retrieve
     # for each group of chunk configurations; compare with a baseline
     [shards, groups] = sorted(n for n, t in spec.root.dag.tasks.items() if n.startswith("for-"))
