@@ -18,7 +18,10 @@ def evaluate(
     metric, and with the LLM judge when the run's ``llm`` names one (``judge``). When that
     would take more than the run's ``max_llm_calls`` LLM calls (0: no limit), successive
     halving promotes the best configurations by ``optimization_metric`` to more questions
-    (in a ``seed``-ed order); retrieval metrics always cover every question.
+    (in a ``seed``-ed order); retrieval metrics always cover every question. The run's
+    ``strategy`` halving halves even within the budget; model answers at most
+    ``max_configs`` configurations, chosen one at a time by a surrogate of every
+    configuration's retrieval metrics (``ragsweep.evaluation.surrogate``).
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
