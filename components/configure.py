@@ -23,6 +23,7 @@ def configure(
     max_document_bytes: int,
     max_questions: int,
     max_llm_calls: int,
+    strategy: str,
     seed: int,
     skip_unresolved: bool,
     embedding_cache: str,

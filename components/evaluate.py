@@ -19,7 +19,10 @@ def evaluate(
     the one agreeing best with people's labels in the results store). When that would take
     more than the run's ``max_llm_calls`` LLM calls (0: no limit), successive halving
     promotes the best configurations by ``optimization_metric`` to more questions (in a
-    ``seed``-ed order); retrieval metrics always cover every question.
+    ``seed``-ed order); retrieval metrics always cover every question. The run's
+    ``strategy`` halving halves even within the budget; model answers at most
+    ``max_configs`` configurations, chosen one at a time by a surrogate of every
+    configuration's retrieval metrics (``ragsweep.evaluation.surrogate``).
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
@@ -41,6 +44,8 @@ def evaluate(
             choose_judge(run.llm),
             run.max_llm_calls,
             run.seed,
+            run.strategy,
+            run.max_configs,
         )
         write_table(answered, answers.path, "answers")
         write_table(scored, scores.path, "scores")

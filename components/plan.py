@@ -22,6 +22,12 @@ def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -
         testset = read_table(questions.path, "testset")
         reserved = check_transforms(run.space, testset.num_rows)  # before any embedding
         plan_evaluation(
-            run.space.all_configs(), testset.num_rows, run.llm, run.max_llm_calls, reserved
+            run.space.all_configs(),
+            testset.num_rows,
+            run.llm,
+            run.max_llm_calls,
+            reserved,
+            run.strategy,
+            run.max_configs,
         )
         return group_chunk_configs(run.space.chunk_configs(), groups)

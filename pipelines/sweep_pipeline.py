@@ -70,6 +70,7 @@ def sweep_pipeline(
     max_document_bytes: int = 0,
     max_questions: int = 0,
     max_llm_calls: int = 0,
+    strategy: str = "grid",
     seed: int = 42,
     skip_unresolved: bool = False,
     embedding_cache: str = "",
@@ -124,7 +125,8 @@ def sweep_pipeline(
             answer_correctness and context_correctness mean the same here); auto: the LLM
             judge's correctness when a judge is set, else answer_correctness.
         optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
-            larger search space stops the run at planning.
+            larger search space stops the run at planning, unless strategy is model: then
+            the most configurations whose answers are evaluated.
         max_document_bytes: Document budget in bytes of text, the documents the test set
             cites first (0: every document).
         max_questions: Evaluate a random sample of this many questions (0: every question).
@@ -132,6 +134,10 @@ def sweep_pipeline(
             make; when the full grid would take more, successive halving evaluates every
             configuration on a sample of the questions and promotes the best half to twice
             as many, until the survivors answer all (0: no limit, the full grid).
+        strategy: grid (every configuration; successive halving above max_llm_calls),
+            halving (successive halving even within the budget) or model (a model-based
+            search answers at most optimization_max_rag_patterns configurations, chosen
+            one at a time from every configuration's retrieval metrics).
         seed: The seed of both samples and of the question order of successive halving.
         skip_unresolved: Leave out, with a warning, the questions whose reference documents
             (or reference context) are found in no document, instead of failing.
@@ -213,6 +219,7 @@ def sweep_pipeline(
             max_document_bytes=max_document_bytes,
             max_questions=max_questions,
             max_llm_calls=max_llm_calls,
+            strategy=strategy,
             seed=seed,
             skip_unresolved=skip_unresolved,
             embedding_cache=embedding_cache,

@@ -180,7 +180,14 @@ def run(
         "answer_correctness.",
     ),
     max_configs: int = typer.Option(
-        DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
+        DEFAULT_MAX_CONFIGS,
+        help="Refuse a larger grid (0: no limit); with --strategy model, the most "
+        "configurations whose answers are evaluated.",
+    ),
+    strategy: str = typer.Option(
+        "grid",
+        help="grid (every configuration; successive halving above --max-llm-calls), halving, "
+        "or model (a surrogate of the retrieval metrics picks which configurations answer).",
     ),
     max_document_bytes: int = typer.Option(
         0, help="Document budget in bytes of text; cited documents first. 0: all."

@@ -54,16 +54,24 @@ def halving(configs: int, questions: int, first: int) -> list[Round]:
     return rounds
 
 
-def plan(configs: int, questions: int, calls_per_answer: int, max_llm_calls: int) -> list[Round]:
-    """One round of the whole grid when there is no budget or it is enough; else successive
-    halving from the largest first sample the budget affords.
+def plan(
+    configs: int, questions: int, calls_per_answer: int, max_llm_calls: int, halve: bool = False
+) -> list[Round]:
+    """One round of the whole grid when there is no budget or it is enough (unless
+    ``halve``); else successive halving from the largest first sample the budget affords
+    (``halve`` without a budget: from the sample that leaves one configuration answering
+    every question, at least ``MIN_QUESTIONS``).
 
     ``calls_per_answer``: LLM calls one configuration makes on one question (an answer from
     a model, a verdict from the judge), before the sharing of identical contexts and the
     reply cache, which only lower the count.
     """
     grid = [Round(configs, questions)]
-    if max_llm_calls <= 0 or cost(grid, calls_per_answer) <= max_llm_calls:
+    if halve and max_llm_calls <= 0:
+        halvings = math.ceil(math.log2(max(configs, 1)))
+        first = max(MIN_QUESTIONS, math.ceil(questions / 2**halvings))
+        return halving(configs, questions, first) if first < questions else grid
+    if max_llm_calls <= 0 or (not halve and cost(grid, calls_per_answer) <= max_llm_calls):
         return grid
     for first in range(questions - 1, MIN_QUESTIONS - 1, -1):
         rounds = halving(configs, questions, first)

@@ -37,6 +37,7 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
         max_document_bytes=p["max_document_bytes"],
         max_questions=p["max_questions"],
         max_llm_calls=p["max_llm_calls"],
+        strategy=p["strategy"],
         seed=p["seed"],
         skip_unresolved=p["skip_unresolved"],
         embedding_cache=p["embedding_cache"],

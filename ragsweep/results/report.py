@@ -369,6 +369,8 @@ def evaluation_summary(settings: dict) -> str | None:
     """How the configurations were evaluated, when it is more than the free full grid."""
     record = settings.get("evaluation") or {}
     calls = f"{record.get('llm_calls', 0)} LLM calls made"
+    if record.get("strategy") == "model-based search":
+        return model_summary(record, calls)
     if record.get("strategy") != "successive halving":
         return f"Full grid: {calls}." if record.get("llm_calls") else None
     rounds = " → ".join(f"{r['configs']} × {r['questions']}" for r in record["rounds"])
@@ -377,6 +379,23 @@ def evaluation_summary(settings: dict) -> str | None:
         f"(configurations × questions), promoted by {record['promoted_by']}; {calls}. "
         "Configurations dropped in an earlier round rank below those of later rounds and "
         "are scored on fewer questions; their retrieval metrics cover every question."
+    )
+
+
+def model_summary(record: dict, calls: str) -> str:
+    """Which configurations the model-based search answered, in order, and why."""
+    trials = record.get("trials") or []
+    tried = "; ".join(
+        f"{n}. {t['label']}: {t['reason']}, scored "
+        + ("none" if t.get("score") is None else f"{t['score']:.3f}")
+        for n, t in enumerate(trials, 1)
+    )
+    return (
+        f"Model-based search (at most {record.get('max_configs') or 'every'} configurations "
+        f"answered, by {record['promoted_by']}): {len(trials)} answered every question, "
+        f"chosen one at a time by a LinearGAM of the retrieval metrics every configuration "
+        f"has for free; {calls}. The others rank by their retrieval metrics only. Tried: "
+        f"{tried}."
     )
 
 

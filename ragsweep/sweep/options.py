@@ -67,6 +67,7 @@ def run_settings(options: Mapping[str, Any]) -> RunSettings:
         max_document_bytes=o["max_document_bytes"],
         max_questions=o["max_questions"],
         max_llm_calls=o["max_llm_calls"],
+        strategy=o["strategy"],
         seed=o["seed"],
         skip_unresolved=o["skip_unresolved"],
         embedding_cache="" if o["cache"] == "none" else str(o["cache"] or cache_dir()),

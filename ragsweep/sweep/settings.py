@@ -36,6 +36,17 @@ def check_sweep_name(name: str, source: str = "--sweep") -> str:
     return name
 
 
+GRID, HALVING, MODEL = "grid", "halving", "model"  # how the configurations are evaluated
+STRATEGIES = (GRID, HALVING, MODEL)
+
+
+def check_strategy(strategy: str, source: str = "strategy (--strategy)") -> str:
+    """``strategy`` when it names a search strategy; else a clear error."""
+    if strategy not in STRATEGIES:
+        raise RagsweepError(f"{source} {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    return strategy
+
+
 def check_count(patterns: int, source: str = "--patterns") -> int:
     """``patterns`` when it is a count of patterns to write (0: none); else a clear error."""
     if isinstance(patterns, bool) or not isinstance(patterns, int) or patterns < 0:
@@ -55,6 +66,7 @@ class RunSettings:
     max_document_bytes: int = 0  # 0: every document
     max_questions: int = 0  # 0: every question
     max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
+    strategy: str = GRID  # grid | halving | model (max_configs: the most answered)
     seed: int = 42  # for both samples
     skip_unresolved: bool = False  # leave out questions whose references match no document
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
@@ -87,7 +99,11 @@ class RunSettings:
                 "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
                 f"more, not {self.embedding_shard_bytes}"
             )
-        self.space.check_budget(self.max_configs, "--max-configs")
+        check_strategy(self.strategy)
+        if self.strategy != MODEL:  # model: the most configurations answered, not a cap
+            self.space.check_budget(self.max_configs, "--max-configs")
+        elif self.max_configs < 0:
+            raise RagsweepError(f"--max-configs: must be 0 or more, got {self.max_configs}")
         check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
 
@@ -126,6 +142,7 @@ class RunSettings:
             "max_document_bytes": self.max_document_bytes,
             "max_questions": self.max_questions,
             "max_llm_calls": self.max_llm_calls,
+            "strategy": self.strategy,
             "seed": self.seed,
             "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,

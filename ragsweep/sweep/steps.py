@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, SCORES
 from ragsweep.documents.chunking import chunk_documents
 from ragsweep.embeddings.cache import EmbeddingCache
-from ragsweep.evaluation import halving
+from ragsweep.evaluation import halving, statistics, surrogate
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
 from ragsweep.evaluation.scoring import score_answers
@@ -44,6 +46,7 @@ from ragsweep.retrieval.search import Index
 from ragsweep.retrieval.store_search import collection_name, overlap, search_store
 from ragsweep.retrieval.vector_stores import IndexSpec
 from ragsweep.sweep import fanout
+from ragsweep.sweep.settings import GRID, HALVING, MODEL, check_strategy
 from ragsweep.sweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
@@ -354,6 +357,9 @@ def evaluate(
     settings: LLMSettings | None = None,
     max_llm_calls: int = 0,
     seed: int = 42,
+    strategy: str = GRID,
+    max_configs: int = 0,
+    known: dict[str, float] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Answer and score what the configurations retrieved: the answers and the scores, one
     row per config x question.
@@ -361,7 +367,13 @@ def evaluate(
     Retrieval metrics cover every row. Answers, and the metrics and verdicts that need one,
     cover the whole grid; or, when that would take more than ``max_llm_calls`` (0: no
     limit), the rounds of successive halving over the questions in a ``seed``-ed order,
-    promoting by ``metric``: a configuration dropped early has null answers for the rest.
+    promoting by ``metric``: a configuration dropped early has null answers for the rest
+    (``strategy`` halving: even when the budget would afford the grid). With ``strategy``
+    model, at most ``max_configs`` configurations answer (and no more than
+    ``max_llm_calls`` allow), each on every question, chosen one at a time by a surrogate
+    of ``metric`` fitted on every configuration's retrieval metrics
+    (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores (config id ->
+    mean ``metric``) of earlier runs of the sweep.
     The plan and the calls it made are recorded in the scores' metadata
     (``ragsweep.evaluation``), beside the judge (``ragsweep.evaluation.judge``); model answer
     settings
@@ -390,7 +402,9 @@ def evaluate(
     # each with its own reply cache, may have made more: counted, not held against answers)
     transforms = {c.get("query_transform", queries.NONE) for c in configured} - {queries.NONE}
     reserved = min(queried, len(order) * len(transforms))
-    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls, reserved)
+    rounds, planned = plan_evaluation(
+        configured, len(order), settings, max_llm_calls, reserved, strategy, max_configs
+    )
     planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
@@ -409,9 +423,8 @@ def evaluate(
             c, q = np.argwhere(where[np.ix_(alive, range(first, last))] < 0)[0]
             raise ValueError(f"no retrieval of question {asked[q]} by {alive_ids[c]}")
         left[rows] = False
-        answers, calls = _answered(
-            retrievals, rows, contexts, by_id, questions, settings, len(answered)
-        )
+        number = 0 if strategy == MODEL else len(answered)  # a model's trials: one round
+        answers, calls = _answered(retrievals, rows, contexts, by_id, questions, settings, number)
         scores = score_answers(answers, testset, settings, contexts.take(rows))
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
         made += calls
@@ -427,7 +440,19 @@ def evaluate(
         # halving promotes the highest: a lower-is-better metric is negated
         return declared(metric).sign() * matrix(scored[-1], metric, alive_ids, asked)
 
-    halving.run(rounds, len(config_ids), play, seed)
+    trials: list[dict[str, Any]] = []
+    if strategy == MODEL:
+        trials = _model_search(
+            retrievals,
+            testset,
+            contexts,
+            [by_id[c] for c in config_ids],
+            (metric, rounds[0].configs, seed),
+            known,
+            lambda i: play([i], 0, len(order)),
+        )
+    else:
+        halving.run(rounds, len(config_ids), play, seed)
     rest = np.flatnonzero(left)
     answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
     answered.append(answers)
@@ -436,10 +461,12 @@ def evaluate(
     answers = pa.concat_tables(answered)
     scores = pa.concat_tables(scored)
     made += pc.sum(scores["judge_llm_calls"]).as_py() or 0
+    named = "model-based search" if strategy == MODEL else "full grid"
     record = {
-        "strategy": "successive halving" if len(rounds) > 1 else "full grid",
+        "strategy": "successive halving" if len(rounds) > 1 else named,
         "max_llm_calls": max_llm_calls,
         "rounds": [{"configs": r.configs, "questions": r.questions} for r in rounds],
+        **({"max_configs": max_configs, "trials": trials} if strategy == MODEL else {}),
         "planned_llm_calls": planned,  # at most, before shared answers and the reply cache
         "llm_calls": made,  # requests sent, retries included
         "promoted_by": metric,
@@ -480,11 +507,16 @@ def plan_evaluation(
     settings: LLMSettings,
     max_llm_calls: int,
     reserved: int = 0,
+    strategy: str = GRID,
+    max_configs: int = 0,
 ) -> tuple[list[halving.Round], int]:
-    """Which configurations answer which questions (``ragsweep.evaluation.halving.plan``) and the
-    LLM calls that takes at most, ``reserved`` included (the query transformations'); a
-    budget too small raises ``RagsweepError``."""
-    calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
+    """Which configurations answer which questions and the LLM calls that takes at most,
+    ``reserved`` included (the query transformations'); a budget too small raises
+    ``RagsweepError``. ``grid``: every configuration, or successive halving when
+    ``max_llm_calls`` would not afford it (``ragsweep.evaluation.halving.plan``);
+    ``halving``: successive halving even when it would; ``model``: one round of the
+    configurations the model-based search may answer (``plan_model``)."""
+    check_strategy(strategy, "strategy")
     if max_llm_calls and reserved >= max_llm_calls:
         raise RagsweepError(
             f"max_llm_calls={max_llm_calls} is too few: the query transformations take "
@@ -492,8 +524,13 @@ def plan_evaluation(
             "raise the budget or drop query_transforms"
         )
     budget = max_llm_calls - reserved if max_llm_calls else 0
+    calls_per_answer = calls_per_answer_of(configs, settings)
     try:
-        rounds = halving.plan(len(configs), questions, calls_per_answer, budget)
+        if strategy == MODEL:
+            answered, planned = plan_model(configs, questions, settings, budget, max_configs)
+            return [halving.Round(answered, questions)], planned + reserved
+        halve = strategy == HALVING
+        rounds = halving.plan(len(configs), questions, calls_per_answer, budget, halve)
     except RagsweepError as exc:
         if not reserved:
             raise
@@ -511,6 +548,91 @@ def plan_evaluation(
             planned,
         )
     return rounds, planned
+
+
+def calls_per_answer_of(configs: list[dict[str, Any]], settings: LLMSettings) -> int:
+    """LLM calls one configuration makes on one question at most: its answer from a model,
+    the judge's verdict."""
+    return any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
+
+
+def plan_model(
+    configs: list[dict[str, Any]],
+    questions: int,
+    settings: LLMSettings,
+    max_llm_calls: int,
+    max_configs: int,
+) -> tuple[int, int]:
+    """How many configurations the model-based search answers (at most ``max_configs``,
+    and as many as ``max_llm_calls`` afford on every question; 0: no limit) and the LLM
+    calls that takes at most; a budget too small for one raises ``RagsweepError``."""
+    per_config = questions * calls_per_answer_of(configs, settings)
+    budget = min(len(configs), max_configs or len(configs))
+    if max_llm_calls and per_config:
+        if max_llm_calls < per_config:
+            raise RagsweepError(
+                f"max_llm_calls={max_llm_calls} is too few for the model-based search: one "
+                f"configuration answering {questions} questions needs {per_config} LLM calls"
+            )
+        budget = min(budget, max_llm_calls // per_config)
+    log.info(
+        "model-based search: at most %d of %d configurations answer, at most %d LLM calls",
+        budget,
+        len(configs),
+        budget * per_config,
+    )
+    return budget, budget * per_config
+
+
+def _model_search(
+    retrievals: pa.Table,
+    testset: pa.Table,
+    contexts: Contexts,
+    configs: list[dict[str, Any]],
+    search: tuple[str, int, int],
+    known: dict[str, float] | None,
+    answer: Callable[[int], np.ndarray],
+) -> list[dict[str, Any]]:
+    """Run ``surrogate.search`` (``search``: the metric, the most configurations answered,
+    the seed) on the ``configs``' retrieval metrics (free: no answer needed);
+    ``answer(i)`` answers configuration ``i`` on every question and returns its metric
+    (higher is better). The trials, in order, for the record."""
+    metric, budget, seed = search
+    config_ids = [c["config_id"] for c in configs]
+    rows = np.arange(retrievals.num_rows)
+    unanswered, _ = _answered(retrievals, rows, contexts, {}, {}, LLMSettings(), None)
+    free = score_answers(unanswered, testset, None, contexts)
+    log.info("model-based search of %s over %d configurations", metric, len(configs))
+    question_ids = testset["question_id"].to_pylist()
+    means = np.column_stack(
+        [
+            statistics.means(matrix(free, name, config_ids, question_ids))
+            for name in surrogate.FREE_METRICS
+        ]
+    )
+    x, names = surrogate.features(means, surrogate.FREE_METRICS)
+    index = {c: i for i, c in enumerate(config_ids)}
+    warm = {index[c]: v for c, v in (known or {}).items() if c in index}
+    scores: dict[int, float] = {}
+
+    def evaluate(i: int) -> float:
+        scores[i] = float(statistics.means(answer(i))[0])
+        return scores[i]
+
+    trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm)
+    if warm:
+        log.info("model-based search: warm start from %d earlier configurations", len(warm))
+    return [
+        {
+            "config_id": config_ids[t.config],
+            "label": configs[t.config].get("label", config_ids[t.config]),
+            "predicted": t.predicted,
+            "upper": t.upper,
+            "reason": t.reason,
+            "score": scores[t.config] if math.isfinite(scores[t.config]) else None,
+        }
+        for t in trials
+    ]
 
 
 # an ANSWERS column for each field of an Answer
