@@ -35,6 +35,7 @@ EVERY_FIELD = RunSettings(
     patterns=1,
     embedding_shard_bytes=1234,
     sweep_name="kb-nightly",
+    strategy="halving",
 )
 AUTORAG_DEFAULTS = {"preset": "", "vector_io_provider_id": ""}
 
