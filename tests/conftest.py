@@ -308,3 +308,18 @@ def location(request, tmp_path) -> str:
     if request.param == "folder":
         return str(tmp_path / "embeddings")
     return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"
+
+
+@pytest.fixture
+def kb(tmp_path):
+    """A one-document folder and a valid one-question test set for it: (tmp_path, docs,
+    test set)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    good = tmp_path / "good.json"
+    good.write_text(
+        '[{"question": "Port?", "correct_answers": ["8443"], '
+        '"correct_answer_document_ids": ["a.md"]}]'
+    )
+    return tmp_path, docs, good

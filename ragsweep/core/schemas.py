@@ -301,7 +301,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "retrievals": RETRIEVALS,
     "answers": ANSWERS,
     "scores": SCORES,
-    "configs": CONFIGS,
+    "settings": CONFIGS,  # every configuration; the run's settings in the metadata
     "leaderboard": LEADERBOARD,
     "results": RESULTS,
     "breakdown": BREAKDOWN,
