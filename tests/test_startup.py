@@ -26,6 +26,7 @@ HEAVY = (
 # what the steps' components import (components/*.py) before they do any work
 STEP_MODULES = (
     "ragsweep.kubeflow.step",
+    "ragsweep.kubeflow.parameters",
     "ragsweep.core.schemas",
     "ragsweep.sweep.space",
     "ragsweep.sweep.settings",
