@@ -78,6 +78,13 @@ def moto_auth(moto_endpoint: str) -> Iterator[Callable[[], None]]:
     authenticate_after("inf")
 
 
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache folder for the session's sweeps of the examples: the first one
+    embeds their chunks and questions, the later ones read the vectors (the model unloaded)."""
+    return tmp_path_factory.mktemp("embedding-cache")
+
+
 @pytest.fixture(autouse=True)
 def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test writes to the user's results database or MLflow: the default SQLite file

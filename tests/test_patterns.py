@@ -52,12 +52,13 @@ def script(
     )
 
 
-def sweep(out: Path, *options: str, env: dict[str, str] | None = None) -> Path:
-    """Sweep the examples with one chunk set and Top K 3; the run folder."""
+def sweep(out: Path, cache: Path, *options: str, env: dict[str, str] | None = None) -> Path:
+    """Sweep the examples with one chunk set and Top K 3, embedding through ``cache``; the
+    run folder."""
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
         + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
-        + ["--output", str(out), "--no-store", "--cache", "none", *options],
+        + ["--output", str(out), "--no-store", "--cache", str(cache), *options],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -70,10 +71,11 @@ def sweep(out: Path, *options: str, env: dict[str, str] | None = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, embedding_cache) -> Path:
     """The three search types in memory: three configurations, three patterns."""
     out = tmp_path_factory.mktemp("patterns") / "runs"
-    return sweep(out, "--search-types", ",".join(sorted(SEARCH_TYPES)), "--patterns", "3")
+    searches = ",".join(sorted(SEARCH_TYPES))
+    return sweep(out, embedding_cache, "--search-types", searches, "--patterns", "3")
 
 
 def patterns_of(run: Path) -> list[Path]:
@@ -128,13 +130,39 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
 
 @pytest.fixture(scope="module")
 def indexes(run_dir, tmp_path_factory) -> dict[str, Path]:
-    """Each pattern's index, built by its indexing.py: pattern name -> index folder."""
-    root = tmp_path_factory.mktemp("indexes")
-    return {folder.name: build(folder, root / folder.name) for folder in patterns_of(run_dir)}
+    """The patterns' index: pattern name -> index folder. The three differ only in their
+    search, so the index the first one's indexing.py builds serves each of them."""
+    return shared_index(patterns_of(run_dir), tmp_path_factory.mktemp("indexes") / "index")
 
 
-def build(folder: Path, index: Path) -> Path:
-    built = script(folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index))
+def shared_index(
+    folders: list[Path], index: Path | str, env: dict[str, str] | None = None
+) -> dict[str, Path | str]:
+    """One index for ``folders``, patterns of one chunk set and one store index, built by
+    the first one's indexing.py: pattern name -> ``index``."""
+    built = {
+        json.dumps({k: v for k, v in pattern_settings(f).items() if k in INDEXED}, sort_keys=True)
+        for f in folders
+    }
+    assert len(built) == 1, built  # what indexing.py builds is the same for each
+    build(folders[0], index, env)
+    return dict.fromkeys([f.name for f in folders], index)
+
+
+# the settings indexing.py builds an index from (the others choose how inference.py searches)
+INDEXED = {"chunker", "chunker_factory", "chunk_size", "chunk_overlap", "embedding_model"}
+INDEXED |= {"passage_prefix", "vector_store", "distance", "milvus_index", "pgvector_index"}
+INDEXED |= {"oracle_index"}
+
+
+def pattern_settings(folder: Path) -> dict:
+    return json.loads((folder / "pattern.json").read_text())["ragsweep"]
+
+
+def build(folder: Path, index: Path | str, env: dict[str, str] | None = None) -> Path | str:
+    """Run the pattern's indexing.py on the examples into ``index``; ``index``."""
+    docs = ["--docs", str(EXAMPLES / "docs")]
+    built = script(folder / "indexing.py", *docs, "--index", str(index), env=env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert "indexed 221 chunks of 21 documents" in built.stdout
     return index
@@ -177,23 +205,6 @@ def test_inference_answers_with_the_patterns_model_and_prompt(
     assert llm_server.authorizations == ["Bearer sk-pattern"]
 
 
-def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(tmp_path):
-    """Milvus Lite, a flat index: the scripts load a collection with pymilvus and search it
-    (similarity, and MMR over its candidates) as the sweep did."""
-    space = tmp_path / "space.yaml"
-    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
-    lite = {"RAGSWEEP_MILVUS_LITE_DIR": str(tmp_path)}
-    run = sweep(
-        tmp_path / "runs", "--space", str(space), "--search-types", "similarity,mmr", env=lite
-    )
-    for folder in patterns_of(run):
-        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
-        assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
-        assert settings["milvus_index"]["index_type"] == "FLAT"
-    built = {p.name: build(p, tmp_path / f"{p.name}.db") for p in patterns_of(run)}
-    assert_scripts_reproduce(run, built)
-
-
 @pytest.fixture(scope="module")
 def rerank_server():
     """The scripted /rerank endpoint (scripted_llm), for the module's reranked sweep."""
@@ -215,20 +226,22 @@ def cross_encoder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reranked_run(rerank_server, cross_encoder, tmp_path_factory) -> Path:
+def reranked_run(rerank_server, cross_encoder, tmp_path_factory, embedding_cache) -> Path:
     """One sweep for the reranked patterns: similarity and MMR, each without a reranker,
     with rerank:<model> at the scripted endpoint and with the tiny cross-encoder; every
     configuration a pattern."""
     rerankers = f"none,rerank:overlap,cross-encoder:{cross_encoder}"
     options = ["--search-types", "similarity,mmr", "--rerankers", rerankers, "--patterns", "6"]
     endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
-    return sweep(tmp_path_factory.mktemp("reranked") / "runs", *options, env=endpoint)
+    out = tmp_path_factory.mktemp("reranked") / "runs"
+    return sweep(out, embedding_cache, *options, env=endpoint)
 
 
 @pytest.fixture(scope="module")
-def reranked_index(reranked_run, tmp_path_factory) -> Path:
+def reranked_indexes(reranked_run, tmp_path_factory) -> dict[str, Path]:
     """The index of the sweep's one chunk set: it serves each of its patterns."""
-    return build(patterns_of(reranked_run)[0], tmp_path_factory.mktemp("reranked") / "index")
+    index = tmp_path_factory.mktemp("reranked") / "index"
+    return shared_index(patterns_of(reranked_run), index)
 
 
 def reranked_by(run: Path, reranker: str) -> dict[str, Path]:
@@ -244,7 +257,7 @@ def reranked_by(run: Path, reranker: str) -> dict[str, Path]:
 
 
 def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did(
-    reranked_run, reranked_index, rerank_server
+    reranked_run, reranked_indexes, rerank_server
 ):
     """Winners with a reranker (rerank:<model> at the scripted /rerank endpoint): the scripts
     hand the search's first rerank_fetch_k chunks to the endpoint and keep its order."""
@@ -252,7 +265,7 @@ def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did
     endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
     asked_by_sweep = len(rerank_server.reranked)
     assert_scripts_reproduce(
-        reranked_run, dict.fromkeys([f.name for f in folders], reranked_index), endpoint
+        reranked_run, {f.name: reranked_indexes[f.name] for f in folders}, endpoint
     )
     by_scripts = rerank_server.reranked[asked_by_sweep:]
     assert len(by_scripts) == 2 * 64  # each pattern, each question
@@ -260,14 +273,14 @@ def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did
 
 
 def test_cross_encoder_pattern_scripts_reorder_the_candidates_exactly_as_the_sweep_did(
-    reranked_run, reranked_index, cross_encoder
+    reranked_run, reranked_indexes, cross_encoder
 ):
     """Winners with a cross-encoder read from a folder (a tiny random BERT): the scripts
     score the search's first rerank_fetch_k chunks with it and print, for every question,
     the chunks the sweep retrieved in its order; the reranker did reorder them."""
     folders = reranked_by(reranked_run, f"cross-encoder:{cross_encoder}")
     assert_scripts_reproduce(
-        reranked_run, dict.fromkeys([f.name for f in folders.values()], reranked_index)
+        reranked_run, {f.name: reranked_indexes[f.name] for f in folders.values()}
     )
     plain = reranked_by(reranked_run, "none")
     for search_type, folder in folders.items():

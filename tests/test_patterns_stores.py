@@ -13,8 +13,11 @@ from conftest import oracle_test_settings
 from test_patterns import (
     EXAMPLES,
     assert_scripts_reproduce,
+    build,
+    pattern_settings,
     patterns_of,
     script,
+    shared_index,
     sweep,
     template_constants,
 )
@@ -25,25 +28,15 @@ from ragsweep.retrieval.vector_stores import oracle, pgvector
 PGVECTOR_SEARCHES = {"similarity", "mmr", "hybrid"}
 
 
-def build(folder: Path, index: str, env: dict[str, str] | None = None) -> str:
-    """Run the pattern's indexing.py on the examples into ``index``; ``index``."""
-    built = script(
-        folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", index, env=env
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    assert "indexed 221 chunks of 21 documents" in built.stdout
-    return index
-
-
 @pytest.fixture(scope="module")
-def pgvector_run(pgvector_server, tmp_path_factory) -> Path:
+def pgvector_run(pgvector_server, tmp_path_factory, embedding_cache) -> Path:
     """One sweep in pgvector, exact and HNSW, similarity, MMR and hybrid: six patterns."""
     space = tmp_path_factory.mktemp("pgvector-space") / "space.yaml"
     space.write_text("vector_stores: [pgvector]\nindexes: {pgvector: [exact, hnsw]}\n")
     out = tmp_path_factory.mktemp("pgvector-patterns") / "runs"
     options = ["--space", str(space), "--search-types", ",".join(sorted(PGVECTOR_SEARCHES))]
     env = {"RAGSWEEP_PGVECTOR_URL": pgvector_server}
-    return sweep(out, *options, "--patterns", "6", env=env)
+    return sweep(out, embedding_cache, *options, "--patterns", "6", env=env)
 
 
 def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
@@ -55,21 +48,24 @@ def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
     and hybrid with PostgreSQL's full-text search."""
     env = {"PGVECTOR_URL": pgvector_server}
     folders = patterns_of(pgvector_run)
-    kinds = set()
+    by_kind: dict[str, list[Path]] = {}
     for folder in folders:
-        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
+        settings = pattern_settings(folder)
         assert settings["vector_store"] == "pgvector"
-        kinds.add((settings["pgvector_index"]["kind"], settings["search_type"]))
+        by_kind.setdefault(settings["pgvector_index"]["kind"], []).append(folder)
+    kinds = {(k, pattern_settings(f)["search_type"]) for k, fs in by_kind.items() for f in fs}
     assert kinds == {(k, s) for k in ("exact", "hnsw") for s in PGVECTOR_SEARCHES}
-    tables = {f.name: build(f, f"pattern_{f.name.split('-')[0]}", env) for f in folders}
+    # a table per index kind, built by one of its patterns' indexing.py, serves its searches
+    tables = {}
+    for kind, same in by_kind.items():
+        tables.update(shared_index(same, f"pattern_{kind}", env))
     with psycopg.connect(pgvector_server) as conn:
         made = [d for (d,) in conn.execute("SELECT indexdef FROM pg_indexes").fetchall()]
-    for folder in folders:
-        settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
-        if settings["pgvector_index"]["kind"] == "hnsw":
-            [hnsw] = [d for d in made if f"{tables[folder.name]}_hnsw" in d]
-            assert "USING hnsw (embedding vector_cosine_ops)" in hnsw
-            assert "WITH (m='16', ef_construction='64')" in hnsw
+    [hnsw] = [d for d in made if "pattern_hnsw_hnsw" in d]
+    assert "USING hnsw (embedding vector_cosine_ops)" in hnsw
+    assert "WITH (m='16', ef_construction='64')" in hnsw
+    exact = [d for d in made if "ON public.pattern_exact " in d]
+    assert exact and not [d for d in exact if "USING hnsw" in d or "USING ivfflat" in d]
     assert_scripts_reproduce(pgvector_run, tables, env)
 
 
@@ -111,19 +107,53 @@ def test_the_scripts_search_pgvector_with_the_stores_statements():
     assert indexing["PG_OPERATORS"] == {d: op[:2] for d, op in pgvector.OPERATORS.items()}
 
 
-def test_milvus_hybrid_pattern_scripts_search_milvus_full_text_as_the_sweep_did(tmp_path):
+@pytest.fixture(scope="module")
+def milvus_run(tmp_path_factory, embedding_cache) -> Path:
+    """One sweep in Milvus Lite, a flat index, similarity, MMR and hybrid: three patterns."""
+    lite = tmp_path_factory.mktemp("milvus-lite")
+    space = lite / "space.yaml"
+    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
+    options = ["--space", str(space), "--search-types", "similarity,mmr,hybrid"]
+    env = {"RAGSWEEP_MILVUS_LITE_DIR": str(lite)}
+    return sweep(lite / "runs", embedding_cache, *options, "--patterns", "3", env=env)
+
+
+@pytest.fixture(scope="module")
+def milvus_indexes(milvus_run, tmp_path_factory) -> dict[str, Path]:
+    """The collection of the sweep's one chunk set and index, built by a pattern's
+    indexing.py (with Milvus's BM25 full-text search): it serves each of its patterns."""
+    index = tmp_path_factory.mktemp("milvus-pattern") / "pattern.db"
+    return shared_index(patterns_of(milvus_run), index)
+
+
+def milvus_searching(run: Path, search_types: set[str]) -> list[Path]:
+    found = [f for f in patterns_of(run) if pattern_settings(f)["search_type"] in search_types]
+    assert {pattern_settings(f)["search_type"] for f in found} == search_types
+    return found
+
+
+def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(
+    milvus_run, milvus_indexes
+):
+    """Milvus Lite, a flat index: the scripts load a collection with pymilvus and search it
+    (similarity, and MMR over its candidates) as the sweep did."""
+    folders = milvus_searching(milvus_run, {"similarity", "mmr"})
+    for folder in folders:
+        settings = pattern_settings(folder)
+        assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
+        assert settings["milvus_index"]["index_type"] == "FLAT"
+    assert_scripts_reproduce(milvus_run, {f.name: milvus_indexes[f.name] for f in folders})
+
+
+def test_milvus_hybrid_pattern_scripts_search_milvus_full_text_as_the_sweep_did(
+    milvus_run, milvus_indexes
+):
     """Milvus Lite, hybrid search: the collection indexing.py builds has Milvus's BM25
     full-text search, and inference.py fuses its ranking with the vector search's as the
     sweep did, for every question."""
-    space = tmp_path / "space.yaml"
-    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
-    lite = {"RAGSWEEP_MILVUS_LITE_DIR": str(tmp_path)}
-    run = sweep(tmp_path / "runs", "--space", str(space), "--search-types", "hybrid", env=lite)
-    [folder] = patterns_of(run)
-    settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
-    assert (settings["vector_store"], settings["search_type"]) == ("milvus", "hybrid")
-    built = {folder.name: build(folder, str(tmp_path / "pattern.db"))}
-    assert_scripts_reproduce(run, built)
+    [folder] = milvus_searching(milvus_run, {"hybrid"})
+    assert pattern_settings(folder)["vector_store"] == "milvus"
+    assert_scripts_reproduce(milvus_run, {folder.name: milvus_indexes[folder.name]})
 
 
 @pytest.fixture
@@ -179,14 +209,16 @@ def test_the_scripts_search_oracle_with_the_stores_statements(oracle_scripts, mo
 @pytest.mark.skipif(
     oracle_test_settings() is None, reason="set RAGSWEEP_TEST_ORACLE_DSN to test against Oracle"
 )
-def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(tmp_path):
+def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(
+    tmp_path, embedding_cache
+):
     """Oracle, an exact index: the scripts build the table with its Oracle Text index and
     search it as the sweep did (similarity, MMR, hybrid), for every question."""
     env = oracle_test_settings()
     space = tmp_path / "space.yaml"
     space.write_text("vector_stores: [oracle]\nindexes: {oracle: [exact]}\n")
     searches = ["--search-types", "similarity,mmr,hybrid"]
-    run = sweep(tmp_path / "runs", "--space", str(space), *searches, env=env)
+    run = sweep(tmp_path / "runs", embedding_cache, "--space", str(space), *searches, env=env)
     folders = patterns_of(run)
     assert {
         json.loads((f / "pattern.json").read_text())["ragsweep"]["vector_store"] for f in folders

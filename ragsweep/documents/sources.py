@@ -21,16 +21,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import boto3
 import pyarrow as pa
-from botocore.client import BaseClient
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-from botocore.exceptions import ConnectionError as S3ConnectionError
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import DOCUMENTS
+
+if TYPE_CHECKING:  # boto3 is imported where used: most steps read no S3 location
+    from botocore.client import BaseClient
 
 log = logging.getLogger("ragsweep")
 
@@ -177,6 +176,9 @@ def s3_client() -> BaseClient:
 
     Timeouts and retries are short, so that an unreachable endpoint fails in seconds.
     """
+    import boto3
+    from botocore.config import Config
+
     key_id = os.environ.get("AWS_ACCESS_KEY_ID") or None
     secret = os.environ.get("AWS_SECRET_ACCESS_KEY") or None
     if bool(key_id) != bool(secret):
@@ -217,6 +219,9 @@ def split_s3(uri: str) -> tuple[str, str]:
 @contextmanager
 def s3_errors(uri: str, bucket: str) -> Iterator[None]:
     """Turn botocore's failures into one-line messages that say what to check."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    from botocore.exceptions import ConnectionError as S3ConnectionError
+
     try:
         yield
     except ClientError as exc:

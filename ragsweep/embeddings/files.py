@@ -25,12 +25,14 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from botocore.client import BaseClient
-from botocore.exceptions import ClientError
 
 from ragsweep.documents.sources import s3_client, s3_errors, split_s3
+
+if TYPE_CHECKING:  # botocore is imported where used: a folder cache never needs it
+    from botocore.client import BaseClient
 
 RANGE_THREADS = 8  # byte-range GETs in flight at once
 PARTIAL_GRACE = 3600  # seconds a partial file of a process not known to be alive is kept
@@ -194,6 +196,8 @@ class S3Files:
 
     def move(self, name: str, to: str) -> None:
         """Copy ``name`` to ``to``, then delete it (nothing when ``name`` is gone)."""
+        from botocore.exceptions import ClientError
+
         source = {"Bucket": self.bucket, "Key": self.prefix + name}
         with s3_errors(self.uri, self.bucket):
             try:
@@ -209,6 +213,8 @@ class S3Files:
             self.client.delete_object(Bucket=self.bucket, Key=self.prefix + name)
 
     def _get(self, name: str, byte_range: tuple[int, int] | None = None) -> bytes:
+        from botocore.exceptions import ClientError
+
         extra = {"Range": f"bytes={byte_range[0]}-{byte_range[1] - 1}"} if byte_range else {}
         with s3_errors(self.uri, self.bucket):
             try:

@@ -37,15 +37,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from kfp import dsl, kubernetes
-from kfp.dsl import PipelineTask
-from kfp.dsl.graph_component import GraphComponent
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.kubeflow import autorag
 from ragsweep.retrieval.vector_stores import connection_keys
+
+if TYPE_CHECKING:  # kfp is imported where used: the CLI's other commands never need it
+    from kfp import dsl
+    from kfp.dsl import PipelineTask
+    from kfp.dsl.graph_component import GraphComponent
 
 RESOURCES_ENV = "RAGSWEEP_RESOURCES"
 PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
@@ -270,6 +273,8 @@ def step(
     environment;
     retry it when it calls a service (``retry``); turn caching off when its inputs live
     outside the pipeline and may change between runs (``cache=False``)."""
+    from kfp import kubernetes
+
     settings = _settings()
     name = task.component_spec.name.replace("-", "_")
     if settings.resources is not None:
@@ -304,6 +309,8 @@ def for_local_run(pipeline: GraphComponent, parallelism: int = 1) -> GraphCompon
     no retries; ``parallelism`` chunk configurations at once. Every step is cached: kfp.local's
     cache lives in the run folder, so a hit is always a resume of the same run, whose steps
     read what they read when it started."""
+    from kfp import dsl
+
     token = _active.set(
         Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True)
     )

@@ -23,15 +23,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE
+
+if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
+    import httpx
 
 log = logging.getLogger("ragsweep")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line (and a URL) per request
@@ -180,6 +181,8 @@ def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
     served model list that lacks the model is worth a warning, not a failure (gateways list
     only some of what they route).
     """
+    import httpx
+
     variable = f"RAGSWEEP_{endpoint.role}_BASE_URL"
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
     try:
@@ -207,6 +210,8 @@ def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: f
     """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After``
     (seconds, an HTTP date, or ``retry-after-ms``) when it gives one, else exponential
     backoff with jitter; never more than ``MAX_WAIT_S``."""
+    import httpx
+
     headers = httpx.Headers(headers or {})
     wait = None
     if "retry-after-ms" in headers:
@@ -277,6 +282,7 @@ class Chat:
 
     @asynccontextmanager
     async def _session(self):
+        import httpx
         from llama_index.llms.openai_like import OpenAILike
 
         limits = httpx.Limits(max_connections=self.settings.concurrency)

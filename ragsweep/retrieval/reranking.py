@@ -32,14 +32,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
 import numpy as np
 
 from ragsweep.core import plugins
 from ragsweep.core.errors import RagsweepError
 from ragsweep.models.llm import RETRY_STATUS, Endpoint, retry_delay
+
+if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
+    import httpx
 
 log = logging.getLogger("ragsweep")
 
@@ -121,6 +123,8 @@ class EndpointReranker:
         self.backoff_s = backoff_s
 
     def score(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[np.ndarray, float]]:
+        import httpx
+
         headers = {}
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
@@ -132,6 +136,8 @@ class EndpointReranker:
 
     def _one(self, http: httpx.Client, question: str, texts: list[str]) -> tuple[np.ndarray, float]:
         """The scores of ``texts`` for ``question``, and the answering request's time."""
+        import httpx
+
         if not texts:
             return np.zeros(0), 0.0
         body = {

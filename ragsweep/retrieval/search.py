@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from ragsweep.core.text import words
 from ragsweep.retrieval.vector_stores import Hits, VectorStore
 from ragsweep.retrieval.vector_stores.memory import BLOCK_BYTES, top
+
+if TYPE_CHECKING:  # imported where used: only hybrid search needs it
+    from scipy import sparse
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
 
@@ -129,6 +131,8 @@ class BM25:
     of weights, scored against blocks of queries."""
 
     def __init__(self, documents: list[str], k1: float = 1.5, b: float = 0.75) -> None:
+        from scipy import sparse
+
         self.vocabulary: dict[str, int] = {}
         rows, cols = [], []
         for d, text in enumerate(documents):
@@ -148,6 +152,8 @@ class BM25:
 
     def scores(self, queries: list[str]) -> sparse.csr_matrix:
         """BM25 score of every chunk for each query: a sparse queries x chunks matrix."""
+        from scipy import sparse
+
         rows, cols = [], []
         for q, text in enumerate(queries):
             for word in set(words(text)):
