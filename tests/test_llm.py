@@ -1,6 +1,8 @@
 """Model answers against a scripted OpenAI-compatible server: requests in flight, retries,
 timeouts, the reply cache, failures recorded per item, and keys kept out of messages."""
 
+import asyncio
+
 import pytest
 from conftest import TEST_API_KEY
 from scripted_llm import Step, free_port
@@ -41,6 +43,16 @@ def test_answers_keep_their_order_with_several_requests_in_flight(llm_server, no
         a.llm_calls == 1 and a.prompt_tokens > 0 and a.completion_tokens == 5 for a in answers
     )
     assert all(a.latency_s is not None and a.error is None for a in answers)
+
+
+def test_requests_are_made_where_an_event_loop_already_runs(llm_server):
+    """As from a notebook's cell (or after Playwright's sync API started one)."""
+
+    async def cell() -> list:
+        return llm_answerer("answerer", FAST)(batch(3))
+
+    answers = asyncio.run(cell())
+    assert [a.text for a in answers] == [f"Service {i} uses port {7000 + i}." for i in range(3)]
 
 
 def test_the_prompt_is_the_settings_system_prompt_and_filled_template(llm_server):

@@ -274,7 +274,7 @@ class Chat:
                 return list(await asyncio.gather(*(one(item, slots) for item in items)))
 
         progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
-        return asyncio.run(main()) if items else []
+        return run_coroutine(main) if items else []
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
         """One request, waited for (for callers that are not async)."""
@@ -411,3 +411,17 @@ class Chat:
     def _error(self, kind: str, exc: Exception, calls: int) -> str:
         detail = " ".join(str(exc).split())[:300]
         return self.endpoint.redact(f"{kind} after {calls} call(s): {detail}")
+
+
+def run_coroutine(main: Callable[[], Awaitable[R]]) -> R:
+    """``asyncio.run(main())``, also from a thread that already runs an event loop (a
+    notebook's cell, Playwright's sync API), where ``asyncio.run`` refuses: then in a thread
+    of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(main())).result()

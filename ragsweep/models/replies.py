@@ -37,7 +37,11 @@ class ReplyCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or cache_dir() / "replies.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        # used by one thread at a time: the caller's, or the one ``llm.run_coroutine`` runs
+        # requests in while the caller waits
+        self.db = sqlite3.connect(
+            self.path, timeout=60, isolation_level=None, check_same_thread=False
+        )
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, value TEXT)")
         self.hits = self.misses = 0
