@@ -126,6 +126,7 @@ class ScriptedLLM:
         self.models = ["answerer", "judge", "writer"]
         self.models_status = 200  # 401: the server refuses the key
         self.refuse_json_mode = False  # answer 400 to response_format, as some servers do
+        self.refuse_json_schema = False  # answer 400 to a JSON schema in response_format
         self.context_window = 0  # > 0: answer 400 to prompts of more words, as vLLM does
         self.hold_until = 0  # keep the first requests until this many have come (or 10 s)
         self.in_flight = self.max_in_flight = 0
@@ -168,6 +169,8 @@ class ScriptedLLM:
             step = self.script.pop(0) if self.script else Step()
         if self.refuse_json_mode and "response_format" in request:
             return Step(status=400, body=json.dumps({"error": {"message": "no response_format"}}))
+        if self.refuse_json_schema and "json_schema" in request.get("response_format", {}):
+            return Step(status=400, body=json.dumps({"error": {"message": "no json_schema"}}))
         length = sum(len(m["content"].split()) for m in request["messages"])
         if self.context_window and length > self.context_window:
             message = (

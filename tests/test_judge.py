@@ -8,7 +8,7 @@ import pytest
 from scripted_llm import Step
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.evaluation.judge import Judge, Judged, parse_verdict
+from ragsweep.evaluation.judge import VERDICT_SCHEMA, Judge, Judged, parse_verdict
 from ragsweep.evaluation.scoring import score_answers
 from ragsweep.models.llm import LLMSettings
 from ragsweep.models.prompts import JUDGE_OUT_OF_SCOPE, JUDGE_SYSTEM_PROMPT
@@ -61,7 +61,8 @@ def test_the_judge_asks_for_json_and_gives_verdicts_in_order(llm_server):
     assert [v.correct for v in verdicts] == [True, False]
     assert all(v.reason and v.error is None and v.llm_calls == 1 for v in verdicts)
     first = llm_server.requests[0]
-    assert first["response_format"] == {"type": "json_object"}
+    asked = {"type": "json_schema", "json_schema": {"name": "reply", "schema": VERDICT_SCHEMA}}
+    assert first["response_format"] == asked
     assert first["temperature"] == 0 and first["model"] == "judge"
     assert first["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT
     assert "Port 9000." in first["messages"][1]["content"]
@@ -71,7 +72,15 @@ def test_a_server_without_json_mode_is_asked_again_without_it(llm_server):
     llm_server.refuse_json_mode = True
     [verdict] = Judge("judge", JUDGE).judge([RIGHT])
     assert verdict.correct is True
-    assert ["response_format" in r for r in llm_server.requests] == [True, False]
+    assert ["response_format" in r for r in llm_server.requests] == [True, True, False]
+
+
+def test_a_server_without_json_schemas_is_asked_for_a_plain_json_object(llm_server):
+    llm_server.refuse_json_schema = True
+    verdicts = Judge("judge", JUDGE).judge([RIGHT, WRONG])
+    assert [v.correct for v in verdicts] == [True, False]
+    formats = [r["response_format"]["type"] for r in llm_server.requests]
+    assert formats[0] == "json_schema" and formats[-2:] == ["json_object", "json_object"]
 
 
 def test_an_unreadable_reply_gets_one_corrective_retry(llm_server):

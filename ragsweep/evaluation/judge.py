@@ -1,9 +1,10 @@
 """The LLM judge: is an answer correct with respect to the reference answers, and why?
 
 It gives the fields Giskard RAGET and the Oracle AI Optimizer Testbed use: ``correctness``
-(true/false) and ``correctness_reason``. It asks for a JSON object (``response_format``
-where the server supports it), reads it from bare, fenced, wrapped or chatty replies, and
-when it cannot, asks again (``CORRECTIONS``: saying what was wrong, then with stricter
+(true/false) and ``correctness_reason``. It asks for a JSON object that follows
+``VERDICT_SCHEMA`` (``response_format``: where the server refuses the schema, a plain JSON
+object; where it refuses that, nothing), reads it from bare, fenced, wrapped or chatty
+replies, and when it cannot, asks again (``CORRECTIONS``: saying what was wrong, then with stricter
 instructions and an example). A reply that still cannot be read is a judge error for that
 answer: the judge's failure, left out of the comparisons (``ragsweep.evaluation.scoring``).
 Verdicts are cached by (judge, prompt, question, references, answer), so a rerun and
@@ -36,6 +37,15 @@ VERDICT_KEYS = ("correctness", "correct", "is_correct", "eval_passed")
 REASON_KEYS = ("correctness_reason", "reason", "explanation")
 # what the judge is told after an unreadable reply: what was wrong, then stricter instructions
 CORRECTIONS = (JUDGE_CORRECTION, JUDGE_STRICT)
+# what a verdict request asks the reply to be (response_format), where the server accepts it
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "correctness": {"type": "boolean"},
+        "correctness_reason": {"type": "string", "maxLength": 400},
+    },
+    "required": ["correctness", "correctness_reason"],
+}
 TRUE_WORDS = frozenset({"true", "yes", "correct", "pass", "passed", "1"})
 FALSE_WORDS = frozenset({"false", "no", "incorrect", "wrong", "fail", "failed", "0"})
 
@@ -229,5 +239,9 @@ class Judge:
 
     async def _request(self, messages: list[tuple[str, str]]) -> Reply:
         return await self.chat.ask(
-            messages, temperature=0.0, max_tokens=self.max_tokens, json_object=True
+            messages,
+            temperature=0.0,
+            max_tokens=self.max_tokens,
+            json_object=True,
+            schema=VERDICT_SCHEMA,
         )

@@ -222,6 +222,13 @@ def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: f
     return min(max(wait, 0.0), MAX_WAIT_S)
 
 
+def _response_format(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """OpenAI's ``response_format``: a JSON object, following ``schema`` when given."""
+    if schema is None:
+        return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
 class EndpointDown(RagsweepError):
     """Every request in flight timed out or found no connection, retries spent: the
     endpoint is down or hung, and the step stops rather than wait on each question."""
@@ -237,6 +244,7 @@ class Chat:
         self.endpoint = endpoint
         self.settings = settings
         self.json_mode = True  # ask for a JSON object, until the server refuses the option
+        self.schema_mode = True  # and for its JSON schema, until the server refuses that
         self._llm = None
         self._unanswered = 0  # requests in a row that timed out or found no connection
 
@@ -295,11 +303,17 @@ class Chat:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_object: bool = False,
+        schema: dict[str, Any] | None = None,
     ) -> Reply:
         """Send (role, content) messages; retry what can be retried; never raise for HTTP.
-        Counted as one of ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included)."""
+        Counted as one of ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included).
+
+        ``json_object``: ask for a JSON object (``response_format``); with ``schema``, for one
+        that follows that JSON schema (small models write valid JSON only so constrained).
+        A server that refuses the schema is asked for a plain JSON object, and one that
+        refuses that too is asked without ``response_format``, from then on."""
         try:
-            return await self._ask(messages, temperature, max_tokens, json_object)
+            return await self._ask(messages, temperature, max_tokens, json_object, schema)
         finally:
             progress.advance(progress.LLM_CALLS)
 
@@ -309,6 +323,7 @@ class Chat:
         temperature: float,
         max_tokens: int | None,
         json_object: bool,
+        schema: dict[str, Any] | None,
     ) -> Reply:
         import openai
         from llama_index.core.llms import ChatMessage
@@ -320,15 +335,22 @@ class Chat:
         calls = retries = 0
         while True:
             as_json = json_object and self.json_mode
-            extra = {"response_format": {"type": "json_object"}} if as_json else {}
+            as_schema = as_json and schema is not None and self.schema_mode
+            extra = {"response_format": _response_format(schema if as_schema else None)}
+            extra = extra if as_json else {}
             calls += 1
             started = time.monotonic()
             try:
                 response = await self._llm.achat(chat, **options, **extra)
             except openai.APIStatusError as exc:
                 if as_json and exc.status_code in (400, 422):
-                    log.info("%s refused response_format; asking without", self.endpoint.where)
-                    self.json_mode = False
+                    refused = "a JSON schema" if as_schema else "response_format"
+                    then = "a JSON object" if as_schema else "without"
+                    log.info("%s refused %s; asking %s", self.endpoint.where, refused, then)
+                    if as_schema:
+                        self.schema_mode = False
+                    else:
+                        self.json_mode = False
                     continue
                 status = exc.status_code
                 retryable = status in RETRY_STATUS or status >= 500
