@@ -191,8 +191,11 @@ def run(
     ),
     metric: str = typer.Option(
         AUTO_METRIC,
+        "--metric",
+        "--optimization-metric",
         help="Metric to rank by; auto: the judge's correctness with --judge, else "
-        "answer_correctness.",
+        "answer_correctness. AutoRAG's answer_relevance (with --judge) and overall_score "
+        "are scored when ranked by.",
     ),
     max_configs: int = typer.Option(
         DEFAULT_MAX_CONFIGS, help="Refuse a larger grid (0: no limit)."
@@ -364,8 +367,8 @@ def run(
         },
         source="options",
     )
-    if metric == "correctness" and not judge:
-        raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
+    if metric in ("correctness", "answer_relevance") and not judge:
+        raise RagsweepError(f"--metric {metric}: needs a judge (--judge MODEL)")
     qa_llm = qa_llm or (models[0] if models else "")
     from ragsweep.documents.testsets import STORE_PREFIX
 

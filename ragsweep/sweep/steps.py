@@ -34,7 +34,7 @@ from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
-from ragsweep.evaluation.scoring import score_answers
+from ragsweep.evaluation.scoring import AUTORAG_METRICS, score_answers
 from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
 from ragsweep.retrieval.reranking import Reranking
@@ -305,7 +305,8 @@ def evaluate(
     order = list(questions)
     random.Random(seed).shuffle(order)
     configured = [by_id[c] for c in config_ids]
-    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls)
+    autorag = metric in AUTORAG_METRICS
+    rounds, planned = plan_evaluation(configured, len(order), settings, max_llm_calls, autorag)
     progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
     contexts = Contexts.of_passages(retrievals["passages"])
@@ -326,7 +327,7 @@ def evaluate(
         answers, calls = _answered(
             retrievals, rows, contexts, by_id, questions, settings, len(answered)
         )
-        scores = score_answers(answers, testset, settings, contexts.take(rows))
+        scores = score_answers(answers, testset, settings, contexts.take(rows), autorag)
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
         made += calls
         answered.append(answers)
@@ -345,7 +346,7 @@ def evaluate(
     rest = np.flatnonzero(left)
     answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
     answered.append(answers)
-    scores = score_answers(answers, testset, None, contexts.take(rest))
+    scores = score_answers(answers, testset, None, contexts.take(rest), autorag)
     scored.append(scores.select(SCORES.names).cast(SCORES))
     answers = pa.concat_tables(answered)
     scores = pa.concat_tables(scored)
@@ -387,12 +388,17 @@ def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) ->
 
 
 def plan_evaluation(
-    configs: list[dict[str, Any]], questions: int, settings: LLMSettings, max_llm_calls: int
+    configs: list[dict[str, Any]],
+    questions: int,
+    settings: LLMSettings,
+    max_llm_calls: int,
+    autorag: bool = False,
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions (``ragsweep.evaluation.halving.plan``) and the
-    LLM
-    calls that takes at most; a budget too small raises ``RagsweepError``."""
-    calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
+    LLM calls that takes at most (with ``autorag``, a relevance rating besides each verdict);
+    a budget too small raises ``RagsweepError``."""
+    judged = bool(settings.judge) * (2 if autorag else 1)
+    calls_per_answer = any(uses_model(c["answerer"]) for c in configs) + judged
     rounds = halving.plan(len(configs), questions, calls_per_answer, max_llm_calls)
     planned = halving.cost(rounds, calls_per_answer)
     if len(rounds) > 1:
