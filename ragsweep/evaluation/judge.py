@@ -38,12 +38,14 @@ VERDICT_KEYS = ("correctness", "correct", "is_correct", "eval_passed")
 REASON_KEYS = ("correctness_reason", "reason", "explanation")
 # what the judge is told after an unreadable reply: what was wrong, then stricter instructions
 CORRECTIONS = (JUDGE_CORRECTION, JUDGE_STRICT)
-# what a verdict request asks the reply to be (response_format), where the server accepts it
+# what a verdict request asks the reply to be (response_format), where the server accepts it;
+# a reason short enough that the JSON closes within a small max_tokens
+REASON_CHARACTERS = 200
 VERDICT_SCHEMA = {
     "type": "object",
     "properties": {
         "correctness": {"type": "boolean"},
-        "correctness_reason": {"type": "string", "maxLength": 400},
+        "correctness_reason": {"type": "string", "maxLength": REASON_CHARACTERS},
     },
     "required": ["correctness", "correctness_reason"],
 }
@@ -52,7 +54,7 @@ RELEVANCE_SCHEMA = {
     "type": "object",
     "properties": {
         "score": {"type": "integer", "minimum": 1, "maximum": 5},
-        "rationale": {"type": "string", "maxLength": 400},
+        "rationale": {"type": "string", "maxLength": REASON_CHARACTERS},
     },
     "required": ["score", "rationale"],
 }
