@@ -6,20 +6,19 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def chunk_embed(
+    settings: Input[Dataset],
     documents: Input[Dataset],
     chunk_group: dict,
-    embedding_cache: str,
     sharded: Input[Dataset],
     questions: Input[Dataset],
     chunks: Output[Dataset],
-    cache_max_gb: float = 0.0,
 ):
     """Chunk the documents with each chunk configuration of ``chunk_group`` (a ``plan``
     item), one at a time, and embed every chunk: first from the vectors the shard steps
-    computed (``sharded``, read only), then from ``embedding_cache`` (a folder or s3://
-    prefix; empty: a folder of this step's own), kept under ``cache_max_gb`` GB by evicting
-    the least recently used (0: no cap); the model embeds the rest, loaded once, and the
-    test set's ``questions``.
+    computed (``sharded``, read only), then from the run's ``embedding_cache`` (a folder or
+    s3:// prefix; empty: a folder of this step's own), kept under its ``cache_max_gb`` GB by
+    evicting the least recently used (0: no cap); the model embeds the rest, loaded once,
+    and the test set's ``questions``.
 
     Output: ``chunks``, a folder of one Arrow artifact of kind chunks (text, character span,
     embedding) per chunk configuration, named by its id, and the questions' vectors.
@@ -29,13 +28,15 @@ def chunk_embed(
     from ragsweep.core.schemas import read_table
     from ragsweep.embeddings.cache import EmbeddingCache
     from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import build_chunk_sets
 
     with pipeline_step(), tempfile.TemporaryDirectory() as scratch:
+        run = read_settings(settings.path)
         build_chunk_sets(
             read_table(documents.path, "documents"),
             chunk_group["chunk_configs"],
-            EmbeddingCache(embedding_cache or scratch, cache_max_gb, tiers=[sharded.path]),
+            EmbeddingCache(run.embedding_cache or scratch, run.cache_max_gb, tiers=[sharded.path]),
             chunks.path,
             read_table(questions.path, "testset"),
         )

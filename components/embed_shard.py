@@ -6,15 +6,14 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def embed_shard(
+    settings: Input[Dataset],
     documents: Input[Dataset],
     shard: dict,
-    embedding_cache: str,
     embeddings: Output[Dataset],
-    cache_max_gb: float = 0.0,
 ):
     """Chunk one shard of the documents (a ``plan_shards`` item) with its chunk
-    configuration and embed the chunks, through ``embedding_cache`` (a folder or s3://
-    prefix; empty: none) kept under ``cache_max_gb`` GB (0: no cap).
+    configuration and embed the chunks, through the run's ``embedding_cache`` (a folder or
+    s3:// prefix; empty: none) kept under its ``cache_max_gb`` GB (0: no cap).
 
     Output: ``embeddings``, a folder in the embedding cache's layout (text hash -> vector);
     empty for the placeholder item of a run that shards nothing.
@@ -30,11 +29,13 @@ def embed_shard(
             return
         from ragsweep.core.schemas import read_table
         from ragsweep.embeddings.cache import EmbeddingCache
+        from ragsweep.sweep.settings import read_settings
         from ragsweep.sweep.steps import embed_shard as embed
 
+        run = read_settings(settings.path)
         embed(
             read_table(documents.path, "documents"),
             shard,
-            EmbeddingCache(embedding_cache, cache_max_gb),
+            EmbeddingCache(run.embedding_cache, run.cache_max_gb),
             EmbeddingCache(embeddings.path),
         )

@@ -1,22 +1,23 @@
 from kfp import dsl
-from kfp.dsl import Dataset, Output
+from kfp.dsl import Dataset, Input, Output
 
 from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def load_testset(bucket_name: str, key: str, testset: Output[Dataset]):
-    """Read the test data (.json AutoRAG, .jsonl Giskard or a ragsweep .arrow test set) from
-    ``s3://bucket_name/key``, or from ``key`` itself when no bucket is given (a local path or
-    an s3:// URI); ``store:<name>`` is the stored test set ``name`` as it is now, read from
-    the results database ``RAGSWEEP_STORE_URL`` names. No key gives an empty test set, which
-    the ``generate_qa`` step then fills.
+def load_testset(settings: Input[Dataset], testset: Output[Dataset]):
+    """Read the run's test data (.json AutoRAG, .jsonl Giskard or a ragsweep .arrow test
+    set): a local path or an s3:// URI; ``store:<name>`` is the stored test set ``name`` as
+    it is now, read from the results database ``RAGSWEEP_STORE_URL`` names. No test data
+    gives an empty test set, which the ``generate_qa`` step then fills.
 
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """
     from ragsweep.core.schemas import write_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.results.curation import load_test_data
+    from ragsweep.sweep.settings import read_settings
 
     with pipeline_step():
-        write_table(load_test_data(bucket_name, key), testset.path, "testset")
+        uri = read_settings(settings.path).testset
+        write_table(load_test_data(uri), testset.path, "testset")

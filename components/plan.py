@@ -5,23 +5,18 @@ from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def plan(
-    search_space: dict, questions: Input[Dataset], max_llm_calls: int, llm: dict, groups: int = 0
-) -> list:
-    """Validate the search space, and the LLM-call budget against the test set (a budget
-    too small stops the run here, before any embedding); deal the chunk configurations
-    into ``groups`` groups, one per fan-out branch (0: one configuration per group)."""
+def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -> list:
+    """Check the run's LLM-call budget against the test set (a budget too small stops the
+    run here, before any embedding); deal the chunk configurations into ``groups`` groups,
+    one per fan-out branch (0: one configuration per group)."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.models.llm import LLMSettings
     from ragsweep.sweep.fanout import group_chunk_configs
-    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import plan_evaluation
 
     with pipeline_step():
-        space = SearchSpace.from_dict(search_space)
+        run = read_settings(settings.path)
         testset = read_table(questions.path, "testset")
-        plan_evaluation(
-            space.all_configs(), testset.num_rows, LLMSettings.from_dict(llm), max_llm_calls
-        )
-        return group_chunk_configs(space.chunk_configs(), groups)
+        plan_evaluation(run.space.all_configs(), testset.num_rows, run.llm, run.max_llm_calls)
+        return group_chunk_configs(run.space.chunk_configs(), groups)

@@ -5,17 +5,19 @@ from ragsweep.components import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def plan_shards(search_space: dict, documents: Input[Dataset], embedding_shard_bytes: int) -> list:
+def plan_shards(settings: Input[Dataset], documents: Input[Dataset]) -> list:
     """List the shards embedded by parallel steps: every chunk configuration x run of
-    documents of about ``embedding_shard_bytes`` bytes of text, when the documents exceed
-    it (0: never; then the list is empty)."""
+    documents of about the run's ``embedding_shard_bytes`` bytes of text, when the
+    documents exceed it (0: never; then the list is empty)."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.sweep.fanout import shard_items
-    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.settings import read_settings
 
     with pipeline_step():
-        chunk_configs = SearchSpace.from_dict(search_space).chunk_configs()
+        run = read_settings(settings.path)
         return shard_items(
-            chunk_configs, read_table(documents.path, "documents"), embedding_shard_bytes
+            run.space.chunk_configs(),
+            read_table(documents.path, "documents"),
+            run.embedding_shard_bytes,
         )

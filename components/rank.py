@@ -1,5 +1,3 @@
-from typing import List
-
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Output
 
@@ -8,23 +6,11 @@ from ragsweep.components import BASE_IMAGE
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def rank(
+    settings: Input[Dataset],
     scores: Input[Dataset],
     answers: Input[Dataset],
     questions: Input[Dataset],
     documents: Input[Dataset],
-    input_data_bucket_name: str,
-    input_data_key: str,
-    input_data_keys: List[str],
-    test_data_bucket_name: str,
-    test_data_key: str,
-    search_space: dict,
-    optimization_metric: str,
-    max_document_bytes: int,
-    max_questions: int,
-    max_llm_calls: int,
-    seed: int,
-    llm: dict,
-    qa_generation: dict,
     leaderboard: Output[Dataset],
     results: Output[Dataset],
     breakdown: Output[Dataset],
@@ -33,50 +19,30 @@ def rank(
     summary: Output[Markdown],
     best: Output[Metrics],
     rag_patterns: Output[Artifact],
-    patterns: int = 3,
-    sweep_name: str = "",
 ):
-    """Rank every configuration by ``optimization_metric`` with intervals and paired tests;
-    the run's settings record the sweep key, a hash of the ``questions``' and ``documents``'
-    content, each document's content hash, and ``sweep_name`` (empty: the sweep key), the
-    sweep a later run's ``baseline=latest`` follows.
+    """Rank every configuration by the run's ``optimization_metric`` with intervals and
+    paired tests; the run's settings record the sweep key, a hash of the ``questions``' and
+    ``documents``' content, each document's content hash, and ``sweep_name`` (empty: the
+    sweep key), the sweep a later run's ``baseline=latest`` follows.
 
     Outputs: Arrow artifacts ``leaderboard`` (run settings in its metadata), ``results``
     (configuration x question), ``breakdown`` (by topic and question type) and ``failures``
     (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
     best configuration's figures as ``best`` metrics; ``rag_patterns``, a folder holding
-    the ``patterns`` best configurations as runnable patterns (``ragsweep.results.patterns``).
+    the run's ``patterns`` best configurations as runnable patterns
+    (``ragsweep.results.patterns``).
     """
     from pathlib import Path
 
     from ragsweep.core.schemas import read_table, write_table
-    from ragsweep.documents.qagen import QASettings
-    from ragsweep.documents.sources import location, locations
     from ragsweep.evaluation.leaderboard import build_board
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.models.llm import LLMSettings
     from ragsweep.results.patterns import write_patterns
     from ragsweep.results.report import best_metrics, render_html, render_markdown
-    from ragsweep.sweep.settings import RunSettings
-    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.settings import read_settings
 
     with pipeline_step():
-        docs, *more_docs = locations(input_data_bucket_name, input_data_key, input_data_keys)
-        settings = RunSettings(
-            docs=docs,
-            more_docs=tuple(more_docs),
-            testset=location(test_data_bucket_name, test_data_key) if test_data_key else "",
-            space=SearchSpace.from_dict(search_space),
-            optimization_metric=optimization_metric,
-            max_configs=0,  # the budget was checked when the space was built
-            max_document_bytes=max_document_bytes,
-            max_questions=max_questions,
-            max_llm_calls=max_llm_calls,
-            seed=seed,
-            llm=LLMSettings.from_dict(llm),
-            qa_generation=QASettings.from_dict(qa_generation),
-            sweep_name=sweep_name,
-        )
+        run = read_settings(settings.path)
         testset = read_table(questions.path, "testset")
         answered = read_table(answers.path, "answers")
         texts = read_table(documents.path, "documents")
@@ -84,9 +50,9 @@ def rank(
             read_table(scores.path, "scores"),
             answered,
             testset,
-            settings.space.all_configs(),
-            optimization_metric,
-            settings=settings.record(testset, texts),
+            run.space.all_configs(),
+            run.optimization_metric,
+            settings=run.record(testset, texts),
         )
         tables = {"leaderboard": leaderboard, "results": results, "breakdown": breakdown}
         for kind, artifact in {**tables, "failures": failures}.items():
@@ -104,8 +70,8 @@ def rank(
             answered,
             testset,
             texts,
-            settings.space,
-            settings.llm,
-            patterns,
+            run.space,
+            run.llm,
+            run.patterns,
         )
         rag_patterns.metadata["patterns"] = [p.name for p in written]

@@ -10,9 +10,9 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset
 
-from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
+from ragsweep.components.configure import configure
 from ragsweep.components.embed_shard import embed_shard
 from ragsweep.components.evaluate import evaluate
 from ragsweep.components.generate_qa import generate_qa
@@ -195,24 +195,47 @@ def sweep_pipeline(
         "ogx_connection": ogx_secret_name,
         "maas_connection": maas_secret_name,
     }
+    # the run's settings, built and validated once; every later step reads them from here
+    configured = tasks.step(
+        configure(
+            input_data_bucket_name=input_data_bucket_name,
+            input_data_key=input_data_key,
+            input_data_keys=input_data_keys,
+            test_data_bucket_name=test_data_bucket_name,
+            test_data_key=test_data_key,
+            embedding_models=embedding_models,
+            generation_models=generation_models,
+            search_space=search_space,
+            preset=preset,
+            vector_io_provider_id=vector_io_provider_id,
+            optimization_metric=optimization_metric,
+            optimization_max_rag_patterns=optimization_max_rag_patterns,
+            max_document_bytes=max_document_bytes,
+            max_questions=max_questions,
+            max_llm_calls=max_llm_calls,
+            seed=seed,
+            skip_unresolved=skip_unresolved,
+            embedding_cache=embedding_cache,
+            cache_max_gb=cache_max_gb,
+            embedding_shard_bytes=embedding_shard_bytes,
+            baseline=baseline,
+            keep_collections=keep_collections,
+            llm=llm,
+            qa_generation=qa_generation,
+            patterns=patterns,
+            sweep_name=sweep_name,
+        )
+    )
+    settings = configured.outputs["settings"]
     testset = tasks.step(
-        load_testset(bucket_name=test_data_bucket_name, key=test_data_key),
+        load_testset(settings=settings),
         s3_connection=test_data_secret_name,
         store_connection=results_store_secret_name,  # for test_data_key store:<name>
         retry=True,
         cache=False,
     )
     inputs = tasks.step(
-        ingest(
-            bucket_name=input_data_bucket_name,
-            key=input_data_key,
-            keys=input_data_keys,
-            testset=testset.outputs["testset"],
-            max_document_bytes=max_document_bytes,
-            max_questions=max_questions,
-            seed=seed,
-            skip_unresolved=skip_unresolved,
-        ),
+        ingest(settings=settings, testset=testset.outputs["testset"]),
         s3_connection=input_data_secret_name,
         retry=True,
         cache=False,
@@ -221,31 +244,17 @@ def sweep_pipeline(
     # test set through and generates one when none was given
     questions = tasks.step(
         generate_qa(
+            settings=settings,
             documents=inputs.outputs["documents"],
             given=inputs.outputs["questions"],
-            qa_generation=qa_generation,
-            llm=llm,
         ),
         **llm_secrets,
         retry=True,
     )
-    space = tasks.step(
-        build_space(
-            search_space=search_space,
-            embedding_models=embedding_models,
-            generation_models=generation_models,
-            max_configs=optimization_max_rag_patterns,
-            preset=preset,
-            vector_io_provider_id=vector_io_provider_id,
-            sweep_name=sweep_name,
-        )
-    )
     chunk_groups = tasks.step(
         plan(
-            search_space=space.outputs["search_space"],
+            settings=settings,
             questions=questions.outputs["questions"],
-            max_llm_calls=max_llm_calls,
-            llm=llm,
             groups=tasks.loop_parallelism(),  # one group per branch that runs at once
         )
     )
@@ -254,51 +263,37 @@ def sweep_pipeline(
     # one step each, and gathered by one merge that every chunk_embed reads before it embeds.
     # The loop is flat and never empty (kfp.local 2.17 collects from neither a nested nor
     # an empty loop, and no Collected can feed a task inside the next loop: hence the merge).
-    shards = tasks.step(
-        plan_shards(
-            search_space=space.outputs["search_space"],
-            documents=inputs.outputs["documents"],
-            embedding_shard_bytes=embedding_shard_bytes,
-        )
-    )
+    shards = tasks.step(plan_shards(settings=settings, documents=inputs.outputs["documents"]))
     with dsl.ParallelFor(shards.output, parallelism=tasks.loop_parallelism()) as shard:
         embedded = tasks.step(
-            embed_shard(
-                documents=inputs.outputs["documents"],
-                shard=shard,
-                embedding_cache=embedding_cache,
-                cache_max_gb=cache_max_gb,
-            ),
+            embed_shard(settings=settings, documents=inputs.outputs["documents"], shard=shard),
             s3_connection=input_data_secret_name,
             **llm_secrets,
         )
     sharded = tasks.step(merge_shards(shards=dsl.Collected(embedded.outputs["embeddings"])))
 
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
-    # artifacts: retrieve reads the validated space from build_space's configs artifact.
-    # The fan-out's parallelism is fixed when the pipeline is built (ragsweep.kubeflow.tasks); a
-    # branch takes a group of chunk configurations, so each process loads its model once.
+    # artifacts: hence settings as an artifact. The fan-out's parallelism is fixed when the
+    # pipeline is built (ragsweep.kubeflow.tasks); a branch takes a group of chunk
+    # configurations, so each process loads its model once.
     with dsl.ParallelFor(chunk_groups.output, parallelism=tasks.loop_parallelism()) as chunk_group:
         chunks = tasks.step(
             chunk_embed(
+                settings=settings,
                 documents=inputs.outputs["documents"],
                 chunk_group=chunk_group,
-                embedding_cache=embedding_cache,
                 sharded=sharded.outputs["embeddings"],
                 questions=questions.outputs["questions"],  # embedded here, read by retrieve
-                cache_max_gb=cache_max_gb,
             ),
             s3_connection=input_data_secret_name,  # for an s3:// embedding cache
             **llm_secrets,  # for embedding models openai:<model>
         )
         retrieved = tasks.step(
             retrieve(
+                settings=settings,
                 chunks=chunks.outputs["chunks"],
                 questions=questions.outputs["questions"],
-                configs=space.outputs["configs"],
                 chunk_group=chunk_group,
-                embedding_cache=embedding_cache,
-                keep_collections=keep_collections,
             ),
             s3_connection=input_data_secret_name,
             **llm_secrets,
@@ -310,38 +305,20 @@ def sweep_pipeline(
     # sets, and successive halving needs every configuration's scores to promote
     evaluated = tasks.step(
         evaluate(
+            settings=settings,
             retrievals=dsl.Collected(retrieved.outputs["retrievals"]),
             questions=questions.outputs["questions"],
-            search_space=space.outputs["search_space"],
-            optimization_metric=optimization_metric,
-            max_llm_calls=max_llm_calls,
-            seed=seed,
-            llm=llm,
         ),
         **llm_secrets,
         retry=True,
     )
     ranked = tasks.step(
         rank(
+            settings=settings,
             scores=evaluated.outputs["scores"],
             answers=evaluated.outputs["answers"],
             questions=questions.outputs["questions"],
             documents=inputs.outputs["documents"],
-            input_data_bucket_name=input_data_bucket_name,
-            input_data_key=input_data_key,
-            input_data_keys=input_data_keys,
-            test_data_bucket_name=test_data_bucket_name,
-            test_data_key=test_data_key,
-            search_space=space.outputs["search_space"],
-            optimization_metric=optimization_metric,
-            max_document_bytes=max_document_bytes,
-            max_questions=max_questions,
-            max_llm_calls=max_llm_calls,
-            seed=seed,
-            llm=llm,
-            qa_generation=qa_generation,
-            patterns=patterns,
-            sweep_name=sweep_name,
         )
     )
     stored = tasks.step(

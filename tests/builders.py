@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from kfp import dsl
 
 from ragsweep.core.schemas import ANSWERS, SCORES, SPAN
 from ragsweep.evaluation.clusters import SECTION_CHARS
@@ -192,3 +194,17 @@ def tiny_cross_encoder(folder: Path, texts: list[str]) -> Path:
     BertForSequenceClassification(config).save_pretrained(folder)
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
     return folder
+
+
+def configured(path: Path, **parameters) -> dsl.Dataset:
+    """The settings artifact the pipeline's ``configure`` step writes at ``path`` for the
+    pipeline's default parameters and ``parameters``."""
+    from pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.components.configure import configure
+
+    names = set(configure.component_spec.inputs)
+    signature = inspect.signature(sweep_pipeline.pipeline_func).parameters
+    defaults = {name: signature[name].default for name in names}
+    settings = dsl.Dataset(uri=str(path))
+    configure.python_func(**{**defaults, **parameters}, settings=settings)
+    return settings

@@ -307,6 +307,21 @@ def location(request, tmp_path) -> str:
     return f"s3://{request.getfixturevalue('bucket')}/cache/embeddings"
 
 
+@pytest.fixture
+def kb(tmp_path):
+    """A one-document folder and a valid one-question test set for it: (tmp_path, docs,
+    test set)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    good = tmp_path / "good.json"
+    good.write_text(
+        '[{"question": "Port?", "correct_answers": ["8443"], '
+        '"correct_answer_document_ids": ["a.md"]}]'
+    )
+    return tmp_path, docs, good
+
+
 # ---- a real model: llama.cpp's server with SmolLM2-135M (tests/real_llm.py) ------------------
 
 

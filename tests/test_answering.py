@@ -1,39 +1,52 @@
+import pytest
+
 from ragsweep.answering.answerers import ANSWERERS, extractive
 from ragsweep.answering.answers import parse_history, with_history
 
 
-def test_extractive_answer_picks_the_sentences_that_match_the_question():
-    passages = [
-        "Tidewater is a sync server. It listens on port 8443 by default.",
-        "The admin console uses port 9000. Logs rotate daily.",
-    ]
-    answer = extractive("Which port does the admin console use?", passages, max_sentences=1)
-    assert answer == "The admin console uses port 9000."
-
-
-def test_extractive_answer_keeps_retrieval_order_and_never_invents_text():
-    passages = ["Plans: Basic keeps backups 30 days.", "Pro keeps backups 90 days."]
-    answer = extractive("How many days does Pro keep backups?", passages)
-    assert answer == "Plans: Basic keeps backups 30 days. Pro keeps backups 90 days."
-
-
-def test_extractive_answer_of_nothing_retrieved_is_empty():
-    assert extractive("Anything?", []) == ""
-
-
-def test_extractive_answer_picks_the_right_chinese_sentence():
-    passages = [
-        "Tidewater是一个同步服务器。它默认监听8443端口。",
-        "管理控制台使用9000端口。日志每天轮换。",
-    ]
-    answer = extractive("管理控制台使用哪个端口？", passages, max_sentences=1)
-    assert answer == "管理控制台使用9000端口。"
-
-
-def test_extractive_answer_matches_german_words_without_their_accents():
-    passages = ["Die Datei wird täglich gesichert. Die maximale Größe beträgt 30 MB."]
-    answer = extractive("Was ist die MAXIMALE Grösse?", passages, max_sentences=1)
-    assert answer == "Die maximale Größe beträgt 30 MB."
+@pytest.mark.parametrize(
+    ("question", "passages", "max_sentences", "expected"),
+    [
+        pytest.param(
+            "Which port does the admin console use?",
+            [
+                "Tidewater is a sync server. It listens on port 8443 by default.",
+                "The admin console uses port 9000. Logs rotate daily.",
+            ],
+            1,
+            "The admin console uses port 9000.",
+            id="the sentence that matches the question",
+        ),
+        pytest.param(
+            "How many days does Pro keep backups?",
+            ["Plans: Basic keeps backups 30 days.", "Pro keeps backups 90 days."],
+            None,
+            "Plans: Basic keeps backups 30 days. Pro keeps backups 90 days.",
+            id="in retrieval order, never invented",
+        ),
+        pytest.param("Anything?", [], None, "", id="nothing retrieved: empty"),
+        pytest.param(
+            "管理控制台使用哪个端口？",
+            [
+                "Tidewater是一个同步服务器。它默认监听8443端口。",
+                "管理控制台使用9000端口。日志每天轮换。",
+            ],
+            1,
+            "管理控制台使用9000端口。",
+            id="the right Chinese sentence",
+        ),
+        pytest.param(
+            "Was ist die MAXIMALE Grösse?",
+            ["Die Datei wird täglich gesichert. Die maximale Größe beträgt 30 MB."],
+            1,
+            "Die maximale Größe beträgt 30 MB.",
+            id="German words without their accents",
+        ),
+    ],
+)
+def test_extractive_answer(question, passages, max_sentences, expected):
+    options = {} if max_sentences is None else {"max_sentences": max_sentences}
+    assert extractive(question, passages, **options) == expected
 
 
 def test_a_conversational_question_is_answered_with_the_users_earlier_turns():

@@ -241,18 +241,11 @@ def test_autorag_optimization_metrics_are_ragsweep_metrics(metric):
     check_metric(metric)
 
 
-def test_generation_models_and_the_older_llm_option_are_one_option(tmp_path, monkeypatch):
+def test_generation_models_and_the_older_llm_option_are_one_option(kb, monkeypatch):
     from test_cli import assert_user_error, ragsweep
 
     monkeypatch.delenv("RAGSWEEP_LLM_BASE_URL", raising=False)
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
-    testset = tmp_path / "t.json"
-    testset.write_text(
-        '[{"question": "Port?", "correct_answers": ["8443"], '
-        '"correct_answer_document_ids": ["a.md"]}]'
-    )
+    _, docs, testset = kb
     base = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store"]
     new = ragsweep(*base, "--generation-models", "extractive,granite")
     old = ragsweep(*base, "--llm", "extractive,granite")

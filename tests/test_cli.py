@@ -19,19 +19,6 @@ def ragsweep(*args, cwd=None):
     return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-@pytest.fixture
-def kb(tmp_path):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
-    good = tmp_path / "good.json"
-    good.write_text(
-        '[{"question": "Port?", "correct_answers": ["8443"], '
-        '"correct_answer_document_ids": ["a.md"]}]'
-    )
-    return tmp_path, docs, good
-
-
 def assert_user_error(result, *fragments):
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr

@@ -6,10 +6,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from builders import make_board, make_testset
+from builders import configured, make_board, make_testset
 from kfp import dsl
 
-from ragsweep.components.build_space import build_space
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
 from ragsweep.components.evaluate import evaluate
@@ -26,6 +25,7 @@ from ragsweep.results import database
 from ragsweep.results.regression import alarm_line, compare_runs
 from ragsweep.results.report import COMPARISON_SLOT
 from ragsweep.sweep.fanout import NO_SHARD, read_chunk_set
+from ragsweep.sweep.settings import read_settings
 from ragsweep.sweep.space import SearchSpace
 
 
@@ -53,79 +53,52 @@ def small_kb(tmp_path):
     return docs, testset
 
 
-def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
+def test_steps_chain_from_settings_to_a_ranked_leaderboard(tmp_path, small_kb):
     docs, testset = small_kb
-    space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2)).to_dict()
+    space = SearchSpace(chunk_sizes=(16,), chunk_overlaps=(4,), top_ks=(1, 2))
+    settings = configured(
+        tmp_path / "settings",
+        **space.to_parameters(),
+        input_data_key=str(docs),
+        test_data_key=str(testset),
+        optimization_metric="context_correctness",
+        optimization_max_rag_patterns=4,
+        seed=1,
+        embedding_cache=str(tmp_path / "cache"),
+        sweep_name="kb-nightly",
+    )
+    assert read_table(settings.path, "settings").num_rows == 4  # every configuration
+    assert read_settings(settings.path).space == space
 
     loaded = artifact(tmp_path, "loaded")
-    load_testset.python_func(bucket_name="", key=str(testset), testset=loaded)
+    load_testset.python_func(settings=settings, testset=loaded)
     as_given = read_table(loaded.path, "testset").column("reference_doc_ids").to_pylist()
     assert as_given == [["ports.md"], ["plans.txt"]]
 
     documents, questions = artifact(tmp_path, "documents"), artifact(tmp_path, "questions")
-    ingest.python_func(
-        bucket_name="",
-        key=str(docs),
-        keys=[],
-        testset=loaded,
-        max_document_bytes=0,
-        max_questions=0,
-        seed=1,
-        documents=documents,
-        questions=questions,
-    )
+    ingest.python_func(settings=settings, testset=loaded, documents=documents, questions=questions)
     assert read_table(documents.path, "documents").num_rows == 2
     resolved = read_table(questions.path, "testset").column("reference_doc_ids").to_pylist()
     assert resolved == [["admin/ports.md"], ["plans.txt"]]
 
-    parameters = SearchSpace.from_dict(space).to_parameters()
-    configs = artifact(tmp_path, "configs")
-    assert build_space.python_func(
-        **parameters, max_configs=4, preset="", vector_io_provider_id="", configs=configs
-    ) == (space,)
-    assert read_table(configs.path, "configs").num_rows == 4
-    [group] = plan.python_func(
-        search_space=space, questions=questions, max_llm_calls=0, llm={}, groups=1
-    )
+    [group] = plan.python_func(settings=settings, questions=questions, groups=1)
     [chunk_config] = group["chunk_configs"]
-    assert plan_shards.python_func(
-        search_space=space, documents=documents, embedding_shard_bytes=0
-    ) == [NO_SHARD]
+    assert plan_shards.python_func(settings=settings, documents=documents) == [NO_SHARD]
     sharded = artifact(tmp_path, "sharded")
     merge_shards.python_func(shards=[], embeddings=sharded)
     chunks = artifact(tmp_path, "chunks")
-    cache = str(tmp_path / "cache")
-    chunk_embed.python_func(
-        documents=documents,
-        chunk_group=group,
-        embedding_cache=cache,
-        sharded=sharded,
-        questions=questions,
-        chunks=chunks,
-    )
+    chunk_embed.python_func(settings, documents, group, sharded, questions, chunks)
     assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 3
 
     retrievals = artifact(tmp_path, "retrievals")
-    retrieve.python_func(
-        chunks=chunks,
-        questions=questions,
-        configs=configs,
-        chunk_group=group,
-        embedding_cache=cache,
-        keep_collections=False,
-        retrievals=retrievals,
-    )
+    retrieve.python_func(settings, chunks, questions, group, retrievals)
     assert read_table(retrievals.path, "retrievals").num_rows == 4 * 2  # 4 configs x 2 questions
 
     answers, scores = artifact(tmp_path, "answers"), artifact(tmp_path, "scores")
     evaluate.python_func(
+        settings=settings,
         retrievals=[retrievals],
         questions=questions,
-        search_space=space,
-        optimization_metric="context_correctness",
-        max_llm_calls=0,
-        seed=1,
-        llm={},
         answers=answers,
         scores=scores,
     )
@@ -134,25 +107,12 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
 
     outputs = rank_outputs(tmp_path)
     rank.python_func(
+        settings=settings,
         scores=scores,
         answers=answers,
         questions=questions,
         documents=documents,
-        input_data_bucket_name="",
-        input_data_key=str(docs),
-        input_data_keys=[],
-        test_data_bucket_name="",
-        test_data_key=str(testset),
-        search_space=space,
-        optimization_metric="context_correctness",
-        max_document_bytes=0,
-        max_questions=0,
-        max_llm_calls=0,
-        seed=1,
-        llm={},
-        qa_generation={},
         **outputs,
-        sweep_name="kb-nightly",
     )
     board = read_table(outputs["leaderboard"].path, "leaderboard")
     assert board.column("rank").to_pylist() == [1, 2, 3, 4]
@@ -160,6 +120,11 @@ def test_steps_chain_from_ingest_to_a_ranked_leaderboard(tmp_path, small_kb):
     assert top == sorted(top, reverse=True)
     assert top[0] == 1.0
     assert settings_of(board)["docs"] == str(docs)
+    # the sweep key is the one the same settings give before the run (a local run's marker)
+    run = read_settings(settings.path)
+    testset_table = read_table(questions.path, "testset")
+    expected = run.record(testset_table, read_table(documents.path, "documents"))
+    assert settings_of(board)["sweep_key"] == expected["sweep_key"]
     # what a later run's baseline=latest follows, and what its comparison tells apart
     assert settings_of(board)["sweep_name"] == "kb-nightly"
     hashes = settings_of(board)["document_hashes"]
@@ -191,11 +156,9 @@ def rank_outputs(tmp_path):
     }
 
 
-def test_plan_step_exits_with_a_message_on_a_bad_search_space(tmp_path, capsys):
-    questions = artifact(tmp_path, "questions")
-    write_table(make_testset(["q1"]), questions.path, "testset")
+def test_configure_step_exits_with_a_message_on_a_bad_search_space(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        plan.python_func(search_space={"top_ks": [0]}, questions=questions, max_llm_calls=0, llm={})
+        configured(tmp_path / "settings", input_data_key="docs", search_space={"top_ks": [0]})
     assert exit_info.value.code == 2
     assert "field 'top_ks': 0 is not positive" in capsys.readouterr().err
 
@@ -205,9 +168,12 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
     write_table(make_testset([f"q{i}" for i in range(40)]), questions.path, "testset")
     space = SearchSpace(
         chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",), answerers=("llm:m",)
-    ).to_dict()
+    )
+    settings = configured(
+        tmp_path / "big", **space.to_parameters(), input_data_key="docs", max_llm_calls=50
+    )
     with pytest.raises(SystemExit) as exit_info:
-        plan.python_func(search_space=space, questions=questions, max_llm_calls=50, llm={})
+        plan.python_func(settings=settings, questions=questions)
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "max_llm_calls=50 is too few for 4 configurations x 40 questions" in message
@@ -215,38 +181,39 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
     # the same budget fits when the space is small enough
     small = SearchSpace(
         chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",), answerers=("llm:m",)
-    ).to_dict()
-    assert plan.python_func(search_space=small, questions=questions, max_llm_calls=50, llm={})
+    )
+    settings = configured(
+        tmp_path / "small", **small.to_parameters(), input_data_key="docs", max_llm_calls=50
+    )
+    assert plan.python_func(settings=settings, questions=questions)
 
 
-def test_build_space_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys):
-    configs = artifact(tmp_path, "configs")
+def test_configure_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:  # 18 configs
-        build_space.python_func(
-            **SearchSpace().to_parameters(),
-            max_configs=17,
-            preset="",
-            vector_io_provider_id="",
-            configs=configs,
-        )
+        configured(tmp_path / "s", input_data_key="docs", optimization_max_rag_patterns=17)
     assert exit_info.value.code == 2
     assert "holds 18 configurations, more than the budget of 17" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["night ly", "-nightly", "n" * 101, "a/b"])
-def test_build_space_step_refuses_a_sweep_name_that_cannot_name_a_sweep(tmp_path, capsys, name):
+def test_configure_step_refuses_a_sweep_name_that_cannot_name_a_sweep(tmp_path, capsys, name):
     with pytest.raises(SystemExit) as exit_info:
-        build_space.python_func(
-            **SearchSpace().to_parameters(),
-            max_configs=0,
-            preset="",
-            vector_io_provider_id="",
-            configs=artifact(tmp_path, "configs"),
-            sweep_name=name,
-        )
+        configured(tmp_path / "s", input_data_key="docs", sweep_name=name)
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"sweep_name {name!r}: a sweep name is 1 to 100 letters, digits" in message
+
+
+def test_configure_step_refuses_a_stored_test_set_in_a_bucket(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        configured(
+            tmp_path / "s",
+            input_data_key="docs",
+            test_data_key="store:faq",
+            test_data_bucket_name="eval",
+        )
+    assert exit_info.value.code == 2
+    assert "leave test_data_bucket_name empty (it is 'eval')" in capsys.readouterr().err
 
 
 def test_test_data_in_a_bucket_is_read_from_s3(tmp_path, s3, bucket):
@@ -256,7 +223,13 @@ def test_test_data_in_a_bucket_is_read_from_s3(tmp_path, s3, bucket):
         Body=b'[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": []}]',
     )
     loaded = artifact(tmp_path, "loaded")
-    load_testset.python_func(bucket_name=bucket, key="eval/testset.json", testset=loaded)
+    settings = configured(
+        tmp_path / "settings",
+        input_data_key="docs",
+        test_data_bucket_name=bucket,
+        test_data_key="eval/testset.json",
+    )
+    load_testset.python_func(settings=settings, testset=loaded)
     assert read_table(loaded.path, "testset").column("question").to_pylist() == ["Q?"]
 
 
@@ -267,16 +240,12 @@ def test_ingest_step_exits_with_a_message_on_an_unknown_document_id(tmp_path, sm
         '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["nope.md"]}]'
     )
     loaded = artifact(tmp_path, "loaded")
-    load_testset.python_func(bucket_name="", key=str(bad), testset=loaded)
+    settings = configured(tmp_path / "s", input_data_key=str(docs), test_data_key=str(bad))
+    load_testset.python_func(settings=settings, testset=loaded)
     with pytest.raises(SystemExit):
         ingest.python_func(
-            bucket_name="",
-            key=str(docs),
-            keys=[],
+            settings=settings,
             testset=loaded,
-            max_document_bytes=0,
-            max_questions=0,
-            seed=1,
             documents=artifact(tmp_path, "d"),
             questions=artifact(tmp_path, "q"),
         )
@@ -307,13 +276,9 @@ def test_evaluate_step_reads_every_branch(tmp_path):
         write_table(table, branches[-1].path, "retrievals")
     answers, scores = artifact(tmp_path, "answers"), artifact(tmp_path, "scores")
     evaluate.python_func(
+        settings=configured(tmp_path / "s", **space.to_parameters(), input_data_key="docs"),
         retrievals=branches,
         questions=questions,
-        search_space=space.to_dict(),
-        optimization_metric="auto",
-        max_llm_calls=0,
-        seed=1,
-        llm={},
         answers=answers,
         scores=scores,
     )

@@ -327,19 +327,12 @@ def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
     np.testing.assert_array_equal(np.asarray(result["v"], np.float32), vectors[::-1])
 
 
-def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
+def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(kb):
     import subprocess
     import sys
     from pathlib import Path
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
-    testset = tmp_path / "t.json"
-    testset.write_text(
-        '[{"question": "Port?", "correct_answers": ["8443"], '
-        '"correct_answer_document_ids": ["a.md"]}]'
-    )
+    tmp_path, docs, testset = kb
     ragsweep = str(Path(sys.executable).parent / "ragsweep")
     args = ["run", "--docs", str(docs), "--testset", str(testset), "--cache-max-gb", "-1"]
     result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
@@ -349,7 +342,7 @@ def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(tmp_path):
 
 def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     import pyarrow as pa
-    from builders import make_testset
+    from builders import configured, make_testset
     from kfp import dsl
 
     from ragsweep.components.chunk_embed import chunk_embed
@@ -368,14 +361,19 @@ def test_the_chunk_embed_step_keeps_the_cache_under_its_cap(tmp_path):
     def shards_after(cap: float) -> list[str]:
         cache = tmp_path / f"cache-{cap}"
         chunks = dsl.Dataset(uri=str(tmp_path / f"chunks-{cap}"))
+        settings = configured(
+            tmp_path / f"settings-{cap}",
+            input_data_key="docs",
+            embedding_cache=str(cache),
+            cache_max_gb=cap,
+        )
         chunk_embed.python_func(
+            settings=settings,
             documents=documents,
             chunk_group={"group": 0, "chunk_configs": [chunk_config]},
-            embedding_cache=str(cache),
             sharded=dsl.Dataset(uri=str(tmp_path / "no-shards")),
             questions=questions,
             chunks=chunks,
-            cache_max_gb=cap,
         )
         assert read_chunk_set(chunks.path, chunk_config["chunk_config_id"]).num_rows >= 2
         return [p.name for p in cache.glob("*/*.arrow")]

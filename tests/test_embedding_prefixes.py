@@ -8,11 +8,12 @@ import pyarrow as pa
 import pytest
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import config_id, read_table, write_table
+from ragsweep.core.schemas import config_id, read_table
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.models.embedding import WEB_SEARCH, Prefixes, family_prefixes
 from ragsweep.sweep import steps
-from ragsweep.sweep.space import SearchSpace, configs_table, space_of
+from ragsweep.sweep.settings import RunSettings, read_settings, write_settings
+from ragsweep.sweep.space import SearchSpace
 
 E5 = Prefixes("query: ", "passage: ")
 BGE = Prefixes("Represent this sentence for searching relevant passages: ")
@@ -134,15 +135,15 @@ def test_the_space_of_a_leaderboard_row_reproduces_its_prefixes(space):
         assert spec["passage_prefix"] == "passage: "
 
 
-def test_the_configs_artifact_carries_the_validated_space(tmp_path):
+def test_the_settings_artifact_carries_the_validated_space(tmp_path):
     space = SearchSpace.from_parameters(
         {"chunk_sizes": [256, 512], "top_ks": [1, 3]}, ["openai:e5-small-v2"]
     )
-    write_table(configs_table(space), tmp_path / "configs", "configs")
-    table = read_table(tmp_path / "configs", "configs")
+    write_settings(RunSettings("docs", "", space=space), tmp_path / "settings")
+    table = read_table(tmp_path / "settings", "settings")
     assert table["chunk_size"].to_pylist() == [256] * 4 + [512] * 4  # x 2 top_ks x 2 searches
     assert set(table["query_prefix"].to_pylist()) == {"query: "}
-    assert space_of(table) == space
+    assert read_settings(tmp_path / "settings").space == space
     # the same lists with the default model's limits are not a valid space
     with pytest.raises(RagsweepError, match="no valid chunk configuration"):
         SearchSpace.from_dict({"chunk_sizes": [256, 512], "top_ks": [1, 3]})

@@ -21,7 +21,7 @@ def test_an_endpoint_e5_model_sweeps_chunks_above_the_bundled_models_limit_with_
     llm_server, tmp_path
 ):
     # 256 and 512 exceed all-MiniLM-L6-v2's 254 tokens but not the endpoint model's (no
-    # limit known): every step after build_space must evaluate the space it validated
+    # limit known): every step after configure must evaluate the space it validated
     llm_server.models.append("e5-small-v2")
     runs = tmp_path / "runs"
     result = ragsweep(

@@ -16,25 +16,22 @@ from ragsweep.kubeflow.tasks import count_setting
 NOT_EMBEDDING = {
     "load_testset": [
         "ragsweep.core.schemas",
+        "ragsweep.sweep.settings",
         "ragsweep.documents.sources",
         "ragsweep.documents.testsets",
     ],
     "ingest": [
+        "ragsweep.sweep.settings",
         "ragsweep.documents.sampling",
         "ragsweep.documents.sources",
         "ragsweep.documents.testsets",
     ],
-    "build_space": ["ragsweep.core.schemas", "ragsweep.sweep.space"],
-    "plan": [
-        "ragsweep.sweep.fanout",
-        "ragsweep.models.llm",
-        "ragsweep.sweep.space",
-        "ragsweep.sweep.steps",
-    ],
-    "plan_shards": ["ragsweep.sweep.fanout", "ragsweep.core.schemas", "ragsweep.sweep.space"],
+    "configure": ["ragsweep.kubeflow.parameters", "ragsweep.sweep.settings"],
+    "plan": ["ragsweep.sweep.fanout", "ragsweep.sweep.settings", "ragsweep.sweep.steps"],
+    "plan_shards": ["ragsweep.sweep.fanout", "ragsweep.core.schemas", "ragsweep.sweep.settings"],
     "merge_shards": ["ragsweep.sweep.fanout"],
     "embed_shard (nothing sharded)": ["ragsweep.sweep.fanout"],
-    "evaluate": ["ragsweep.models.llm", "ragsweep.sweep.space", "ragsweep.sweep.steps"],
+    "evaluate": ["ragsweep.sweep.settings", "ragsweep.sweep.steps"],
     "rank": [
         "ragsweep.evaluation.leaderboard",
         "ragsweep.results.report",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from builders import configured
 from conftest import emptied
 from kfp import dsl, local
 
@@ -54,7 +55,13 @@ def stored(request, tmp_path, monkeypatch) -> DatabaseStore:
 def step_output(tmp_path: Path, key: str, bucket: str = "") -> pa.Table:
     """What the load_testset step writes for this test data."""
     out = dsl.Dataset(uri=str(tmp_path / "loaded"))
-    load_testset.python_func(bucket_name=bucket, key=key, testset=out)
+    settings = configured(
+        tmp_path / "settings",
+        input_data_key="docs",
+        test_data_bucket_name=bucket,
+        test_data_key=key,
+    )
+    load_testset.python_func(settings=settings, testset=out)
     return read_table(out.path, "testset")
 
 
@@ -112,7 +119,7 @@ def test_stored_test_data_mistakes_are_one_line_errors(tmp_path, monkeypatch, ca
     in_bucket = user_error(capsys, tmp_path, "store:faq", bucket="team-eval")
     assert "leave test_data_bucket_name empty (it is 'team-eval')" in in_bucket
     with pytest.raises(RagsweepError, match="no test set 'nope'"):
-        load_test_data("", "store:nope")
+        load_test_data("store:nope")
 
 
 def test_a_stored_set_is_published_under_its_own_name():

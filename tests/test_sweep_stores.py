@@ -15,7 +15,14 @@ from approximate_store import EVENTS, SECRET, register
 from builders import complete
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import CONFIG_DEFAULTS, LEADERBOARD, METRICS, RETRIEVALS, TESTSET
+from ragsweep.core.schemas import (
+    CONFIG_DEFAULTS,
+    LEADERBOARD,
+    METRICS,
+    RETRIEVALS,
+    TESTSET,
+    read_table,
+)
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
@@ -23,8 +30,8 @@ from ragsweep.results.exports import render
 from ragsweep.results.patterns import write_patterns
 from ragsweep.results.report import cost_axis, render_html
 from ragsweep.retrieval import store_search
-from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace, configs_table, space_of
+from ragsweep.sweep.settings import RunSettings, read_settings, write_settings
+from ragsweep.sweep.space import SearchSpace
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
@@ -171,9 +178,10 @@ def test_a_configuration_round_trips_through_the_space_that_holds_only_it(stores
     assert SearchSpace.from_dict(data).all_configs() == space.all_configs()
 
 
-def test_the_configs_table_fills_in_the_store_defaults_and_keeps_the_space(stores):
+def test_the_settings_artifact_fills_in_the_store_defaults_and_keeps_the_space(stores, tmp_path):
     space = SearchSpace.from_dict(TWO_STORES)
-    table = configs_table(space)
+    write_settings(RunSettings("docs", "", space), tmp_path / "settings")
+    table = read_table(tmp_path / "settings", "settings")
     assert table["config_id"].to_pylist() == [c["config_id"] for c in space.all_configs()]
     targets = set(zip(table["vector_store"].to_pylist(), table["index"].to_pylist(), strict=True))
     assert targets == {
@@ -182,7 +190,7 @@ def test_the_configs_table_fills_in_the_store_defaults_and_keeps_the_space(store
         ("approximate", "hnsw(ef_search=64,m=3)"),
     }
     assert set(table["distance"].to_pylist()) == {"cosine"}
-    assert space_of(table) == space
+    assert read_settings(tmp_path / "settings").space == space
 
 
 def test_the_sweep_key_tells_runs_of_other_stores_apart(stores):

@@ -14,16 +14,12 @@ from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count, check_sweep_name
-from ragsweep.sweep.space import (
-    DEFAULT_EMBEDDING_MODEL,
-    DEFAULT_MAX_CONFIGS,
-    SearchSpace,
-    answerer_of,
-)
+from ragsweep.sweep.settings import DEFAULT_PATTERNS
+from ragsweep.sweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS
 
 if TYPE_CHECKING:
     from ragsweep.results.curation import DatabaseStore
+    from ragsweep.sweep.settings import RunSettings
 
 LLM_DEFAULTS = LLMSettings()
 LAST_INTERRUPTED = "last"  # --resume alone
@@ -74,32 +70,6 @@ def resume_alone(args: list[str]) -> list[str]:
     return out
 
 
-def values(text: str) -> list:
-    """Comma-separated values; numbers become numbers, for the search space to check."""
-    out: list = []
-    for item in (v.strip() for v in text.split(",")):
-        if not item:
-            continue
-        try:
-            out.append(int(item))
-        except ValueError:
-            try:
-                out.append(float(item))
-            except ValueError:
-                out.append(item)
-    return out
-
-
-def text_or_file(value: str | None, flag: str) -> str | None:
-    """The option's text, or the contents of the file it names as ``@path``."""
-    if value is None or not value.startswith("@"):
-        return value
-    try:
-        return Path(value[1:]).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RagsweepError(f"{flag}: {value[1:]}: {exc.strerror}") from None
-
-
 STORE = typer.Option(
     None,
     help="Results database URL, where test sets are kept "
@@ -115,26 +85,31 @@ def testsets_in(url: str | None) -> DatabaseStore:
     return DatabaseStore(database.connect(url))
 
 
-def check_endpoints(
-    models: list[str], judge: str, rerankers: tuple[str, ...] = (), timeout_s: float = 10.0
-) -> None:
-    """Fail before the pipeline starts when an endpoint (of a model, the judge, or a
-    ``rerank:<model>`` reranker) is unconfigured or does not answer within ``timeout_s``."""
+def check_endpoints(settings: RunSettings) -> None:
+    """Fail before the pipeline starts when an endpoint the run needs (an answer model's,
+    the test set generator's, the judge's, a ``rerank:<model>`` reranker's) is unconfigured
+    or does not answer within its deadline (at most 10 s)."""
     from ragsweep.models.llm import Endpoint, check_reachable
+    from ragsweep.sweep.options import answer_models
 
+    llm = settings.llm
+    models = answer_models(list(settings.space.answerers))
+    models += [settings.qa_generation.model] if not settings.testset else []
     endpoints = [Endpoint.from_env(m) for m in models]
-    endpoints += [Endpoint.from_env(judge, role="JUDGE")] if judge else []
+    endpoints += [Endpoint.from_env(llm.judge, role="JUDGE")] if llm.judge else []
     endpoints += [
         Endpoint.from_env(name.partition(":")[2], role="RERANK")
-        for name in rerankers
+        for name in settings.space.rerankers
         if name.startswith("rerank:")
     ]
+    wait = min(10.0, llm.timeout_s, llm.judge_timeout_s if llm.judge else llm.timeout_s)
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
-        check_reachable(endpoint, timeout_s)
+        check_reachable(endpoint, wait)
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     docs: str = typer.Option(
         None, help="Documents: a folder or s3://bucket/prefix (required unless --resume)."
     ),
@@ -329,47 +304,22 @@ def run(
         return resume_run(resume, output, store, no_store, mlflow, top, verbose)
     if docs is None:
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
-    check_count(patterns)
-    check_sweep_name(sweep)
-    from ragsweep.answering.answerers import uses_model
+    from ragsweep.kubeflow.local import preflight, run_local
+    from ragsweep.sweep.options import run_settings
 
-    answerers = [answerer_of(m) for m in llm.split(",") if m.strip()]
-    models = [a.partition(":")[2] for a in answerers if uses_model(a)]
-    options = {  # search-space field -> the option's text; an option given overrides --space
-        "chunkers": chunkers,
-        "chunk_sizes": chunk_sizes,
-        "chunk_overlaps": chunk_overlaps,
-        "embedding_models": embedding_models,
-        "top_ks": top_k,
-        "search_types": search_types,
-        "mmr_lambdas": mmr_lambdas,
-        "rerankers": rerankers,
-        "vector_stores": vector_stores,
-    }
-    data = SearchSpace.from_yaml(space).to_dict() if space else {}
-    data.update({field: values(text) for field, text in options.items() if text is not None})
-    prefixes = {"query_prefix": query_prefix, "passage_prefix": passage_prefix}
-    data.update({field: text for field, text in prefixes.items() if text is not None})
-    if answerers:
-        data["answerers"] = answerers
-    llm_settings = LLMSettings.from_dict(
-        {
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "system_prompt": text_or_file(system_prompt, "--system-prompt"),
-            "prompt_template": text_or_file(prompt_template, "--prompt-template"),
-            "judge": judge,
-            "concurrency": concurrency,
-            "timeout_s": llm_timeout,
-            "max_retries": llm_retries,
-            "judge_timeout_s": judge_timeout,
-            "judge_max_retries": judge_retries,
-        },
-        source="options",
-    )
-    if metric in ("correctness", "answer_relevance") and not judge:
-        raise RagsweepError(f"--metric {metric}: needs a judge (--judge MODEL)")
-    qa_llm = qa_llm or (models[0] if models else "")
+    testset = resolved_testset(testset, testset_name, store, output)
+    settings = run_settings({**ctx.params, "testset": testset})
+    preflight(docs, testset, skip_unresolved)  # a bad test set or folder fails in a moment
+    url = checked_store(store, no_store, baseline)
+    check_endpoints(settings)
+    tracking_uri = checked_tracking_uri(mlflow)
+    check_writable(output)
+    finish(run_local(settings, output, url, verbose, tracking_uri), top, patterns)
+
+
+def resolved_testset(testset: str, testset_name: str, store: str | None, output: Path) -> str:
+    """The test data file of ``--testset``, or of ``--testset-name`` (a stored set, written
+    to a file); '' when neither is given (generate one)."""
     from ragsweep.documents.testsets import STORE_PREFIX
 
     if testset.startswith(STORE_PREFIX):  # submit's test data; locally, --testset-name
@@ -377,63 +327,26 @@ def run(
             f"--testset {testset!r}: run a stored test set with --testset-name "
             f"{testset.removeprefix(STORE_PREFIX)!r}"
         )
-    if testset_name:
-        if testset:
-            raise RagsweepError("--testset and --testset-name: give one of them")
-        testset = str(stored_testset_file(testset_name, store, output))
-    if not testset and not qa_llm:
-        raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
+    if not testset_name:
+        return testset
+    if testset:
+        raise RagsweepError("--testset and --testset-name: give one of them")
+    return str(stored_testset_file(testset_name, store, output))
 
-    from ragsweep.kubeflow.local import preflight
 
-    # the inputs before the heavier work (the space checks its models' limits): a bad test set
-    # or folder fails in a moment
-    preflight(docs, testset, skip_unresolved)
+def checked_store(store: str | None, no_store: bool, baseline: str) -> str | None:
+    """The results database's URL ('' with --no-store), connected to now: a dead database
+    fails before the sweep, not after it; and the ``baseline`` run found in it."""
+    from ragsweep.results import database
 
-    from ragsweep.documents.qagen import QASettings
-    from ragsweep.kubeflow.local import run_local
-    from ragsweep.models.replies import cache_dir
-    from ragsweep.results import database as results_store
-    from ragsweep.sweep.settings import RunSettings
-
-    settings = RunSettings(
-        docs=docs,
-        testset=testset,
-        space=SearchSpace.from_dict(data, source=str(space or "options")),
-        optimization_metric=metric,
-        max_configs=max_configs,
-        max_document_bytes=max_document_bytes,
-        max_questions=max_questions,
-        max_llm_calls=max_llm_calls,
-        seed=seed,
-        skip_unresolved=skip_unresolved,
-        embedding_cache="" if cache == "none" else str(cache or cache_dir()),
-        cache_max_gb=cache_max_gb,
-        baseline=baseline,
-        keep_collections=keep_collections,
-        llm=llm_settings,
-        qa_generation=QASettings.from_dict(
-            {"model": qa_llm, "num_questions": num_questions, "question_types": question_types},
-            source="options",
-        ),
-        parallelism=parallelism,
-        patterns=patterns,
-        embedding_shard_bytes=embedding_shard_bytes,
-        sweep_name=sweep,
-    )
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
-    url = None if no_store else results_store.resolve_url(store)
+    url = None if no_store else database.resolve_url(store)
     if url:
-        engine = results_store.connect(url)  # a dead database fails now, not after the sweep
+        engine = database.connect(url)
         if baseline and baseline != "latest":
-            results_store.check_run(engine, baseline)
-    needed = models + ([qa_llm] if not testset else [])
-    wait = min(10.0, llm_timeout, judge_timeout if judge else llm_timeout)
-    check_endpoints(needed, judge, settings.space.rerankers, wait)
-    tracking_uri = checked_tracking_uri(mlflow)
-    check_writable(output)
-    finish(run_local(settings, output, url, verbose, tracking_uri), top, patterns)
+            database.check_run(engine, baseline)
+    return url
 
 
 def resume_run(

@@ -304,7 +304,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "retrievals": RETRIEVALS,
     "answers": ANSWERS,
     "scores": SCORES,
-    "configs": CONFIGS,
+    "settings": CONFIGS,  # every configuration; the run's settings in the metadata
     "leaderboard": LEADERBOARD,
     "results": RESULTS,
     "breakdown": BREAKDOWN,

@@ -40,7 +40,7 @@ import pyarrow as pa
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
 from ragsweep.core.text import locate
-from ragsweep.documents.sources import read_bytes
+from ragsweep.documents.sources import location, read_bytes
 
 # test data naming a test set in the results database: store:<name>
 STORE_PREFIX = "store:"
@@ -156,6 +156,33 @@ def check_name(name: str | None, where: str = "test set name") -> str:
     if name is None or not NAME.fullmatch(name):
         raise RagsweepError(f"{where}: a test set needs a name of {NAME_RULE}; got {name!r}")
     return name
+
+
+def stored_set_name(uri: str) -> str | None:
+    """The name of the stored test set that test data ``uri`` (``store:<name>``) names,
+    checked; else None (a file)."""
+    if not uri.startswith(STORE_PREFIX):
+        return None
+    name = uri.removeprefix(STORE_PREFIX)
+    if not name.strip():
+        raise RagsweepError(f"test_data_key {uri!r}: name the stored test set, store:<name>")
+    return check_name(name, f"test_data_key {uri!r}")
+
+
+def test_data_location(bucket: str, key: str) -> str:
+    """The location of the pipeline's test data (``test_data_bucket_name``,
+    ``test_data_key``): a file's (``sources.location``), ``store:<name>`` for a set stored
+    in the results database, which no bucket holds; no key: '' (generate one)."""
+    if not key:
+        return ""
+    if stored_set_name(key) is None:
+        return location(bucket, key)
+    if bucket:
+        raise RagsweepError(
+            f"test_data_key {key!r} names a test set in the results database: "
+            f"leave test_data_bucket_name empty (it is {bucket!r})"
+        )
+    return key
 
 
 def name_from_file(filename: str) -> str:

@@ -549,28 +549,15 @@ def name_sweep(
 
 
 def preflight(package: Path, arguments: dict[str, Any]) -> None:
-    """Check the arguments here, as the pipeline's first steps would there: names, test
-    data location, search space (with AutoRAG's preset and vector store), budget and metric."""
-    from ragsweep.evaluation.leaderboard import check_metric
-    from ragsweep.kubeflow import autorag
-    from ragsweep.results.curation import stored_set_name
-    from ragsweep.sweep.space import SearchSpace
+    """Check the arguments here, as the pipeline's first step (``configure``) would there,
+    with the same function: names, locations, search space (with AutoRAG's preset and
+    vector store), budget, metric, model settings."""
+    from ragsweep.kubeflow.parameters import run_settings
 
     check_arguments(package, arguments)
-    values = {
-        name: arguments.get(name, spec.get("defaultValue"))
-        for name, spec in pipeline_inputs(package).items()
-    }
-    stored_set_name(
-        str(values.get("test_data_bucket_name") or ""), str(values.get("test_data_key") or "")
-    )
-    search_space = autorag.apply(
-        values["search_space"],
-        values.get("preset") or "",
-        values.get("vector_io_provider_id") or "",
-    )
-    space = SearchSpace.from_parameters(
-        search_space, values["embedding_models"], values.get("generation_models")
-    )
-    space.check_budget(int(values.get("optimization_max_rag_patterns") or 0))
-    check_metric(values.get("optimization_metric"))
+    inputs = pipeline_inputs(package)
+    values = {name: arguments.get(name, spec.get("defaultValue")) for name, spec in inputs.items()}
+    for name, spec in inputs.items():  # a compiled default integer reads back as 3.0
+        if spec.get("parameterType") == "NUMBER_INTEGER" and isinstance(values[name], float):
+            values[name] = int(values[name]) if values[name].is_integer() else values[name]
+    run_settings(values)

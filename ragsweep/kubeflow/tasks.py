@@ -154,7 +154,7 @@ RESOURCES: dict[str, Resources] = {
     "default": Resources("250m", "1", "512Mi", "2Gi"),
     "load_testset": Resources("250m", "1", "512Mi", "1Gi"),
     "ingest": Resources("500m", "2", "1Gi", "4Gi"),
-    "build_space": Resources("100m", "500m", "256Mi", "512Mi"),
+    "configure": Resources("100m", "500m", "256Mi", "512Mi"),
     "plan": Resources("100m", "500m", "256Mi", "512Mi"),
     "chunk_embed": Resources("1", "2", "2Gi", "6Gi"),
     "plan_shards": Resources("100m", "500m", "256Mi", "1Gi"),

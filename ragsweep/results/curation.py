@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import TESTSET
-from ragsweep.documents.testsets import STORE_PREFIX, check_name, content_id, question_version
+from ragsweep.documents.testsets import content_id, question_version
 from ragsweep.results import database
 
 _ITEM_FIELDS = [
@@ -164,40 +164,22 @@ def live_questions(testsets: DatabaseStore, name: str) -> pa.Table:
     return table
 
 
-def stored_set_name(bucket: str, key: str) -> str | None:
-    """The name of the stored test set that test data ``key`` (``store:<name>``) names, else
-    None (a file). A stored set is read from the results database, not from a bucket."""
-    if not key.startswith(STORE_PREFIX):
-        return None
-    name = key.removeprefix(STORE_PREFIX)
-    if not name.strip():
-        raise RagsweepError(f"test_data_key {key!r}: name the stored test set, store:<name>")
-    check_name(name, f"test_data_key {key!r}")
-    if bucket:
-        raise RagsweepError(
-            f"test_data_key {key!r} names a test set in the results database: "
-            f"leave test_data_bucket_name empty (it is {bucket!r})"
-        )
-    return name
-
-
-def load_test_data(bucket: str, key: str) -> pa.Table:
+def load_test_data(uri: str) -> pa.Table:
     """The ``load_testset`` step's test set: ``store:<name>``, the stored set's questions as
     they are when the step runs (every field: ``DatabaseStore.load``), from the results
-    database that ``RAGSWEEP_STORE_URL`` names; else the test data file at (``bucket``,
-    ``key``); no key, an empty test set (``generate_qa`` then makes one)."""
-    from ragsweep.documents.sources import location
-    from ragsweep.documents.testsets import load_testset
+    database that ``RAGSWEEP_STORE_URL`` names; else the test data file at ``uri``; no
+    location, an empty test set (``generate_qa`` then makes one)."""
+    from ragsweep.documents.testsets import load_testset, stored_set_name
 
-    if not key:
+    if not uri:
         return TESTSET.empty_table()
-    name = stored_set_name(bucket, key)
+    name = stored_set_name(uri)
     if name is None:
-        return load_testset(location(bucket, key))
+        return load_testset(uri)
     url = os.environ.get(database.ENV)
     if not url:
         raise RagsweepError(
-            f"test_data_key {key!r} is read from the results database, but {database.ENV} is "
+            f"test_data_key {uri!r} is read from the results database, but {database.ENV} is "
             f"unset in this step: on OpenShift AI, put the key {database.ENV} in the "
             "results-store Secret (pipeline parameter results_store_secret_name, default "
             f"{database.DEFAULT_STORE_CONNECTION!r}); locally, set {database.ENV}"

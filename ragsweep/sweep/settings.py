@@ -1,24 +1,28 @@
-"""Everything a run is asked to do, in one place: the pipeline's parameters, what a run
-folder records in ``settings.json``, and what is stored with its results."""
+"""Everything a run is asked to do, in one place: ``RunSettings``, built and validated once
+(from ``ragsweep run``'s options, ``ragsweep.sweep.options``, or from the pipeline's
+parameters, ``ragsweep.kubeflow.parameters``); the pipeline's parameters it starts; the
+settings artifact the pipeline's first step writes and every later step reads; and what is
+stored with its results."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ragsweep import __version__
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import config_id
+from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
-from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
+from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
 
 DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
 DOCUMENT_HASH_CHARS = 16  # per document, enough to tell an edit
@@ -84,8 +88,32 @@ class RunSettings:
                 f"more, not {self.embedding_shard_bytes}"
             )
         self.space.check_budget(self.max_configs, "--max-configs")
-        check_count(self.patterns)
+        check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (the settings artifact's), the inverse of ``from_dict``."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {
+            **data,
+            "space": self.space.to_dict(),
+            "llm": self.llm.to_dict(),
+            "qa_generation": self.qa_generation.to_dict(),
+            "more_docs": list(self.more_docs),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "settings") -> RunSettings:
+        """Settings from ``to_dict``'s data; the space was validated when they were built."""
+        return cls(
+            **{
+                **data,
+                "space": SearchSpace.from_dict(data["space"], source, check=False),
+                "llm": LLMSettings.from_dict(data["llm"], source),
+                "qa_generation": QASettings.from_dict(data["qa_generation"], source),
+                "more_docs": tuple(data["more_docs"]),
+            }
+        )
 
     def pipeline_arguments(self) -> dict[str, Any]:
         """The pipeline's parameters for this run (locations as keys without a bucket)."""
@@ -166,6 +194,17 @@ class RunSettings:
             },
             "ragsweep_version": __version__,
         }
+
+
+def write_settings(settings: RunSettings, path: str | Path) -> None:
+    """The settings artifact: every configuration of the space, one row each (kind
+    ``settings``), with the whole ``settings`` in its metadata."""
+    write_table(configs_table(settings.space), path, "settings", settings.to_dict())
+
+
+def read_settings(path: str | Path) -> RunSettings:
+    """The settings a settings artifact holds (``write_settings``)."""
+    return RunSettings.from_dict(settings_of(read_table(path, "settings")), str(path))
 
 
 def documents_fingerprint(documents: pa.Table) -> str:

@@ -24,7 +24,6 @@ first ``rerank_fetch_k`` candidates; a configuration names its ``reranker`` and
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,9 +39,7 @@ from ragsweep.core.schemas import (
     DEFAULT_DISTANCE,
     DEFAULT_INDEX,
     DEFAULT_STORE,
-    SETTINGS_KEY,
     config_id,
-    settings_of,
 )
 from ragsweep.models.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.retrieval.reranking import DEFAULT_FETCH_K, check_reranker, short_name
@@ -111,7 +108,8 @@ class SearchSpace:
         cls, data: dict[str, Any], source: str = "search space", check: bool = True
     ) -> SearchSpace:
         """Build and validate a space from plain data (pipeline parameters, YAML, CLI flags);
-        ``check=False`` skips validation, for a space validated before (``space_of``)."""
+        ``check=False`` skips validation, for a space validated before (the settings
+        artifact's)."""
         if not isinstance(data, dict):
             raise RagsweepError(
                 f"{source}: expected a mapping of fields, got {type(data).__name__}"
@@ -601,18 +599,10 @@ def label(config: dict[str, Any]) -> str:
 
 
 def configs_table(space: SearchSpace) -> pa.Table:
-    """Every configuration of ``space``, one row each (kind ``configs``; the store fields'
-    defaults filled in), with the space itself in the metadata: what the steps after
-    ``build_space`` evaluate."""
+    """Every configuration of ``space``, one row each (the store fields' defaults filled
+    in): the rows of the settings artifact (``ragsweep.sweep.settings.write_settings``)."""
     rows = [{**CONFIG_DEFAULTS, **config} for config in space.all_configs()]
-    table = pa.Table.from_pylist(rows, schema=CONFIGS)
-    settings = {"search_space": space.to_dict()}
-    return table.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
-
-
-def space_of(configs: pa.Table) -> SearchSpace:
-    """The space a ``configs`` table carries, as validated when it was written."""
-    return SearchSpace.from_dict(settings_of(configs)["search_space"], "configs", check=False)
+    return pa.Table.from_pylist(rows, schema=CONFIGS)
 
 
 def answerer_of(model: str) -> str:
