@@ -27,7 +27,9 @@ QUESTIONS = [  # about examples/docs/guides/quickstart.txt
 @pytest.fixture(scope="module")
 def real_run(real_llm, tmp_path_factory):
     """One sweep answered and judged by the real model, ranked by AutoRAG's
-    answer_relevance: the run folder and the command's output, shared by the tests here."""
+    answer_relevance: the run folder and the command's output, shared by the tests here.
+    One thread on a busy machine can take minutes per request: the deadlines are long, so
+    a rating is missing only when it could not be read."""
     work = tmp_path_factory.mktemp("real-model")
     docs = work / "docs"
     docs.mkdir()
@@ -45,7 +47,8 @@ def real_run(real_llm, tmp_path_factory):
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset), "--llm", real_llm.model,
          "--judge", real_llm.model, "--optimization-metric", "answer_relevance",
-         "--max-tokens", "80", "--concurrency", "1", "--chunk-sizes", "64", "--top-k", "1",
+         "--max-tokens", "80", "--concurrency", "1", "--llm-timeout", "600",
+         "--judge-timeout", "600", "--chunk-sizes", "64", "--top-k", "1",
          "--search-types", "similarity", "--output", str(work / "runs"), "--no-store",
          "--cache", str(work / "embeddings"), "--patterns", "0"],
         capture_output=True, text=True, timeout=1800, env=env,
