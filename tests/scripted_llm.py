@@ -84,6 +84,15 @@ def verdict(prompt: str) -> str:
     return json.dumps({"correctness": best >= 0.5, "correctness_reason": reason})
 
 
+def relevance(prompt: str) -> str:
+    """AutoRAG's answer_relevance rating, 1 to 5: one more than the question's words the
+    answer holds (at most 4)."""
+    question = words(prompt.split("Question:", 1)[1].split("Answer:", 1)[0])
+    answer = words(prompt.split("Answer:", 1)[1].split("Scores:", 1)[0])
+    score = 1 + min(4, len(question & answer))
+    return json.dumps({"score": score, "rationale": f"{score - 1} of the question's words"})
+
+
 def giskard_reply(messages: list[dict]) -> str:
     """A reply that satisfies each of Giskard RAGET's generation prompts."""
     system, user = messages[0]["content"], messages[-1]["content"]
@@ -123,6 +132,8 @@ def default_responder(request: dict) -> str:
         return hypothetical_passage(last)
     if system.startswith("You rewrite a question"):
         return paraphrased(last, int(re.search(r"exactly (\d+)", system).group(1)))
+    if system.startswith("You rate how well an assistant's answer"):
+        return relevance(system)
     if "Context:" in last and "Question:" in last:
         return rag_answer(last)
     return giskard_reply(messages)

@@ -228,15 +228,18 @@ def test_answer_models_given_twice_are_refused():
         SearchSpace.from_parameters({"answerers": ["llm:m1"]}, ["all-MiniLM-L6-v2"], ["m2"])
 
 
-@pytest.mark.parametrize("metric", ["faithfulness", "answer_correctness", "context_correctness"])
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "faithfulness",
+        "answer_correctness",
+        "context_correctness",
+        "answer_relevance",
+        "overall_score",
+    ],
+)
 def test_autorag_optimization_metrics_are_ragsweep_metrics(metric):
     check_metric(metric)
-
-
-@pytest.mark.parametrize("metric", ["answer_relevance", "overall_score"])
-def test_autorag_only_metrics_are_refused_with_the_reason(metric):
-    with pytest.raises(RagsweepError, match=f"metric '{metric}': AutoRAG's .* no counterpart"):
-        check_metric(metric)
 
 
 def test_generation_models_and_the_older_llm_option_are_one_option(kb, monkeypatch):

@@ -176,8 +176,11 @@ def run(
     ),
     metric: str = typer.Option(
         AUTO_METRIC,
+        "--metric",
+        "--optimization-metric",
         help="Metric to rank by; auto: the judge's correctness with --judge, else "
-        "answer_correctness.",
+        "answer_correctness. AutoRAG's answer_relevance (with --judge) and overall_score "
+        "are scored when ranked by.",
     ),
     max_configs: int = typer.Option(
         DEFAULT_MAX_CONFIGS,

@@ -124,6 +124,9 @@ SCORED = [
     ("correctness_reason", pa.string()),
     ("judge_error", pa.string()),  # why there is no verdict; null when there is one
     ("judge_llm_calls", pa.int64()),  # requests sent for the verdict; 0: cached or none
+    # Red Hat AutoRAG's, when a run ranks by one (ragsweep.evaluation.scoring.AUTORAG_METRICS)
+    ("answer_relevance", pa.float64()),
+    ("overall_score", pa.float64()),
 ]
 # The metrics: the float columns registered in the entry point group ``ragsweep.metrics``
 # (their kind, direction and range are declared there: ``ragsweep.evaluation.metrics``), the

@@ -256,7 +256,8 @@ def _client(giskard: _Giskard, chat: Chat):
             reply = chat.ask_now(
                 [(m.role, m.content) for m in messages],
                 temperature=temperature,
-                max_tokens=max_tokens,
+                # Giskard asks with no limit; a small model in JSON mode may never stop
+                max_tokens=max_tokens or chat.settings.max_tokens,
                 json_object=format in ("json", "json_object"),
             )
             if reply.error is not None:

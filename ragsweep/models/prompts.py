@@ -66,3 +66,17 @@ MULTI_QUERY_SYSTEM_PROMPT = (
     "documentation with. Write exactly {n} rewritings, one a line, with no numbering and "
     "nothing else."
 )
+
+# AutoRAG's answer_relevance (ai4rag's LLM-as-a-judge evaluator): does the answer address the
+# question, on a 1-5 scale; the judge sees the question and the answer, not the references
+RELEVANCE_PROMPT = """You rate how well an assistant's answer addresses the user's question:
+whether it answers it directly and helpfully and stays on topic.
+
+Question: {question}
+
+Answer: {answer}
+
+Scores: 1 = does not address the question at all; 2 = mostly fails, with some relevant
+parts; 3 = partly addresses it; 4 = mostly addresses it, with minor gaps; 5 = fully
+addresses it.
+Reply with only a JSON object: {{"score": <1 to 5>, "rationale": "<one sentence>"}}"""

