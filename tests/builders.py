@@ -208,3 +208,17 @@ def configured(path: Path, **parameters) -> dsl.Dataset:
     settings = dsl.Dataset(uri=str(path))
     configure.python_func(**{**defaults, **parameters}, settings=settings)
     return settings
+
+
+def units_testset(n: int) -> pa.Table:
+    """``n`` questions "What is the code of unit i?", each answered by ``unit<i>.md``."""
+    return pa.table(
+        {
+            "question_id": [f"q{i:02}" for i in range(n)],
+            "question": [f"What is the code of unit {i}?" for i in range(n)],
+            "reference_answers": [[f"The code of unit {i} is zeta{i}."] for i in range(n)],
+            "reference_doc_ids": [[f"unit{i}.md"] for i in range(n)],
+            "topic": ["units"] * n,
+            "question_type": ["simple"] * n,
+        }
+    )

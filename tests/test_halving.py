@@ -5,6 +5,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
+from builders import units_testset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation import halving, statistics
@@ -125,16 +126,7 @@ SPACE = SearchSpace(
 def synthetic(winner: int) -> tuple[pa.Table, pa.Table]:
     """32 configurations whose retrievals hold the answer with a known rate each: 0.95 for
     ``winner``, 0.3 to 0.65 for the others; what each retrieves is drawn with a fixed seed."""
-    testset = pa.table(
-        {
-            "question_id": [f"q{i:02}" for i in range(QUESTIONS)],
-            "question": [f"What is the code of unit {i}?" for i in range(QUESTIONS)],
-            "reference_answers": [[f"The code of unit {i} is zeta{i}."] for i in range(QUESTIONS)],
-            "reference_doc_ids": [[f"unit{i}.md"] for i in range(QUESTIONS)],
-            "topic": ["units"] * QUESTIONS,
-            "question_type": ["simple"] * QUESTIONS,
-        }
-    )
+    testset = units_testset(QUESTIONS)
     configs = SPACE.all_configs()
     rng = random.Random(7)
     rows = []

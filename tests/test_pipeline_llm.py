@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import yaml
+from builders import units_testset
 from conftest import TEST_API_KEY
 from scripted_llm import default_responder, free_port
 
@@ -197,16 +198,7 @@ def overflowing_sweep() -> tuple[pa.Table, pa.Table, list[dict]]:
     the questions (four of them ``steady``'s misses), whose prompts the model refuses;
     ``sharp`` retrieves every answer but overflows on one question."""
     n = 20
-    testset = pa.table(
-        {
-            "question_id": [f"q{i:02}" for i in range(n)],
-            "question": [f"What is the code of unit {i}?" for i in range(n)],
-            "reference_answers": [[f"The code of unit {i} is zeta{i}."] for i in range(n)],
-            "reference_doc_ids": [[f"unit{i}.md"] for i in range(n)],
-            "topic": ["units"] * n,
-            "question_type": ["simple"] * n,
-        }
-    )
+    testset = units_testset(n)
     space = SearchSpace(
         chunk_sizes=(64,), top_ks=(1, 3, 5), search_types=("similarity",), answerers=("llm:x",)
     )

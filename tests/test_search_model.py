@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from builders import units_testset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
@@ -56,16 +57,7 @@ def synthetic_sweep() -> tuple[pa.Table, pa.Table, list[dict]]:
     """Every configuration of ``big_space`` retrieves, for each question it ``hits``, the
     passage that answers it; for the next ``near`` ones, a passage of the right document
     that does not; for the others, a passage of another document."""
-    testset = pa.table(
-        {
-            "question_id": [f"q{i:02}" for i in range(QUESTIONS)],
-            "question": [f"What is the code of unit {i}?" for i in range(QUESTIONS)],
-            "reference_answers": [[f"The code of unit {i} is zeta{i}."] for i in range(QUESTIONS)],
-            "reference_doc_ids": [[f"unit{i}.md"] for i in range(QUESTIONS)],
-            "topic": ["units"] * QUESTIONS,
-            "question_type": ["simple"] * QUESTIONS,
-        }
-    )
+    testset = units_testset(QUESTIONS)
     configs = big_space().all_configs()
     rows = []
     for config in configs:

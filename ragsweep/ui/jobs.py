@@ -34,6 +34,7 @@ from ragsweep.kubeflow.rundir import MARKER, read_marker
 from ragsweep.results.annotations import MAX_TITLE, label_run
 from ragsweep.results.database import ENV as STORE_ENV
 from ragsweep.results.database import find_runs, run_info
+from ragsweep.sweep.options import SPACE_LISTS
 from ragsweep.ui.live import Count, counts
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
@@ -285,18 +286,8 @@ def _testset_names(request: Request) -> list[str]:
     return stored(request).names()
 
 
-# form field -> where a stored run's settings hold it (in its search space, or beside it)
-FROM_SPACE = {
-    "chunkers": "chunkers",
-    "chunk_sizes": "chunk_sizes",
-    "chunk_overlaps": "chunk_overlaps",
-    "embedding_models": "embedding_models",
-    "top_k": "top_ks",
-    "search_types": "search_types",
-    "mmr_lambdas": "mmr_lambdas",
-    "rerankers": "rerankers",
-    "vector_stores": "vector_stores",
-}
+# form field -> where a stored run's settings hold it: in its search space (the form's
+# fields are `ragsweep run`'s options, SPACE_LISTS), or beside it
 FROM_SETTINGS = {
     "metric": "optimization_metric",
     "max_questions": "max_questions",
@@ -321,7 +312,7 @@ def last_options(engine: Engine, testset: str) -> dict[str, str]:
         return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
     out = {"docs": settings.get("docs") or ""}
-    out |= {k: text(space[v]) for k, v in FROM_SPACE.items() if space.get(v) is not None}
+    out |= {k: text(space[v]) for k, v in SPACE_LISTS.items() if space.get(v) is not None}
     out |= {k: text(settings[v]) for k, v in FROM_SETTINGS.items() if settings.get(v)}
     return out
 
