@@ -84,22 +84,28 @@ def test_a_server_without_json_schemas_is_asked_for_a_json_object(llm_server):
     assert kinds.count("json_object") == 2 and set(kinds) == {"json_schema", "json_object"}
 
 
-def test_an_unreadable_reply_gets_one_corrective_retry(llm_server):
-    llm_server.then(Step(content="I think the answer is right."))
+@pytest.mark.parametrize(
+    ("unreadable", "instruction"),
+    [
+        pytest.param(
+            ["I think the answer is right."],
+            "could not be read: it holds no JSON object",
+            id="one corrective retry",
+        ),
+        pytest.param(
+            ["Correct!", '{"verdict": "fine"}'],
+            "exactly one line of JSON and nothing else",
+            id="asked again with stricter instructions",
+        ),
+    ],
+)
+def test_an_unreadable_reply_is_asked_again(llm_server, unreadable, instruction):
+    llm_server.then(*(Step(content=text) for text in unreadable))
     [verdict] = Judge("judge", JUDGE).judge([RIGHT])
-    assert verdict.correct is True and verdict.llm_calls == 2
-    retry = llm_server.requests[1]["messages"]
-    assert retry[-2] == {"role": "assistant", "content": "I think the answer is right."}
-    assert "could not be read: it holds no JSON object" in retry[-1]["content"]
-
-
-def test_a_reply_still_unreadable_is_asked_again_with_stricter_instructions(llm_server):
-    llm_server.then(Step(content="Correct!"), Step(content='{"verdict": "fine"}'))
-    [verdict] = Judge("judge", JUDGE).judge([RIGHT])
-    assert verdict.correct is True and verdict.llm_calls == 3
-    strict = llm_server.requests[2]["messages"]
-    assert strict[-2] == {"role": "assistant", "content": '{"verdict": "fine"}'}
-    assert "exactly one line of JSON and nothing else" in strict[-1]["content"]
+    assert verdict.correct is True and verdict.llm_calls == len(unreadable) + 1
+    retry = llm_server.requests[len(unreadable)]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": unreadable[-1]}
+    assert instruction in retry[-1]["content"]
 
 
 def test_a_reply_unreadable_after_every_retry_is_a_judge_error_not_a_crash(llm_server):

@@ -79,15 +79,19 @@ def submit(page, selector: str):
 # --- test-set names that are paths --------------------------------------------------------
 
 
+def choose_upload(page, base_url: str, source) -> None:
+    """Write a one-question Giskard file at ``source`` and choose it in the import form."""
+    source.write_text(GISKARD_LINE)
+    page.goto(f"{base_url}/testsets")
+    page.set_input_files("#import input[type=file]", str(source))
+
+
 @needs_chromium
 @pytest.mark.parametrize("name", [TRAVERSAL, "/tmp/ragsweep-absolute/x"])
 def test_a_test_set_name_that_could_be_a_path_is_refused_on_import(
     page, base_url, engine, tmp_path, name
 ):
-    source = tmp_path / "upload.jsonl"
-    source.write_text(GISKARD_LINE)
-    page.goto(f"{base_url}/testsets")
-    page.set_input_files("#import input[type=file]", str(source))
+    choose_upload(page, base_url, tmp_path / "upload.jsonl")
     page.fill("#import input[name=name]", name)
     response = submit(page, "#import button")
     assert response.status == 400
@@ -97,10 +101,7 @@ def test_a_test_set_name_that_could_be_a_path_is_refused_on_import(
 
 @needs_chromium
 def test_an_uploaded_file_name_only_suggests_a_valid_name(page, base_url, engine, tmp_path):
-    source = tmp_path / "my set (2).jsonl"
-    source.write_text(GISKARD_LINE)
-    page.goto(f"{base_url}/testsets")
-    page.set_input_files("#import input[type=file]", str(source))
+    choose_upload(page, base_url, tmp_path / "my set (2).jsonl")
     submit(page, "#import button")
     assert page.locator("h1").inner_text().endswith("my-set-2-.jsonl")
     assert DatabaseStore(engine).load("my-set-2-.jsonl")["question"].to_pylist() == ["Where?"]
