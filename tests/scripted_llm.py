@@ -185,6 +185,12 @@ class ScriptedLLM:
         self.http.shutdown()
         self.http.server_close()
 
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def _next(self, request: dict, authorization: str) -> Step:
         with self.lock:
             self.requests.append(request)

@@ -208,9 +208,8 @@ def test_inference_answers_with_the_patterns_model_and_prompt(
 @pytest.fixture(scope="module")
 def rerank_server():
     """The scripted /rerank endpoint (scripted_llm), for the module's reranked sweep."""
-    server = ScriptedLLM().start()
-    yield server
-    server.stop()
+    with ScriptedLLM() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

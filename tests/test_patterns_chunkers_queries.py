@@ -18,9 +18,8 @@ TRANSFORMS = ("none", "hyde", "multi_query:2")
 @pytest.fixture(scope="module")
 def writer():
     """The scripted LLM: it writes the HyDE passages and the paraphrases."""
-    server = ScriptedLLM().start()
-    yield server
-    server.stop()
+    with ScriptedLLM() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

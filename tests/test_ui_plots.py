@@ -18,10 +18,8 @@ PAYLOAD = "<img src=x onerror=alert(1)><script>alert('plot')</script>"
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    found = database.connect(f"sqlite:///{tmp_path_factory.mktemp('plots') / 'r.db'}")
-    ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
-    yield found
-    found.dispose()
+    with ui_demo.demo_store(tmp_path_factory.mktemp("plots")) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

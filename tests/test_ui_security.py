@@ -43,10 +43,8 @@ GISKARD_LINE = (
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    found = database.connect(f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}")
-    ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
-    yield found
-    found.dispose()
+    with ui_demo.demo_store(tmp_path_factory.mktemp("ui")) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

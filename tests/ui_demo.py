@@ -114,6 +114,15 @@ def fill(engine: Engine, docs: Path) -> None:
 
 
 @contextmanager
+def demo_store(folder: Path) -> Iterator[Engine]:
+    """A SQLite results database in ``folder`` holding ``fill``'s runs (documents beside)."""
+    engine = database.connect(f"sqlite:///{folder / 'results.db'}")
+    fill(engine, folder / "docs")
+    yield engine
+    engine.dispose()
+
+
+@contextmanager
 def serving(app, port: int, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread (over HTTPS with ``tls``,
     a certificate and key file); its base URL."""
