@@ -29,7 +29,7 @@ def endpoint(writer, tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run(endpoint, tmp_path_factory) -> Path:
+def run(endpoint, tmp_path_factory, embedding_cache) -> Path:
     """headings and semantic chunks, each searched with every transformation: six
     configurations, six patterns."""
     root = tmp_path_factory.mktemp("structured")
@@ -37,7 +37,7 @@ def run(endpoint, tmp_path_factory) -> Path:
     space.write_text(f"query_transforms: {list(TRANSFORMS)}\nquery_model: writer\n")
     options = ["--space", str(space), "--chunkers", "headings,semantic"]
     options += ["--search-types", "similarity", "--patterns", "6"]
-    return sweep(root / "runs", *options, env=endpoint)
+    return sweep(root / "runs", embedding_cache, *options, env=endpoint)
 
 
 def test_the_sweep_searches_what_the_llm_wrote_and_counts_its_calls(run, writer):
