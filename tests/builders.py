@@ -199,8 +199,8 @@ def tiny_cross_encoder(folder: Path, texts: list[str]) -> Path:
 def configured(path: Path, **parameters) -> dsl.Dataset:
     """The settings artifact the pipeline's ``configure`` step writes at ``path`` for the
     pipeline's default parameters and ``parameters``."""
-    from pipelines.sweep_pipeline import sweep_pipeline
     from ragsweep.components.configure import configure
+    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
     names = set(configure.component_spec.inputs)
     signature = inspect.signature(sweep_pipeline.pipeline_func).parameters
