@@ -68,6 +68,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         "exec-load-testset": [("test_data_secret_name", s3), ("results_store_secret_name", store)],
         "exec-ingest": [("input_data_secret_name", s3)],
         "exec-generate-qa": llm,
+        "exec-plan": llm,  # a space with query transformations: their endpoint, checked early
         # an s3:// embedding cache; embedding models openai:<model>
         "exec-chunk-embed": [("input_data_secret_name", s3), *llm],
         "exec-embed-shard": [("input_data_secret_name", s3), *llm],
