@@ -193,7 +193,7 @@ def test_a_reranker_plugin_is_checked_and_reorders_the_searchs_candidates(exampl
 
 
 def test_a_chunker_plugin_is_swept_by_name_and_its_chunks_lie_in_their_documents(example):
-    assert chunker_names() == ["paragraphs", "sentence", "token"]
+    assert chunker_names() == ["headings", "paragraphs", "semantic", "sentence", "token"]
     split = get_chunker("paragraphs")(8, 0, str.split)
     text = (
         "One two three.\nFour.\n\n\nFive six.\n\n  Seven eight nine ten eleven twelve thirteen.\n"
@@ -228,7 +228,8 @@ def test_a_plugin_that_cannot_be_imported_fails_in_one_line_naming_it(plugins):
 
 def test_an_unknown_store_or_chunker_names_the_registered_ones():
     with pytest.raises(
-        RagsweepError, match=r"unknown value 'nope'; choose from \['sentence', 'token'\]"
+        RagsweepError,
+        match=r"unknown value 'nope'; choose from \['headings', 'semantic', 'sentence', 'token'\]",
     ):
         SearchSpace.from_dict({"chunkers": ["nope"]})
     with pytest.raises(
