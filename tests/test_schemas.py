@@ -1,27 +1,31 @@
 import pyarrow as pa
 import pytest
+from builders import complete
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import read_table, write_table
+from ragsweep.core.schemas import SCORES, read_table, write_table
 
 
 def scores(n=2):
-    return pa.table(
-        {
-            "config_id": ["c"] * n,
-            "question_id": [f"q{i}" for i in range(n)],
-            "context_correctness": [1.0] * n,
-            "document_recall": [1.0] * n,
-            "span_recall": [None] * n,
-            "span_precision": [None] * n,
-            "recall_vs_exact": [1.0] * n,
-            "answer_correctness": [0.5] * n,
-            "faithfulness": [1.0] * n,
-            "correctness": [None] * n,
-            "correctness_reason": [None] * n,
-            "judge_error": [None] * n,
-            "judge_llm_calls": [None] * n,
-        }
+    return complete(
+        pa.table(
+            {
+                "config_id": ["c"] * n,
+                "question_id": [f"q{i}" for i in range(n)],
+                "context_correctness": [1.0] * n,
+                "document_recall": [1.0] * n,
+                "span_recall": [None] * n,
+                "span_precision": [None] * n,
+                "recall_vs_exact": [1.0] * n,
+                "answer_correctness": [0.5] * n,
+                "faithfulness": [1.0] * n,
+                "correctness": [None] * n,
+                "correctness_reason": [None] * n,
+                "judge_error": [None] * n,
+                "judge_llm_calls": [None] * n,
+            }
+        ),
+        SCORES,  # the metrics this table leaves out, null
     )
 
 
