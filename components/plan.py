@@ -12,6 +12,7 @@ def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -
     transformations needs the LLM endpoint (checked here) and their calls come out of the
     budget."""
     from ragsweep.core.schemas import read_table
+    from ragsweep.evaluation.scoring import AUTORAG_METRICS
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.sweep.fanout import group_chunk_configs
     from ragsweep.sweep.settings import read_settings
@@ -29,5 +30,6 @@ def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -
             reserved,
             run.strategy,
             run.max_configs,
+            autorag=run.optimization_metric in AUTORAG_METRICS,  # a rating beside each verdict
         )
         return group_chunk_configs(run.space.chunk_configs(), groups)

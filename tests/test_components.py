@@ -188,6 +188,21 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
     assert plan.python_func(settings=settings, questions=questions)
 
 
+def test_plan_step_counts_the_relevance_ratings_of_an_autorag_metric(tmp_path, capsys):
+    questions = artifact(tmp_path, "questions")
+    write_table(make_testset([f"q{i}" for i in range(10)]), questions.path, "testset")
+    space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",))
+    judged = {"input_data_key": "docs", "llm": {"judge": "j"}, "max_llm_calls": 15}
+    settings = configured(tmp_path / "verdicts", **space.to_parameters(), **judged)
+    assert plan.python_func(settings=settings, questions=questions)  # 10 verdicts fit
+    rated = configured(
+        tmp_path / "rated", **space.to_parameters(), **judged, optimization_metric="overall_score"
+    )
+    with pytest.raises(SystemExit):  # and 10 ratings beside them do not
+        plan.python_func(settings=rated, questions=questions)
+    assert "max_llm_calls=15 is too few" in capsys.readouterr().err
+
+
 def test_configure_step_refuses_a_grid_larger_than_the_budget(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:  # 18 configs
         configured(tmp_path / "s", input_data_key="docs", optimization_max_rag_patterns=17)
