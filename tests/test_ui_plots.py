@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import ui_demo
-from conftest import free_port, needs_chromium
+from conftest import needs_chromium
 
 from ragsweep.results import database
 from ragsweep.results.annotations import label_run
-from ragsweep.ui import create_app
 from ragsweep.ui.charts import compact, nice_ticks
 
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('plot')</script>"
@@ -24,8 +23,7 @@ def engine(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def base_url(engine, tmp_path_factory):
-    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("runs"))
-    with ui_demo.serving(app, free_port()) as url:
+    with ui_demo.serving_store(engine, tmp_path_factory.mktemp("runs")) as url:
         yield url
 
 

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 import ui_demo
 from builders import make_board, make_testset
-from conftest import free_port, needs_chromium
+from conftest import needs_chromium
 
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
 from ragsweep.kubeflow.rundir import write_marker
@@ -69,8 +69,7 @@ def crowded(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def crowded_url(crowded, tmp_path_factory):
-    app = create_app(crowded, runs_dir=tmp_path_factory.mktemp("crowd-runs"))
-    with ui_demo.serving(app, free_port()) as url:
+    with ui_demo.serving_store(crowded, tmp_path_factory.mktemp("crowd-runs")) as url:
         yield url
 
 
@@ -140,7 +139,7 @@ def test_a_runs_name_note_and_tags_are_edited_on_its_page_and_kept_when_stored_a
     board = make_board(np.ones((2, 12)))
     testset = make_testset([f"q{i:03d}" for i in range(12)])
     database.publish(engine, "labelled", board.leaderboard, board.results, testset)
-    with ui_demo.serving(create_app(engine, runs_dir=tmp_path / "runs"), free_port()) as url:
+    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
         page.goto(f"{url}/runs/labelled")
         page.click("#edit-labels summary")
         page.fill("input[name=title]", PAYLOAD)
@@ -171,7 +170,7 @@ def test_an_empty_database_points_to_start_a_run_and_no_page_asks_for_a_missing_
     engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     missing: list[str] = []
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
-    with ui_demo.serving(create_app(engine, runs_dir=tmp_path / "runs"), free_port()) as url:
+    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
         page.goto(url)
         with page.expect_navigation():
             page.click("#empty a#start-a-run")
@@ -204,7 +203,7 @@ def test_a_run_in_progress_shows_its_counters_and_time_left(page, tmp_path):
         text = "\n".join(json.dumps(line) for line in lines) + '\n{"source": "b", "coun'
         (folder / "progress.jsonl").write_text(text)
         gone = running_folder(runs_dir, "20261201-090000-000000", 2**22 + 7, datetime.now(UTC))
-        with ui_demo.serving(create_app(engine, runs_dir=runs_dir), free_port()) as url:
+        with ui_demo.serving_store(engine, runs_dir) as url:
             page.goto(url)
             rows = page.locator("#in-progress tr.running-row")
             assert rows.count() == 1  # the folder whose process is gone is not in progress

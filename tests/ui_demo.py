@@ -143,6 +143,17 @@ def serving(app, port: int, tls: tuple[Path, Path] | None = None) -> Iterator[st
         thread.join()
 
 
+@contextmanager
+def serving_store(engine: Engine, runs_dir: Path) -> Iterator[str]:
+    """``ragsweep ui``'s app over ``engine`` and ``runs_dir``, served on a free port."""
+    from scripted_llm import free_port
+
+    from ragsweep.ui import create_app
+
+    with serving(create_app(engine, runs_dir=runs_dir), free_port()) as url:
+        yield url
+
+
 def serve_cli(*args: str, env: dict, host: str = "127.0.0.1") -> tuple[subprocess.Popen, str]:
     """``ragsweep ui ARGS`` as a process on a free port of ``host`` (where it is reached),
     once it answers; its URL."""
