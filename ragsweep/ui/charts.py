@@ -5,6 +5,7 @@ the Pareto front; every point links to its configuration's page."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -62,6 +63,23 @@ def _order(values: list[Any]) -> list[Any]:
     return sorted(values, key=lambda v: (v is None, v if numbers else str(v)))
 
 
+def _y_grid(
+    lo: float, hi: float, step: float, py: Callable[[float], float], left: float, right: float
+) -> list[str]:
+    """The metric axis: a grid line from x ``left`` to ``right`` and a label every
+    ``step`` from ``lo`` to ``hi`` (``py``: a value's y)."""
+    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
+    lines = []
+    for t in range(round((hi - lo) / step) + 1):
+        v = lo + t * step
+        lines.append(
+            f'<line x1="{left}" y1="{py(v):.1f}" x2="{right}" y2="{py(v):.1f}" '
+            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
+            f'text-anchor="end">{v:.{digits}f}</text>'
+        )
+    return lines
+
+
 def parameter_panels(board: pa.Table, metric: str, run_id: str) -> list[dict[str, str]]:
     """One panel per swept parameter: for each of its values, the best configuration having
     it (its score and 95% interval, linked) and the others as small dots; all on one axis,
@@ -109,14 +127,7 @@ def _panel(
         f'<text x="{width / 2}" y="13" font-size="12" font-weight="600" '
         f'text-anchor="middle">{title}</text>',
     ]
-    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
-    for t in range(round((hi - lo) / step) + 1):
-        v = lo + t * step
-        parts.append(
-            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
-            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
-            f'text-anchor="end">{v:.{digits}f}</text>'
-        )
+    parts += _y_grid(lo, hi, step, py, left, width - right)
     for k, value in enumerate(values):
         mine = [r for r in rows if r[name] == value]
         best = max(mine, key=lambda r: sign * r[metric])
@@ -200,14 +211,7 @@ def _pareto(
             f'stroke="#edf2f7"/><text class="tick" x="{px(t):.1f}" y="{height - bottom + 14}" '
             f'font-size="10" text-anchor="middle">{compact(t)}</text>'
         )
-    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
-    for k in range(round((hi - lo) / step) + 1):
-        v = lo + k * step
-        parts.append(
-            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
-            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
-            f'text-anchor="end">{v:.{digits}f}</text>'
-        )
+    parts += _y_grid(lo, hi, step, py, left, width - right)
     parts.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 10}" font-size="11" '
         f'text-anchor="middle">{escape(label)} →</text><text x="12" y="{height / 2}" '
