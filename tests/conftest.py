@@ -97,6 +97,7 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
     for name in (
         "RAGSWEEP_STORE_URL",
+        "RAGSWEEP_STORE_READ_URL",
         "RAGSWEEP_RUN_ID",
         "RAGSWEEP_RUN_STARTED_AT",
         "MLFLOW_TRACKING_URI",  # nor does any log to the user's MLflow
