@@ -42,7 +42,7 @@ def warm_start(
     if run.strategy != MODEL:
         return WarmStart()
     if not run.sweep_name:
-        return WarmStart(note="cold start: the sweep has no name (--sweep-name) to find runs by")
+        return WarmStart(note="cold start: the sweep has no name (--sweep, sweep_name)")
     if not url:
         return WarmStart(
             note=f"cold start: no results store reachable from this step ({database.ENV} unset)"
