@@ -159,7 +159,8 @@ def test_edited_documents_start_cold_naming_how_many_changed(tmp_path):
 def test_without_a_store_a_name_or_an_earlier_run_the_search_starts_cold(tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     assert warm_start(RUN, TESTSET_NOW, DOCUMENTS, METRIC, None).note == (
-        "cold start: no results store reachable from this step (RAGSWEEP_STORE_URL unset)"
+        "cold start: no results store given to this step (--no-store, or no results-store "
+        "Secret with RAGSWEEP_STORE_URL)"
     )
     assert warm_start(RUN, TESTSET_NOW, DOCUMENTS, METRIC, url).note == (
         "cold start: no earlier run of sweep 'units-nightly' stored"

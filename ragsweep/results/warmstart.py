@@ -45,7 +45,8 @@ def warm_start(
         return WarmStart(note="cold start: the sweep has no name (--sweep, sweep_name)")
     if not url:
         return WarmStart(
-            note=f"cold start: no results store reachable from this step ({database.ENV} unset)"
+            note="cold start: no results store given to this step (--no-store, or no "
+            f"results-store Secret with {database.ENV})"
         )
     try:
         engine = database.connect(url)
