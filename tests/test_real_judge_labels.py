@@ -39,7 +39,7 @@ STATEMENT = re.compile(
 
 
 @pytest.fixture(scope="module")
-def judged_run(real_llm, tmp_path_factory):
+def judged_run(real_llm, tmp_path_factory, embedding_cache):
     """The first QUESTIONS questions of examples/testset.jsonl on the FOLDERS of
     examples/docs, answered extractively, judged by the real model and stored: (run folder,
     store URL)."""
@@ -66,7 +66,7 @@ def judged_run(real_llm, tmp_path_factory):
          "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
          "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "2",
          "--search-types", "similarity", "--output", str(work / "runs"),
-         "--cache", str(work / "embeddings"), "--patterns", "0"],
+         "--cache", str(embedding_cache), "--patterns", "0"],
         capture_output=True, text=True, timeout=1800, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
