@@ -177,32 +177,35 @@ STRATEGIES = {
 
 def main(path: Path, seeds: int) -> None:
     grid = Grid(path)
-    best = grid.mean.max()
     print(
         f"{len(grid.ids)} configurations x {grid.scores.shape[1]} questions; best "
-        f"{TARGET} {best:.4f}; {int(grid.tied.sum())} tied with it\n"
+        f"{TARGET} {grid.mean.max():.4f}; {int(grid.tied.sum())} tied with it\n"
     )
-    top = grid.mean >= np.sort(grid.mean)[-TOP]
     print(
         f"| strategy | budget | P(tied with best) | P(among the {TOP} best) | mean regret "
         "| CPU s per search |"
     )
     print("|---|---:|---:|---:|---:|---:|")
-    for name, strategy in STRATEGIES.items():
+    for name in STRATEGIES:
         for budget in BUDGETS:
-            start, picks = time.process_time(), []
-            for seed in range(seeds):
-                picks.append(strategy(grid, budget, seed))
-            spent = (time.process_time() - start) / seeds
-            if any(p is None for p in picks):
-                print(f"| {name} | {budget} | budget too small | | | |")
-                continue
-            tied = np.mean([grid.tied[p] for p in picks])
-            regret = np.mean([best - grid.mean[p] for p in picks])
-            best_few = np.mean([top[p] for p in picks])
-            print(
-                f"| {name} | {budget} | {tied:.2f} | {best_few:.2f} | {regret:.4f} | {spent:.2f} |"
-            )
+            print(row(grid, name, budget, seeds), flush=True)
+
+
+def row(grid: Grid, name: str, budget: int, seeds: int) -> str:
+    """One line of the table: strategy ``name`` at ``budget`` over ``seeds`` seeds (a
+    line depends on nothing else, so lines can be computed in separate processes)."""
+    strategy = STRATEGIES[name]
+    start, picks = time.process_time(), []
+    for seed in range(seeds):
+        picks.append(strategy(grid, budget, seed))
+    spent = (time.process_time() - start) / seeds
+    if any(p is None for p in picks):
+        return f"| {name} | {budget} | budget too small | | | |"
+    best, top = grid.mean.max(), grid.mean >= np.sort(grid.mean)[-TOP]
+    tied = np.mean([grid.tied[p] for p in picks])
+    regret = np.mean([best - grid.mean[p] for p in picks])
+    best_few = np.mean([top[p] for p in picks])
+    return f"| {name} | {budget} | {tied:.2f} | {best_few:.2f} | {regret:.4f} | {spent:.2f} |"
 
 
 if __name__ == "__main__":

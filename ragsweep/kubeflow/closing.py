@@ -1,5 +1,6 @@
 """A local run's side steps, after its folder is complete: compare with a baseline
-(compare), log to MLflow (track), store the run (publish).
+(compare), log to MLflow (track), store the run (publish; then the report gets the judge's
+agreement with the labels the store holds for the run's answers).
 
 None of them can throw results away: each failure is noted (the run is then ``partial``)
 and the others still run; the store is written last, with the run's final status, so it
@@ -23,6 +24,8 @@ from ragsweep.core.schemas import read_table, write_table
 from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_marker
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from ragsweep.results.regression import Comparison
 
 log = logging.getLogger("ragsweep")
@@ -150,8 +153,9 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
 
     detail = "; ".join(f"{step} failed: {why}" for step, why in failed.items()) or None
     try:
+        engine = database.connect(store_url)
         publishing.publish(
-            database.connect(store_url),
+            engine,
             run_dir.name,
             read_table(run_dir / "leaderboard.arrow", "leaderboard"),
             read_table(run_dir / "results.arrow", "results"),
@@ -163,7 +167,29 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
     except RagsweepError as exc:
         failed["publish"] = str(exc)
         return False
+    report_agreement(run_dir, engine)
     return True
+
+
+def report_agreement(run_dir: Path, engine: Engine) -> None:
+    """Into the stored run's report: its judge's agreement with the labels the store holds
+    for its answers (labels given on an earlier run whose answers this one reproduced);
+    nothing when none of its judged answers is labelled. The results are whole without it:
+    a failure is a warning."""
+    from ragsweep.results.agreements import insert_agreement
+    from ragsweep.results.labels import run_agreement
+
+    try:
+        found = run_agreement(engine, run_dir.name)
+        if found is None or not found[0].labels:
+            return
+        with staged(run_dir) as stage:
+            shutil.copyfile(run_dir / "report.html", stage / "report.html")
+            insert_agreement(stage / "report.html", *found)
+    except RagsweepError as exc:
+        log.warning(
+            "run %s: its report lacks the judge's agreement with people: %s", run_dir.name, exc
+        )
 
 
 def import_folder(run_dir: Path, store_url: str) -> str:

@@ -38,6 +38,9 @@ from ragsweep.documents.testsets import check_name
 log = logging.getLogger("ragsweep")
 
 ENV = "RAGSWEEP_STORE_URL"
+# where a local run's steps read the store (the model search's warm start, the judges'
+# labels): ENV there would turn the publish step on, and a local run stores once, at its end
+READ_ENV = "RAGSWEEP_STORE_READ_URL"
 DEFAULT_STORE_CONNECTION = "ragsweep-results-store"  # the Secret a cluster run reads ENV from
 # `ragsweep run` names its local runs: the run folder's name and when it started
 RUN_ID_ENV, STARTED_ENV = "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"
@@ -212,6 +215,12 @@ def default_url() -> str:
 def resolve_url(url: str | None = None) -> str:
     """``url``, else ``RAGSWEEP_STORE_URL``, else the default SQLite file."""
     return url or os.environ.get(ENV) or default_url()
+
+
+def reading_url() -> str | None:
+    """The store a pipeline step reads: ``READ_ENV`` (a local run's), else ``ENV`` (the
+    results-store Secret's, on a cluster); None when neither is set."""
+    return os.environ.get(READ_ENV) or os.environ.get(ENV) or None
 
 
 def _scrub(text: str, url: URL) -> str:
