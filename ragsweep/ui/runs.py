@@ -186,31 +186,57 @@ def question_page(request: Request) -> Response:
     )
 
 
+COMPARED = 5  # runs on one comparison page, the baseline first
+
+
+def chosen_runs(request: Request) -> list[str]:
+    """The run selectors' values in order (blank: none chosen): ``runs`` (repeated), or
+    ``baseline`` and ``candidate`` (the links of the trend and of a run page)."""
+    q = request.query_params
+    picked = q.getlist("runs") or [q.get("baseline", ""), q.get("candidate", "")]
+    chosen = [r for r in picked if r]
+    if len(chosen) > COMPARED:
+        raise HTTPException(400, f"compare takes at most {COMPARED} runs, not {len(chosen)}")
+    if len(set(chosen)) < len(chosen):
+        raise HTTPException(400, "compare names a run twice: " + ", ".join(chosen))
+    return picked[:COMPARED] + [""] * (COMPARED - len(picked))
+
+
 def compare_page(request: Request) -> Response:
-    """Two runs side by side: the alarm, what changed since the baseline (documents, test
-    set, grid), per-configuration verdicts with intervals, the questions that flipped, what
-    only one run holds."""
-    data, q = request.app.state.data, request.query_params
+    """Up to five runs against the first (the baseline): a forest plot of every candidate's
+    per-configuration differences; per candidate, the alarm, what changed since the baseline
+    (documents, test set, grid), per-configuration verdicts with intervals, the questions
+    that flipped, what only one of the two holds."""
+    data = request.app.state.data
+    picked = chosen_runs(request)
+    chosen = [r for r in picked if r]  # the baseline first
     succeeded = find_runs(data.engine, status="succeeded", limit=1000)
-    baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
-    comparison, error = None, None
-    if baseline and candidate:
+    comparisons, error = [], None
+    if len(chosen) > 1:
         try:
-            comparison = data.compare(baseline, candidate)
+            comparisons = [(c, data.compare(chosen[0], c)) for c in chosen[1:]]
         except RagsweepError as exc:
-            error = str(exc)
-    rows = comparison.table.to_pylist() if comparison else []
+            error, comparisons = str(exc), []
+    shown = [
+        {
+            "candidate": candidate,
+            "comparison": comparison,
+            "changes": change_lines(comparison.changes),
+            "rows": comparison.table.to_pylist(),
+            "flips": comparison.flips.to_pylist(),
+        }
+        for candidate, comparison in comparisons
+    ]
+    series = [(c["candidate"], c["rows"]) for c in shown]
     return request.app.state.render(
         request,
         "compare.html",
         runs=succeeded,
-        baseline=baseline,
-        candidate=candidate,
-        comparison=comparison,
-        changes=change_lines(comparison.changes) if comparison else [],
-        rows=rows,
-        forest=forest(rows, comparison.metric, candidate) if comparison else "",
-        flips=comparison.flips.to_pylist() if comparison else [],
+        chosen=picked,
+        baseline=chosen[0] if chosen else "",
+        comparisons=shown,
+        metric=shown[0]["comparison"].metric if shown else "",
+        forest=forest(series, shown[0]["comparison"].metric) if shown else "",
         error=error,
         fmt=fmt,
         cannot_fire=cannot_fire,
