@@ -29,7 +29,7 @@ from ragsweep.results.exports import (
 from ragsweep.results.regression import cannot_fire
 from ragsweep.ui import labelling
 from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
-from ragsweep.ui.documents import retrieved_chunks
+from ragsweep.ui.documents import retrieved_chunks, score_name
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
@@ -176,6 +176,7 @@ def question_page(request: Request) -> Response:
         result=result,
         question=question,
         chunks=chunks,
+        score_name=score_name(config),
         docs=docs,
         documents_changed=request.app.state.data.documents_changed(run.info["run_id"]),
         metrics=_present_metrics(run.board),
