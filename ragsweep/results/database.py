@@ -95,6 +95,9 @@ testset_items = sa.Table(
     sa.Column("gold_spans", sa.JSON),  # [{doc_id, start, end}]
     sa.Column("conversation_history", sa.Text),  # JSON text, as Giskard gives it
     sa.Column("item_position", sa.Integer),  # order in the set; added questions go last
+    # who made the change and why, when they said (the UI's curation); null in older stores
+    sa.Column("author", sa.String(200)),
+    sa.Column("comment", sa.Text),
     sa.UniqueConstraint("testset_id", "question_id", "version", name="ragsweep_item_version"),
 )
 
@@ -349,13 +352,20 @@ def _add_spans(
 
 
 def save_testset(
-    conn: Connection, name: str, testset: pa.Table, deletions: bool = True, run: bool = False
+    conn: Connection,
+    name: str,
+    testset: pa.Table,
+    deletions: bool = True,
+    run: bool = False,
+    author: str | None = None,
+    comment: str | None = None,
 ) -> tuple[int, dict[str, int]]:
     """Store the test set's items under ``name``: a new version for each changed item, and
-    (with ``deletions``) a deletion version for each item no longer there. A new name must
-    be valid (``check_name``); one stored before the rule keeps working. From a ``run``,
-    gold spans it located for an item that had none join that item's version instead (no
-    person changed it). Returns its id and each item's version."""
+    (with ``deletions``) a deletion version for each item no longer there, each with the
+    ``author`` and ``comment`` given. A new name must be valid (``check_name``); one stored
+    before the rule keeps working. From a ``run``, gold spans it located for an item that
+    had none join that item's version instead (no person changed it). Returns its id and
+    each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
@@ -409,6 +419,8 @@ def save_testset(
                     "gold_spans": [dict(s) for s in row.get("gold_spans") or []],
                     "conversation_history": _text(row.get("conversation_history")),
                     "item_position": position,
+                    "author": _text(author),
+                    "comment": _text(comment),
                 }
             )
         versions[qid] = version
@@ -427,6 +439,8 @@ def save_testset(
                     "created_at": now,
                     "question_version": None,
                     "item_position": position,
+                    "author": _text(author),
+                    "comment": _text(comment),
                 }
             )
     if inserts:
