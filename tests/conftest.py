@@ -83,10 +83,15 @@ def moto_auth(moto_endpoint: str) -> Iterator[Callable[[], None]]:
 
 
 @pytest.fixture(scope="session")
-def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """One embedding cache folder for the session's sweeps of the examples: the first one
-    embeds their chunks and questions, the later ones read the vectors (the model unloaded)."""
-    return tmp_path_factory.mktemp("embedding-cache")
+    embeds their chunks and questions, the later ones read the vectors (the model unloaded).
+    Shared by pytest-xdist's workers too (in their common temporary folder): the cache takes
+    concurrent writers and readers, as a team sharing one does."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if worker_id != "master" else root) / "embedding-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -249,9 +254,11 @@ TEST_API_KEY = "sk-test-do-not-leak-8d41"
 
 
 @pytest.fixture
-def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
+def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path, embedding_cache: Path) -> Iterator:
     """A scripted OpenAI-compatible server; RAGSWEEP_LLM_* point at it (the judge defaults
-    to the same), and the reply cache lives in the test's folder."""
+    to the same), and the reply cache lives in the test's folder. The runs' embedding cache
+    (``ragsweep run --cache``'s default) is the session's: the replies differ from test to
+    test, the vectors of the bundled model do not."""
     from scripted_llm import ScriptedLLM
 
     server = ScriptedLLM().start()
@@ -260,6 +267,7 @@ def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
     monkeypatch.delenv("RAGSWEEP_JUDGE_BASE_URL", raising=False)
     monkeypatch.delenv("RAGSWEEP_JUDGE_API_KEY", raising=False)
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))
     yield server
     server.stop()
 
@@ -300,6 +308,7 @@ def endpoint(llm_server, monkeypatch):
     from ragsweep.models import embedding
 
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
+    monkeypatch.delenv("RAGSWEEP_EMBEDDING_CACHE")  # the scripted vectors are the test's own
     llm_server.models.append("embedder")
     embedding.load_embedder.cache_clear()
     yield llm_server
