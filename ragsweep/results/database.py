@@ -135,6 +135,9 @@ runs = sa.Table(
     sa.Column("best_low", sa.Float),
     sa.Column("best_high", sa.Float),
     sa.Column("configurations", sa.Integer),
+    # where the run was logged to MLflow (tracking.Logged: run_id, experiment_id, uri without
+    # credentials); null when it was not, and in older stores
+    sa.Column("mlflow", sa.JSON),
 )
 
 
@@ -459,10 +462,12 @@ def publish(
     status: str = "succeeded",
     detail: str | None = None,
     regressed: bool | None = None,
+    mlflow: dict[str, str] | None = None,
 ) -> str:
     """Store a finished run in one transaction, as ``succeeded`` or ``partial`` (``detail``:
     the side steps that failed), with the trend's alarm (``regressed``; computed by
-    ``ragsweep.results.publishing.publish``); a run stored before under ``run_id`` (a
+    ``ragsweep.results.publishing.publish``) and where it was logged to MLflow (``mlflow``,
+    a ``tracking.Logged`` as a dict); a run stored before under ``run_id`` (a
     retried step, a resumed or imported run) is replaced, keeping its name, note and tags.
     Its test set goes under its file name (``stored_name``): a new version of each question
     that changed (e.g. resolved against the documents); the questions the run left out (a
@@ -489,6 +494,7 @@ def publish(
         "detail": _text(_clip(detail)),
         "documents": _text(_clip(settings.get("docs"))),
         "regressed": regressed,
+        "mlflow": mlflow,
         **_best_figures(settings.get("optimization_metric") or "", best),
         "configurations": leaderboard.num_rows,
     }

@@ -27,6 +27,7 @@ from ragsweep.results.exports import (
     sorted_board,
 )
 from ragsweep.results.regression import cannot_fire
+from ragsweep.results.tracking import run_link
 from ragsweep.ui import labelling
 from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
 from ragsweep.ui.documents import retrieved_chunks, score_name
@@ -91,6 +92,8 @@ def run_page(request: Request) -> Response:
         run=run.info,
         tags=[t for t in (run.info.get("tags") or "").split(",") if t],
         patterns=(request.app.state.jobs.folder / run.info["run_id"] / "patterns").is_dir(),
+        mlflow=run.info.get("mlflow"),
+        mlflow_link=run_link(run.info["mlflow"]) if run.info.get("mlflow") else None,
         metric=metric,
         best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
         configs=board.num_rows,
