@@ -4,11 +4,15 @@ per candidate holds its alarm, verdicts, flips and overlap."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import ui_demo
 from conftest import needs_chromium
 from starlette.testclient import TestClient
 
+from ragsweep.core.schemas import SETTINGS_KEY, settings_of
+from ragsweep.results import database
 from ragsweep.ui import create_app
 
 
@@ -77,3 +81,18 @@ def test_an_unknown_run_in_the_comparison_is_said_and_nothing_drawn(client):
     page = client.get("/compare?runs=night-1&runs=night-2&runs=no-such-run").text
     assert 'id="error"' in page and "no-such-run" in page
     assert 'id="forest"' not in page
+
+
+def test_the_run_selectors_list_one_sweeps_runs_and_keep_a_chosen_one(client, engine):
+    board = database.load_leaderboard(engine, "night-1")
+    settings = {**settings_of(board), "sweep_name": "another-sweep", "sweep_key": "another"}
+    board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
+    results = database.load_results(engine, "night-1")
+    database.publish(engine, "other-run", board, results, ui_demo.testset_rows())
+    page = client.get(f"/compare?sweep={ui_demo.SWEEP}&runs=other-run").text
+    baseline = page.split('id="baseline"')[1].split("</select>")[0]
+    options = [o.split('"')[0] for o in baseline.split('<option value="')[2:]]
+    assert set(options) == {*ui_demo.NIGHTS, "other-run"}  # the nights' sweep, and the chosen
+    assert "other-run" not in client.get(f"/compare?sweep={ui_demo.SWEEP}").text
+    assert "other-run" in client.get("/compare").text
+    assert f'<option value="{ui_demo.SWEEP}" selected>' in page

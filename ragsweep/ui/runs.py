@@ -3,6 +3,7 @@ comparison of two runs (the runs list: ``ragsweep.ui.runlist``)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,7 +17,7 @@ from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
 from ragsweep.results.changes import lines as change_lines
-from ragsweep.results.database import find_runs
+from ragsweep.results.database import find_runs, run_info, sweep_names
 from ragsweep.results.exports import (
     COST_COLUMNS,
     eliminated_cell,
@@ -207,14 +208,21 @@ def chosen_runs(request: Request) -> list[str]:
 
 
 def compare_page(request: Request) -> Response:
-    """Up to five runs against the first (the baseline): a forest plot of every candidate's
+    """Up to five runs against the first (the baseline), chosen among the succeeded runs
+    (of one sweep, ``sweep``): a forest plot of every candidate's
     per-configuration differences; per candidate, the alarm, what changed since the baseline
     (documents, test set, grid), per-configuration verdicts with intervals, the questions
     that flipped, what only one of the two holds."""
     data = request.app.state.data
     picked = chosen_runs(request)
     chosen = [r for r in picked if r]  # the baseline first
-    succeeded = find_runs(data.engine, status="succeeded", limit=1000)
+    sweep = request.query_params.get("sweep", "")
+    succeeded = find_runs(data.engine, sweep=sweep or None, status="succeeded", limit=1000)
+    offered = {r["run_id"] for r in succeeded}
+    for run_id in chosen:  # a chosen run of another sweep stays chosen
+        if run_id not in offered:
+            with contextlib.suppress(RagsweepError):  # unknown: said by the comparison
+                succeeded.append(run_info(data.engine, run_id))
     comparisons, error = [], None
     if len(chosen) > 1:
         try:
@@ -236,6 +244,8 @@ def compare_page(request: Request) -> Response:
         request,
         "compare.html",
         runs=succeeded,
+        sweeps=sweep_names(data.engine),
+        sweep=sweep,
         chosen=picked,
         baseline=chosen[0] if chosen else "",
         comparisons=shown,
