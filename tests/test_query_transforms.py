@@ -159,7 +159,7 @@ def test_multi_query_fuses_the_rankings_of_the_question_and_its_paraphrases(corp
         ]
         scores = cache.embed(config["embedding_model"], texts) @ vectors.T
         rankings.append(np.argsort(-scores, axis=1, kind="stable")[:, :3])
-    assert got["retrieved_chunk_ids"].to_pylist() == fuse(rankings, 3).tolist()
+    assert got["retrieved_chunk_ids"].to_pylist() == fuse(rankings, 3).ids.tolist()
 
 
 def test_a_failing_transformation_stops_the_step_naming_the_question(corpus, llm_server):
