@@ -8,31 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from test_sweep import DOCS, QUESTIONS  # two documents, a question on each
 
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.retrieval.reranking import Reranking
 from ragsweep.sweep.space import SearchSpace
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
-DOCS = pa.table(
-    {
-        "doc_id": ["ports.md", "plans.md"],
-        "source": ["ports.md", "plans.md"],
-        "format": ["md", "md"],
-        "text": [
-            "Tidewater listens on port 8443 by default. The admin console uses port 9000.",
-            "The Basic plan keeps backups for 30 days. The Pro plan keeps backups for 90 days.",
-        ],
-    }
-)
-QUESTIONS = pa.table(
-    {
-        "question_id": ["q1", "q2"],
-        "question": ["Which port does the console use?", "How long does Pro keep backups?"],
-        "reference_answers": [["9000"], ["90 days"]],
-        "reference_doc_ids": [["ports.md"], ["plans.md"]],
-    }
-)
 SPACE = SearchSpace(
     chunk_sizes=(16,),
     chunk_overlaps=(0,),
