@@ -17,20 +17,14 @@ from ragsweep.ui import create_app
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with ui_demo.demo_store(tmp_path_factory.mktemp("compare")) as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
-def client(engine, tmp_path_factory):
-    return TestClient(create_app(engine, runs_dir=tmp_path_factory.mktemp("runs")))
+def client(demo_engine, tmp_path_factory):
+    return TestClient(create_app(demo_engine, runs_dir=tmp_path_factory.mktemp("runs")))
 
 
 @needs_chromium
-def test_three_runs_compare_against_the_first_in_one_forest_plot(page, engine, tmp_path):
-    with ui_demo.serving_store(engine, tmp_path) as base_url:
-        page.goto(f"{base_url}/compare")
+def test_three_runs_compare_against_the_first_in_one_forest_plot(page, demo_engine, tmp_path):
+    with ui_demo.serving_store(demo_engine, tmp_path) as demo_url:
+        page.goto(f"{demo_url}/compare")
         page.select_option("#baseline", "night-1")
         page.select_option("#candidate", "night-2")
         page.select_option("#run-3", "night-3")
@@ -83,12 +77,12 @@ def test_an_unknown_run_in_the_comparison_is_said_and_nothing_drawn(client):
     assert 'id="forest"' not in page
 
 
-def test_the_run_selectors_list_one_sweeps_runs_and_keep_a_chosen_one(client, engine):
-    board = database.load_leaderboard(engine, "night-1")
+def test_the_run_selectors_list_one_sweeps_runs_and_keep_a_chosen_one(client, demo_engine):
+    board = database.load_leaderboard(demo_engine, "night-1")
     settings = {**settings_of(board), "sweep_name": "another-sweep", "sweep_key": "another"}
     board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(settings)})
-    results = database.load_results(engine, "night-1")
-    database.publish(engine, "other-run", board, results, ui_demo.testset_rows())
+    results = database.load_results(demo_engine, "night-1")
+    database.publish(demo_engine, "other-run", board, results, ui_demo.testset_rows())
     page = client.get(f"/compare?sweep={ui_demo.SWEEP}&runs=other-run").text
     baseline = page.split('id="baseline"')[1].split("</select>")[0]
     options = [o.split('"')[0] for o in baseline.split('<option value="')[2:]]

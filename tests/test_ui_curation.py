@@ -7,23 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import ui_demo
 from conftest import needs_chromium
 
 from ragsweep.results.curation import DatabaseStore
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with ui_demo.demo_store(tmp_path_factory.mktemp("curation")) as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
-def base_url(engine, tmp_path_factory):
-    with ui_demo.serving_store(engine, tmp_path_factory.mktemp("runs")) as url:
-        yield url
 
 
 def follow(page, selector: str) -> None:
@@ -33,9 +20,9 @@ def follow(page, selector: str) -> None:
 
 @needs_chromium
 def test_every_field_is_edited_with_who_and_why_and_the_history_shows_the_diff(
-    page, base_url, engine
+    page, demo_url, demo_engine
 ):
-    page.goto(f"{base_url}/testsets/curated.json/questions/q002")
+    page.goto(f"{demo_url}/testsets/curated.json/questions/q002")
     page.fill("#edit textarea[name=question]", "What about q002, precisely?")
     page.fill("#edit textarea[name=doc_ids]", "doc2.md\ndoc7.md")
     page.fill("#edit textarea[name=reference_context]", "Line one.\nLine two.")
@@ -44,7 +31,7 @@ def test_every_field_is_edited_with_who_and_why_and_the_history_shows_the_diff(
     page.fill("#edit input[name=author]", "Ana")
     page.fill("#edit input[name=comment]", "the set's wording")
     follow(page, "#edit button")
-    [latest, *_] = DatabaseStore(engine).history("curated.json", "q002")
+    [latest, *_] = DatabaseStore(demo_engine).history("curated.json", "q002")
     assert latest["question"] == "What about q002, precisely?"
     assert latest["reference_doc_ids"] == ["doc2.md", "doc7.md"]
     assert latest["reference_context"] == "Line one.\nLine two."
@@ -62,12 +49,12 @@ def test_every_field_is_edited_with_who_and_why_and_the_history_shows_the_diff(
     # the author is remembered; saving the page as it is (CR LF lines) changes nothing
     assert page.locator("#edit input[name=author]").input_value() == "Ana"
     follow(page, "#edit button")
-    assert len(DatabaseStore(engine).history("curated.json", "q002")) == 2
+    assert len(DatabaseStore(demo_engine).history("curated.json", "q002")) == 2
 
 
 @needs_chromium
-def test_each_version_links_to_the_runs_scored_on_it(page, base_url):
-    page.goto(f"{base_url}/testsets/testset.json/questions/q004")
+def test_each_version_links_to_the_runs_scored_on_it(page, demo_url):
+    page.goto(f"{demo_url}/testsets/testset.json/questions/q004")
     links = page.locator("#history tr.version-row[data-version='1'] a.used-by")
     assert links.all_inner_texts() == ui_demo.NIGHTS[::-1]
     with page.expect_navigation():
@@ -76,35 +63,37 @@ def test_each_version_links_to_the_runs_scored_on_it(page, base_url):
 
 
 @needs_chromium
-def test_a_selection_is_exported_retagged_and_deleted_at_once(page, base_url, engine):
-    page.goto(f"{base_url}/testsets/curated.json")
+def test_a_selection_is_exported_retagged_and_deleted_at_once(page, demo_url, demo_engine):
+    page.goto(f"{demo_url}/testsets/curated.json")
     for question_id in ("q000", "q003"):
         page.check(f"tr[data-question-id={question_id}] input[name=q]")
     with page.expect_download() as download:
         page.click("#export-selection-jsonl")
     lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["q000", "q003"]
-    page.goto(f"{base_url}/testsets/curated.json")
+    page.goto(f"{demo_url}/testsets/curated.json")
     for question_id in ("q000", "q003"):
         page.check(f"tr[data-question-id={question_id}] input[name=q]")
     page.fill("#selection-value", "Billing")
     page.fill("#selection input[name=author]", "Bo")
     follow(page, "#selection-topic")
-    stored = {q["question_id"]: q for q in DatabaseStore(engine).load("curated.json").to_pylist()}
+    stored = {
+        q["question_id"]: q for q in DatabaseStore(demo_engine).load("curated.json").to_pylist()
+    }
     assert stored["q000"]["topic"] == stored["q003"]["topic"] == "Billing"
     assert stored["q001"]["topic"] != "Billing"
-    assert DatabaseStore(engine).history("curated.json", "q003")[0]["author"] == "Bo"
+    assert DatabaseStore(demo_engine).history("curated.json", "q003")[0]["author"] == "Bo"
     page.check("tr[data-question-id=q000] input[name=q]")
     page.check("tr[data-question-id=q003] input[name=q]")
     follow(page, "#selection-delete")
     assert "q000" not in page.locator("#items").inner_text()
-    left = DatabaseStore(engine).load("curated.json")["question_id"].to_pylist()
+    left = DatabaseStore(demo_engine).load("curated.json")["question_id"].to_pylist()
     assert "q000" not in left and "q003" not in left and "q001" in left
 
 
 @needs_chromium
-def test_an_action_without_a_selection_is_refused(page, base_url):
-    page.goto(f"{base_url}/testsets/curated.json")
+def test_an_action_without_a_selection_is_refused(page, demo_url):
+    page.goto(f"{demo_url}/testsets/curated.json")
     with page.expect_navigation() as done:
         page.click("#selection-delete")
     assert done.value.status == 400

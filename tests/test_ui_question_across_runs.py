@@ -4,7 +4,6 @@ linked to the drill-down; on SQLite in Chromium, and the query on PostgreSQL too
 
 from __future__ import annotations
 
-import pytest
 import ui_demo
 from conftest import emptied, needs_chromium
 from starlette.testclient import TestClient
@@ -15,12 +14,6 @@ from ragsweep.results.asked import question_texts, runs_asking
 from ragsweep.ui import create_app
 
 NEWEST_FIRST = ui_demo.NIGHTS[::-1]
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with ui_demo.demo_store(tmp_path_factory.mktemp("asked")) as found:
-        yield found
 
 
 def best_verdicts(engine, question_id: str) -> dict[str, str]:
@@ -36,36 +29,36 @@ def best_verdicts(engine, question_id: str) -> dict[str, str]:
 
 @needs_chromium
 def test_a_drill_down_opens_its_question_in_every_run_and_each_run_links_back(
-    page, engine, tmp_path
+    page, demo_engine, tmp_path
 ):
-    with ui_demo.serving_store(engine, tmp_path) as base_url:
-        board = database.load_leaderboard(engine, "night-3")
+    with ui_demo.serving_store(demo_engine, tmp_path) as demo_url:
+        board = database.load_leaderboard(demo_engine, "night-3")
         config_id = board["config_id"][1].as_py()
-        page.goto(f"{base_url}/runs/night-3/configs/{config_id}/questions/q001")
+        page.goto(f"{demo_url}/runs/night-3/configs/{config_id}/questions/q001")
         with page.expect_navigation():
             page.click("#across-runs")
         assert page.url.endswith("/questions/q001?version=q001-v1")
         rows = page.locator("#asked tr.asked-row")
         assert rows.evaluate_all("rs => rs.map(r => r.dataset.runId)") == NEWEST_FIRST
         shown = rows.evaluate_all("rs => rs.map(r => r.classList.contains('fail'))")
-        verdicts = best_verdicts(engine, "q001")
+        verdicts = best_verdicts(demo_engine, "q001")
         assert shown == [verdicts[n] == "fail" for n in NEWEST_FIRST]
         # the question's markup is text in the version list
         assert "<script>" in page.locator("#versions li.version .text").inner_text()
-        best = database.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
+        best = database.load_leaderboard(demo_engine, "night-1")["config_id"][0].as_py()
         with page.expect_navigation():
             page.locator("tr[data-run-id=night-1] td.verdict a").click()
         assert page.url.endswith(f"/runs/night-1/configs/{best}/questions/q001")
 
 
-def test_a_version_no_run_asked_is_said(engine):
-    page = TestClient(create_app(engine)).get("/questions/q001?version=never").text
+def test_a_version_no_run_asked_is_said(demo_engine):
+    page = TestClient(create_app(demo_engine)).get("/questions/q001?version=never").text
     assert 'id="no-run"' in page and "in this version" in page
     assert 'id="asked"' not in page
 
 
-def test_the_matrix_links_each_question_to_its_runs(engine):
-    page = TestClient(create_app(engine)).get("/runs/night-2/matrix").text
+def test_the_matrix_links_each_question_to_its_runs(demo_engine):
+    page = TestClient(create_app(demo_engine)).get("/runs/night-2/matrix").text
     assert 'href="/questions/q005" class="across-runs"' in page
 
 
