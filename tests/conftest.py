@@ -27,6 +27,27 @@ from moto.server import ThreadedMotoServer
 
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret"}
 
+# The files that take minutes (whole pipelines, a real model), measured with --durations:
+# started first, so that pytest-xdist's workers (one file at a time each) finish together
+# rather than one running a long file alone at the end.
+LONGEST_FILES = (
+    "test_patterns_chunkers_queries.py",
+    "test_real_judge_labels.py",
+    "test_onnx_backend.py",
+    "test_patterns_stores.py",
+    "test_pipeline_llm.py",
+    "test_patterns.py",
+    "test_ui.py",
+    "test_real_qagen.py",
+    "test_progress.py",
+    "test_failures.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
+
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
