@@ -382,3 +382,25 @@ def real_llm() -> Iterator[RealLLM]:
         server.terminate()
         server.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+# ---- the UI tests' demo store (tests/ui_demo.py) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_engine(tmp_path_factory):
+    """The demo store of ``ui_demo.demo_store`` (runs of the examples, a stored test set),
+    one per test module: the module's tests read it, and may add to it."""
+    import ui_demo
+
+    with ui_demo.demo_store(tmp_path_factory.mktemp("demo")) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def demo_url(demo_engine, tmp_path_factory):
+    """The UI serving ``demo_engine``, with a runs folder of its own: its URL."""
+    import ui_demo
+
+    with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
+        yield url

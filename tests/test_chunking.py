@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep.documents.chunking import bounded, chunk_documents, get_chunker
+from ragsweep.core.text import bounded
+from ragsweep.documents.chunking import chunk_documents, get_chunker
 from ragsweep.documents.sources import read_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.models import embedding

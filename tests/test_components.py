@@ -282,6 +282,7 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "retrieved_doc_ids": [[f"doc{1 - i}.md"]],
                 "passages": [["the answer to q1"]],
                 "retrieved_spans": [[{"doc_id": f"doc{1 - i}.md", "start": 0, "end": 16}]],
+                "retrieved_scores": [[0.75]],
                 "recall_vs_exact": [1.0],
                 "query_latency_ms": [0.05],
                 "index_build_s": [0.0],

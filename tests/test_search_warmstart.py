@@ -7,7 +7,7 @@ import zlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from builders import complete, units_testset
+from builders import complete, unit_retrieval, units_testset
 
 from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import question_version
@@ -69,15 +69,7 @@ def retrievals() -> pa.Table:
                 if i < found
                 else ("other.md", "Nothing is said about that here.")
             )
-            rows.append(
-                {
-                    "config_id": config["config_id"],
-                    "question_id": f"q{i:02}",
-                    "retrieved_chunk_ids": [0],
-                    "retrieved_doc_ids": [doc],
-                    "passages": [passage],
-                }
-            )
+            rows.append(unit_retrieval(config["config_id"], i, doc, passage))
     return pa.Table.from_pylist(rows)
 
 

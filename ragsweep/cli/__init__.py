@@ -550,7 +550,7 @@ def track(
         run.resolve().name,
         report=report if report.is_file() else None,
     )
-    typer.echo(f"MLflow run {parent}")
+    typer.echo(f"MLflow run {parent.run_id}")
 
 
 runs_app = typer.Typer(

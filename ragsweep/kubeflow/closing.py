@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ragsweep")
 
 PARTIAL_EXIT = 3  # results kept, a side step (or the store) failed
+MLFLOW_FILE = "mlflow.json"  # where the track side step logged the run (tracking.Logged)
 
 
 @dataclass
@@ -93,11 +94,15 @@ def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline:
 
 
 def _track(outcome: Outcome, board, uri: str) -> None:
+    """Log the run to MLflow, and where it went into the folder (``MLFLOW_FILE``: the
+    results database keeps it, and the run's page links to it)."""
     from ragsweep.results.tracking import log_sweep
 
     report = outcome.run_dir / "report.html"
     try:
-        log_sweep(board, uri, outcome.run_dir.name, report=report)
+        logged = log_sweep(board, uri, outcome.run_dir.name, report=report)
+        with staged(outcome.run_dir) as stage:
+            (stage / MLFLOW_FILE).write_text(json.dumps(asdict(logged)) + "\n")
     except RagsweepError as exc:
         outcome.failed["track"] = f"{exc} (log it later: `ragsweep track {outcome.run_dir}`)"
         outcome.status = "partial"
@@ -163,6 +168,7 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
             started_at=started_at(run_dir),
             status="partial" if failed else "succeeded",
             detail=detail,
+            mlflow=_logged(run_dir),
         )
     except RagsweepError as exc:
         failed["publish"] = str(exc)
@@ -190,6 +196,20 @@ def report_agreement(run_dir: Path, engine: Engine) -> None:
         log.warning(
             "run %s: its report lacks the judge's agreement with people: %s", run_dir.name, exc
         )
+
+
+def _logged(run_dir: Path) -> dict | None:
+    """Where the run went in MLflow (``MLFLOW_FILE``), None when it was not logged or the
+    file cannot be read (said in the log: the run is stored without its MLflow link)."""
+    path = run_dir / MLFLOW_FILE
+    if not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("%s: unreadable (%s); the run is stored without its MLflow link", path, exc)
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def import_folder(run_dir: Path, store_url: str) -> str:

@@ -43,8 +43,8 @@ from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
 from ragsweep.retrieval.reranking import Reranking
 from ragsweep.retrieval.search import Index
-from ragsweep.retrieval.store_search import collection_name, overlap, search_store
-from ragsweep.retrieval.vector_stores import IndexSpec
+from ragsweep.retrieval.store_search import chunk_scores, collection_name, overlap, search_store
+from ragsweep.retrieval.vector_stores import Hits, IndexSpec
 from ragsweep.sweep import fanout
 from ragsweep.sweep.settings import GRID, HALVING, MODEL, check_strategy
 from ragsweep.sweep.space import SearchSpace, chunk_config_from
@@ -250,9 +250,9 @@ def retrieve(
             )
     reranking, reordered = Reranking(), {}
 
-    fused: dict[tuple, np.ndarray] = {}
+    fused: dict[tuple, Hits] = {}
 
-    def searched_by(key: tuple[str, str], config: dict[str, Any], kind: str) -> np.ndarray:
+    def searched_by(key: tuple[str, str], config: dict[str, Any], kind: str) -> Hits:
         """The ranking (or the reranker's candidates: ``kind``) of ``config``'s search and
         query transformation in (store, index) ``key``; fused once per step."""
         search, plan = search_of(config), plans[config.get("query_transform", queries.NONE)]
@@ -263,31 +263,32 @@ def retrieve(
             fused[at] = plan.ranking(lambda name: found[name, search], deep)
         return fused[at]
 
-    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[np.ndarray, list]:
-        """The ranking ``config`` reads in (store, index) ``key``, and each question's
-        reranking time (None: no reranker); one reranking per target, search, query
-        transformation and reranker."""
+    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[Hits, list]:
+        """The ranking ``config`` reads in (store, index) ``key``, with its scores, and each
+        question's reranking time (None: no reranker); one reranking per target, search,
+        query transformation and reranker."""
         if "reranker" not in config:
             return searched_by(key, config, "rankings"), [None] * len(questions)
         at = (key, search_of(config), config.get("query_transform"), config["reranker"])
         if at not in reordered:
             candidates = searched_by(key, config, "candidates")
-            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates)
+            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates.ids)
             reordered[at] = ranking, ms.tolist()
         return reordered[at]
 
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
     for name in ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"):
         rows[name] = []
-    rows["searched_query"], rows["query_llm_calls"] = [], []
+    rows["searched_query"], rows["query_llm_calls"], rows["retrieved_scores"] = [], [], []
     for config in configs:
         found = searched[target_of(config)]
-        ranking, rerank_ms = ranked(target_of(config), config)
-        ranking = ranking[:, : config["top_k"]]
-        reference = ranked(EXACT, config)[0][:, : config["top_k"]]
+        hits, rerank_ms = ranked(target_of(config), config)
+        ranking = hits.ids[:, : config["top_k"]]
+        reference = ranked(EXACT, config)[0].ids[:, : config["top_k"]]
         rows["config_id"] += [config["config_id"]] * len(question_ids)
         rows["question_id"] += question_ids
         rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
+        rows["retrieved_scores"] += chunk_scores(ranking, hits.scores[:, : config["top_k"]])
         rows["recall_vs_exact"] += overlap(ranking, reference)
         rows["query_latency_ms"] += found.latency_ms.tolist()
         rows["index_build_s"] += [found.build_s] * len(question_ids)
@@ -709,6 +710,7 @@ def _answered(
     names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
     carried = (
         "retrieved_spans",
+        "retrieved_scores",
         "recall_vs_exact",
         "query_latency_ms",
         "index_build_s",
