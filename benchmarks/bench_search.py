@@ -167,7 +167,7 @@ def model(grid: Grid, budget: int, seed: int) -> int:
     from ragsweep.evaluation import surrogate
 
     x, names = surrogate.features(grid.free, FREE)
-    trials, _ = surrogate.search(x, names, budget, lambda i: grid.mean[i], seed)
+    trials, _ = surrogate.search(x, names, budget, lambda batch: grid.mean[batch], seed)
     return pick(grid, [t.config for t in trials])
 
 

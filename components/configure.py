@@ -24,6 +24,7 @@ def configure(
     max_questions: int,
     max_llm_calls: int,
     strategy: str,
+    trials_at_once: int,
     seed: int,
     skip_unresolved: bool,
     embedding_cache: str,

@@ -57,6 +57,7 @@ def evaluate(
             run.strategy,
             run.max_configs,
             warm_start(run, testset, texts, metric, reading_url()),
+            run.trials_at_once,
         )
         write_table(answered, answers.path, "answers")
         write_table(scored, scores.path, "scores")

@@ -71,6 +71,7 @@ def sweep_pipeline(
     max_questions: int = 0,
     max_llm_calls: int = 0,
     strategy: str = "grid",
+    trials_at_once: int = 1,
     seed: int = 42,
     skip_unresolved: bool = False,
     embedding_cache: str = "",
@@ -138,6 +139,10 @@ def sweep_pipeline(
             halving (successive halving even within the budget) or model (a model-based
             search answers at most optimization_max_rag_patterns configurations, chosen
             one at a time from every configuration's retrieval metrics).
+        trials_at_once: With strategy model, the configurations proposed at once and
+            answered together (their questions share the endpoint's concurrency); 1: one
+            at a time. More finish sooner on an endpoint that serves many requests at once,
+            each choice knowing less.
         seed: The seed of both samples and of the question order of successive halving.
         skip_unresolved: Leave out, with a warning, the questions whose reference documents
             (or reference context) are found in no document, instead of failing.
@@ -220,6 +225,7 @@ def sweep_pipeline(
             max_questions=max_questions,
             max_llm_calls=max_llm_calls,
             strategy=strategy,
+            trials_at_once=trials_at_once,
             seed=seed,
             skip_unresolved=skip_unresolved,
             embedding_cache=embedding_cache,

@@ -78,13 +78,14 @@ def answered_configs(table: pa.Table) -> set[str]:
     return set(table.filter(pc.is_valid(table["answer"]))["config_id"].to_pylist())
 
 
-def test_the_model_search_answers_at_most_its_budget_and_says_why_each(llm_server):
+@pytest.mark.parametrize("at_once", [1, 4], ids=["one at a time", "four at once"])
+def test_the_model_search_answers_at_most_its_budget_and_says_why_each(llm_server, at_once):
     retrievals, testset, configs = synthetic_sweep()
     assert len(configs) >= 500
     settings = LLMSettings()
     answers, scores = steps.evaluate(
         retrievals, testset, configs, "answer_correctness", settings,
-        strategy="model", max_configs=16,
+        strategy="model", max_configs=16, trials_at_once=at_once,
     )  # fmt: skip
     answered = answered_configs(answers)
     assert 0 < len(answered) <= 16
@@ -115,9 +116,30 @@ def test_the_search_finds_the_best_from_free_metrics_within_few_answers():
     free = rng.random((300, 3))
     truth = 2 * free[:, 0] + free[:, 1]  # the third metric says nothing
     x, names = surrogate.features(free, ["a", "b", "c"])
-    trials, observed = surrogate.search(x, names, 12, lambda i: truth[i], seed=1)
+    trials, observed = surrogate.search(x, names, 12, lambda batch: truth[batch], seed=1)
     assert len(trials) == len(observed) == 12
     assert len({t.config for t in trials}) == 12
+    assert max(observed.values()) >= np.sort(truth)[-3]  # among the three best of 300
+
+
+def test_trials_at_once_are_distinct_batches_that_still_find_the_best():
+    rng = np.random.default_rng(3)
+    free = rng.random((300, 3))
+    truth = 2 * free[:, 0] + free[:, 1]
+    x, names = surrogate.features(free, ["a", "b", "c"])
+    batches: list[list[int]] = []
+
+    def evaluate(batch: list[int]) -> np.ndarray:
+        batches.append(batch)
+        return truth[batch]
+
+    trials, observed = surrogate.search(x, names, 14, evaluate, seed=1, at_once=4)
+    assert [len(b) for b in batches] == [4, 4, 4, 2]  # the budget, never more
+    assert [t.config for t in trials] == [i for b in batches for i in b]
+    assert len(set(observed)) == 14  # no configuration twice, within a batch or across
+    # after the first batch each batch is chosen by the surrogate, its later picks as if the
+    # earlier ones scored their prediction: different configurations, not one guess repeated
+    assert all(t.predicted is not None for t in trials[4:])
     assert max(observed.values()) >= np.sort(truth)[-3]  # among the three best of 300
 
 
@@ -126,7 +148,12 @@ def test_a_warm_start_is_not_answered_again_and_does_not_count_against_the_budge
     x, names = surrogate.features(free, ["a"])
     known = {49: 1.0, 48: 0.9, 10: 0.2, 0: 0.0}  # four: the surrogate fits from the start
     asked = []
-    trials, observed = surrogate.search(x, names, 3, lambda i: asked.append(i) or 0.5, 0, known)
+
+    def answer(batch: list[int]) -> list[float]:
+        asked.extend(batch)
+        return [0.5] * len(batch)
+
+    trials, observed = surrogate.search(x, names, 3, answer, 0, known)
     assert len(asked) == 3 and not set(asked) & set(known)
     assert all(t.predicted is not None for t in trials)
     assert len(observed) == 7
@@ -134,7 +161,7 @@ def test_a_warm_start_is_not_answered_again_and_does_not_count_against_the_budge
 
 def test_a_configuration_without_a_score_is_not_tried_again():
     x, names = surrogate.features(np.arange(6.0)[:, None], ["a"])
-    trials, observed = surrogate.search(x, names, 6, lambda i: float("nan"), 0)
+    trials, observed = surrogate.search(x, names, 6, lambda b: [float("nan")] * len(b), 0)
     assert sorted(t.config for t in trials) == list(range(6)) and not observed
 
 

@@ -36,6 +36,7 @@ EVERY_FIELD = RunSettings(
     embedding_shard_bytes=1234,
     sweep_name="kb-nightly",
     strategy="halving",
+    trials_at_once=3,
 )
 AUTORAG_DEFAULTS = {"preset": "", "vector_io_provider_id": ""}
 

@@ -192,6 +192,11 @@ def run(
         help="grid (every configuration; successive halving above --max-llm-calls), halving, "
         "or model (a surrogate of the retrieval metrics picks which configurations answer).",
     ),
+    trials_at_once: int = typer.Option(
+        1,
+        help="With --strategy model: configurations proposed at once and answered together "
+        "(for an endpoint that serves many requests at once); 1: one at a time.",
+    ),
     max_document_bytes: int = typer.Option(
         0, help="Document budget in bytes of text; cited documents first. 0: all."
     ),

@@ -6,9 +6,9 @@ every configuration before the first answer (multi-fidelity: the cheap fidelity 
 complete). The search keeps the better half by retrieval (``screen``), answers a few of
 them at random, then fits a surrogate of the optimised metric on the retrieval metrics
 (pyGAM's ``LinearGAM``, one linear term per metric, its smoothing chosen by generalised
-cross-validation) and answers, one configuration at a time, the one whose prediction's
-upper bound is highest; it starts from the configurations earlier runs of the sweep
-evaluated (``known``) when there are any.
+cross-validation) and answers, one configuration at a time (or a few: ``at_once``), the one
+whose prediction's upper bound is highest; it starts from the configurations earlier runs
+of the sweep evaluated (``known``) when there are any.
 AutoRAG's procedure (ai4rag's ``GAMOptimiser``) fits the same kind of model on the
 configurations' parameters alone, after four random ones; ``benchmarks/bench_search.py``
 compares the two.
@@ -137,24 +137,37 @@ def search(
     x: np.ndarray,
     names: Sequence[str],
     budget: int,
-    evaluate: Callable[[int], float],
+    evaluate: Callable[[list[int]], Sequence[float]],
     seed: int,
     known: Mapping[int, float] | None = None,
+    at_once: int = 1,
 ) -> tuple[list[Trial], dict[int, float]]:
-    """Answer at most ``budget`` configurations, one at a time (``evaluate(i)``: the
-    configuration's score, higher is better; NaN when it has none), starting from the
+    """Answer at most ``budget`` configurations, ``at_once`` at a time (``evaluate(batch)``:
+    each configuration's score, higher is better; NaN when it has none), starting from the
     ``known`` scores of earlier runs (they count as observed, not against the budget).
-    Returns the trials in order and every observed score."""
+    Within a batch each next configuration is chosen as if the ones before it had scored
+    their prediction (the "constant liar"), so a batch spreads instead of repeating one
+    guess. Returns the trials in order and every observed score."""
+    if at_once < 1:
+        raise ValueError(f"at_once must be 1 or more, not {at_once}")
     rng = np.random.default_rng(seed)
     candidates = screen(x, names)
     observed = {i: float(v) for i, v in (known or {}).items() if math.isfinite(v)}
     tried: set[int] = set(observed)
     trials: list[Trial] = []
-    for _ in range(min(budget, len(x) - len(tried))):
-        trial = propose(x, candidates, observed, rng, tried)
-        score = evaluate(trial.config)
-        trials.append(trial)
-        tried.add(trial.config)
-        if math.isfinite(score):  # one without a score is not tried again and teaches nothing
-            observed[trial.config] = float(score)
+    left = min(budget, len(x) - len(tried))
+    while left > 0:
+        batch: list[Trial] = []
+        assumed = dict(observed)
+        for _ in range(min(at_once, left)):
+            trial = propose(x, candidates, assumed, rng, tried)
+            batch.append(trial)
+            tried.add(trial.config)
+            if trial.predicted is not None:
+                assumed[trial.config] = trial.predicted
+        for trial, score in zip(batch, evaluate([t.config for t in batch]), strict=True):
+            if math.isfinite(score):  # one without a score is not tried again, teaches nothing
+                observed[trial.config] = float(score)
+        trials += batch
+        left -= len(batch)
     return trials, observed

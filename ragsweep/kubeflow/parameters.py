@@ -38,6 +38,7 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
         max_questions=p["max_questions"],
         max_llm_calls=p["max_llm_calls"],
         strategy=p["strategy"],
+        trials_at_once=p["trials_at_once"],
         seed=p["seed"],
         skip_unresolved=p["skip_unresolved"],
         embedding_cache=p["embedding_cache"],

@@ -68,6 +68,7 @@ def run_settings(options: Mapping[str, Any]) -> RunSettings:
         max_questions=o["max_questions"],
         max_llm_calls=o["max_llm_calls"],
         strategy=o["strategy"],
+        trials_at_once=o["trials_at_once"],
         seed=o["seed"],
         skip_unresolved=o["skip_unresolved"],
         embedding_cache="" if o["cache"] == "none" else str(o["cache"] or cache_dir()),

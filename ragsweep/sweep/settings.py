@@ -67,6 +67,7 @@ class RunSettings:
     max_questions: int = 0  # 0: every question
     max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
     strategy: str = GRID  # grid | halving | model (max_configs: the most answered)
+    trials_at_once: int = 1  # model: configurations proposed and answered together
     seed: int = 42  # for both samples
     skip_unresolved: bool = False  # leave out questions whose references match no document
     embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
@@ -100,6 +101,10 @@ class RunSettings:
                 f"more, not {self.embedding_shard_bytes}"
             )
         check_strategy(self.strategy)
+        if self.trials_at_once < 1:
+            raise RagsweepError(
+                f"trials_at_once (--trials-at-once): must be 1 or more, not {self.trials_at_once}"
+            )
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
         elif self.max_configs < 0:
@@ -143,6 +148,7 @@ class RunSettings:
             "max_questions": self.max_questions,
             "max_llm_calls": self.max_llm_calls,
             "strategy": self.strategy,
+            "trials_at_once": self.trials_at_once,
             "seed": self.seed,
             "skip_unresolved": self.skip_unresolved,
             "embedding_cache": self.embedding_cache,

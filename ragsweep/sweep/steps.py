@@ -361,6 +361,7 @@ def evaluate(
     strategy: str = GRID,
     max_configs: int = 0,
     known: surrogate.WarmStart | None = None,
+    trials_at_once: int = 1,
 ) -> tuple[pa.Table, pa.Table]:
     """Answer and score what the configurations retrieved: the answers and the scores, one
     row per config x question.
@@ -371,8 +372,9 @@ def evaluate(
     promoting by ``metric``: a configuration dropped early has null answers for the rest
     (``strategy`` halving: even when the budget would afford the grid). With ``strategy``
     model, at most ``max_configs`` configurations answer (and no more than
-    ``max_llm_calls`` allow), each on every question, chosen one at a time by a surrogate
-    of ``metric`` fitted on every configuration's retrieval metrics
+    ``max_llm_calls`` allow), each on every question, chosen ``trials_at_once`` at a time
+    (their questions answered together) by a surrogate of ``metric`` fitted on every
+    configuration's retrieval metrics
     (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores of earlier runs
     of the sweep (``ragsweep.results.warmstart``).
     The plan and the calls it made are recorded in the scores' metadata
@@ -459,7 +461,8 @@ def evaluate(
             [by_id[c] for c in config_ids],
             (metric, rounds[0].configs, seed),
             known,
-            lambda i: play([i], 0, len(order)),
+            lambda batch: play(batch, 0, len(order)),
+            trials_at_once,
         )
     else:
         halving.run(rounds, len(config_ids), play, seed)
@@ -613,12 +616,14 @@ def _model_search(
     configs: list[dict[str, Any]],
     search: tuple[str, int, int],
     known: surrogate.WarmStart | None,
-    answer: Callable[[int], np.ndarray],
+    answer: Callable[[list[int]], np.ndarray],
+    at_once: int,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``surrogate.search`` (``search``: the metric, the most configurations answered,
     the seed) on the ``configs``' retrieval metrics (free: no answer needed), starting from
-    the ``known`` scores of the configurations in the space; ``answer(i)`` answers
-    configuration ``i`` on every question and returns its metric (higher is better). The
+    the ``known`` scores of the configurations in the space; ``answer(batch)`` answers the
+    configurations of ``batch`` (``at_once`` at most) together on every question and
+    returns their metric, a row each (higher is better). The
     trials, in order, and the warm start (how many configurations, from which runs, or why
     none), for the record."""
     metric, budget, seed = search
@@ -641,11 +646,11 @@ def _model_search(
     warm = {index[c]: sign * v for c, v in known.scores.items() if c in index}
     scores: dict[int, float] = {}
 
-    def evaluate(i: int) -> float:
-        scores[i] = float(statistics.means(answer(i))[0])
-        return scores[i]
+    def evaluate(batch: list[int]) -> list[float]:
+        scores.update(zip(batch, map(float, statistics.means(answer(batch))), strict=True))
+        return [scores[i] for i in batch]
 
-    trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm)
+    trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm, at_once)
     started = {"configurations": len(warm), "runs": list(known.runs) if warm else []}
     if known.note:
         started["note"] = known.note
