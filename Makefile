@@ -31,7 +31,10 @@ lint: install
 docs: install
 	$(BIN)/mkdocs build --strict
 
+# bytecode written first: a shell with PYTHONDONTWRITEBYTECODE would compile ragsweep again in
+# each of the hundreds of processes the suite starts (every pipeline step is one)
 test: lint docs
+	$(BIN)/python -m compileall -q ragsweep components pipelines >/dev/null
 	$(BIN)/pytest
 
 compile: install

@@ -11,6 +11,7 @@ def evaluate(
     settings: Input[Dataset],
     retrievals: Input[List[Dataset]],
     questions: Input[Dataset],
+    documents: Input[Dataset],
     answers: Output[Dataset],
     scores: Output[Dataset],
 ):
@@ -22,30 +23,40 @@ def evaluate(
     ``seed``-ed order); retrieval metrics always cover every question. The run's
     ``strategy`` halving halves even within the budget; model answers at most
     ``max_configs`` configurations, chosen one at a time by a surrogate of every
-    configuration's retrieval metrics (``ragsweep.evaluation.surrogate``).
+    configuration's retrieval metrics (``ragsweep.evaluation.surrogate``), starting from
+    what earlier runs of the named sweep in the results store measured on the same
+    ``questions`` and ``documents`` (``ragsweep.results.warmstart``).
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
     import pyarrow as pa
 
     from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.evaluation.leaderboard import resolve_metric
     from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.database import reading_url
     from ragsweep.results.judges import choose_judge
+    from ragsweep.results.warmstart import warm_start
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import evaluate as evaluate_all
 
     with pipeline_step():
         run = read_settings(settings.path)
+        testset = read_table(questions.path, "testset")
+        llm = choose_judge(run.llm)
+        metric = resolve_metric(run.optimization_metric, judged=bool(llm.judge))
+        texts = read_table(documents.path, "documents")
         answered, scored = evaluate_all(
             pa.concat_tables([read_table(r.path, "retrievals") for r in retrievals]),
-            read_table(questions.path, "testset"),
+            testset,
             run.space.all_configs(),
             run.optimization_metric,
-            choose_judge(run.llm),
+            llm,
             run.max_llm_calls,
             run.seed,
             run.strategy,
             run.max_configs,
+            warm_start(run, testset, texts, metric, reading_url()),
         )
         write_table(answered, answers.path, "answers")
         write_table(scored, scores.path, "scores")

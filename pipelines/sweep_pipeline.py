@@ -316,8 +316,10 @@ def sweep_pipeline(
             settings=settings,
             retrievals=dsl.Collected(retrieved.outputs["retrievals"]),
             questions=questions.outputs["questions"],
+            documents=inputs.outputs["documents"],  # a warm start's match
         ),
         **llm_secrets,
+        store_connection=results_store_secret_name,  # the judges' labels, the warm start
         retry=True,
     )
     ranked = tasks.step(

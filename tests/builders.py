@@ -222,3 +222,15 @@ def units_testset(n: int) -> pa.Table:
             "question_type": ["simple"] * n,
         }
     )
+
+
+def unit_retrieval(config_id: str, i: int, doc: str, passage: str) -> dict:
+    """A retrievals row: configuration ``config_id`` retrieved ``passage`` of ``doc`` (one
+    chunk) for units_testset's question ``i``."""
+    return {
+        "config_id": config_id,
+        "question_id": f"q{i:02}",
+        "retrieved_chunk_ids": [0],
+        "retrieved_doc_ids": [doc],
+        "passages": [passage],
+    }

@@ -27,6 +27,27 @@ from moto.server import ThreadedMotoServer
 
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret"}
 
+# The files that take minutes (whole pipelines, a real model), measured with --durations:
+# started first, so that pytest-xdist's workers (one file at a time each) finish together
+# rather than one running a long file alone at the end.
+LONGEST_FILES = (
+    "test_patterns_chunkers_queries.py",
+    "test_real_judge_labels.py",
+    "test_onnx_backend.py",
+    "test_patterns_stores.py",
+    "test_pipeline_llm.py",
+    "test_patterns.py",
+    "test_ui.py",
+    "test_real_qagen.py",
+    "test_progress.py",
+    "test_failures.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
+
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
@@ -83,10 +104,15 @@ def moto_auth(moto_endpoint: str) -> Iterator[Callable[[], None]]:
 
 
 @pytest.fixture(scope="session")
-def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """One embedding cache folder for the session's sweeps of the examples: the first one
-    embeds their chunks and questions, the later ones read the vectors (the model unloaded)."""
-    return tmp_path_factory.mktemp("embedding-cache")
+    embeds their chunks and questions, the later ones read the vectors (the model unloaded).
+    Shared by pytest-xdist's workers too (in their common temporary folder): the cache takes
+    concurrent writers and readers, as a team sharing one does."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if worker_id != "master" else root) / "embedding-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -97,6 +123,7 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
     for name in (
         "RAGSWEEP_STORE_URL",
+        "RAGSWEEP_STORE_READ_URL",
         "RAGSWEEP_RUN_ID",
         "RAGSWEEP_RUN_STARTED_AT",
         "MLFLOW_TRACKING_URI",  # nor does any log to the user's MLflow
@@ -249,9 +276,11 @@ TEST_API_KEY = "sk-test-do-not-leak-8d41"
 
 
 @pytest.fixture
-def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
+def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path, embedding_cache: Path) -> Iterator:
     """A scripted OpenAI-compatible server; RAGSWEEP_LLM_* point at it (the judge defaults
-    to the same), and the reply cache lives in the test's folder."""
+    to the same), and the reply cache lives in the test's folder. The runs' embedding cache
+    (``ragsweep run --cache``'s default) is the session's: the replies differ from test to
+    test, the vectors of the bundled model do not."""
     from scripted_llm import ScriptedLLM
 
     server = ScriptedLLM().start()
@@ -260,6 +289,7 @@ def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator:
     monkeypatch.delenv("RAGSWEEP_JUDGE_BASE_URL", raising=False)
     monkeypatch.delenv("RAGSWEEP_JUDGE_API_KEY", raising=False)
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))
     yield server
     server.stop()
 
@@ -300,6 +330,7 @@ def endpoint(llm_server, monkeypatch):
     from ragsweep.models import embedding
 
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", llm_server.url)
+    monkeypatch.delenv("RAGSWEEP_EMBEDDING_CACHE")  # the scripted vectors are the test's own
     llm_server.models.append("embedder")
     embedding.load_embedder.cache_clear()
     yield llm_server
@@ -372,3 +403,25 @@ def real_llm() -> Iterator[RealLLM]:
         server.terminate()
         server.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+# ---- the UI tests' demo store (tests/ui_demo.py) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_engine(tmp_path_factory):
+    """The demo store of ``ui_demo.demo_store`` (runs of the examples, a stored test set),
+    one per test module: the module's tests read it, and may add to it."""
+    import ui_demo
+
+    with ui_demo.demo_store(tmp_path_factory.mktemp("demo")) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def demo_url(demo_engine, tmp_path_factory):
+    """The UI serving ``demo_engine``, with a runs folder of its own: its URL."""
+    import ui_demo
+
+    with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
+        yield url

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 from builders import SPACE, make_answers, make_scores, make_testset
 
-from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.core.schemas import write_table
+from ragsweep.evaluation.leaderboard import Board, build_board
 from ragsweep.results import database
+from ragsweep.results.report import render_html
 from ragsweep.sweep.settings import RunSettings
 
 JUDGE = {
@@ -21,11 +24,11 @@ JUDGE = {
 }
 
 
-def store_judged_run(
-    engine, run_id: str, verdicts: np.ndarray, judge: dict | None = None, testset=None
-) -> pa.Table:
-    """Publish a run whose judge gave ``verdicts`` (configs x questions, 1/0/NaN); its answer
-    correctness is the verdict (so the token metric agrees with the judge). Returns the
+def judged_board(
+    verdicts: np.ndarray, judge: dict | None = None, testset=None
+) -> tuple[Board, pa.Table]:
+    """The board of a run whose judge gave ``verdicts`` (configs x questions, 1/0/NaN); its
+    answer correctness is the verdict (so the token metric agrees with the judge); and its
     test set."""
     configs = SPACE.all_configs()[: len(verdicts)]
     ids = [c["config_id"] for c in configs]
@@ -43,5 +46,26 @@ def store_judged_run(
     board = build_board(
         scores, make_answers(ids, questions), testset, configs, "correctness", settings=settings
     )
+    return board, testset
+
+
+def store_judged_run(
+    engine, run_id: str, verdicts: np.ndarray, judge: dict | None = None, testset=None
+) -> pa.Table:
+    """Publish a run whose judge gave ``verdicts`` (``judged_board``). Returns the test set."""
+    board, testset = judged_board(verdicts, judge, testset)
     database.publish(engine, run_id, board.leaderboard, board.results, testset)
     return testset
+
+
+def write_judged_folder(run_dir: Path, verdicts: np.ndarray) -> Path:
+    """A complete run folder of a run whose judge gave ``verdicts`` (``judged_board``)."""
+    board, testset = judged_board(verdicts)
+    (run_dir / "patterns").mkdir(parents=True)
+    write_table(board.leaderboard, run_dir / "leaderboard.arrow", "leaderboard")
+    write_table(board.results, run_dir / "results.arrow", "results")
+    write_table(board.breakdown, run_dir / "breakdown.arrow", "breakdown")
+    write_table(board.failures, run_dir / "failures.arrow", "failures")
+    write_table(testset, run_dir / "testset.arrow", "testset")
+    (run_dir / "report.html").write_text(render_html(board), encoding="utf-8")
+    return run_dir

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep.documents.chunking import bounded, chunk_documents, get_chunker
+from ragsweep.core.text import bounded
+from ragsweep.documents.chunking import chunk_documents, get_chunker
 from ragsweep.documents.sources import read_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.models import embedding
@@ -16,6 +17,15 @@ from ragsweep.sweep.steps import build_chunks
 MODEL = "all-MiniLM-L6-v2"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "docs"
 GRID = {"chunk_sizes": [64, 128, 192], "chunk_overlaps": [0, 16]}  # the benchmark's chunk sets
+# accents, case, no-break space, CJK, emoji, control characters, a long word, nothing
+TRICKY = [
+    "Héllo   WORLD naïve Café\u00a0x",
+    "日本語のテキスト",
+    "emoji 😀 ok",
+    "a\tb\nc",
+    "x" * 3000,
+    "",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +35,8 @@ def documents():
 
 @pytest.fixture(scope="module")
 def plain_tokenize():
-    """The model's tokenizer as it was called before memoizing: every call encodes."""
+    """The model's tokenizer as transformers loads it, every call encoding: ragsweep reads
+    the same tokenizer.json with the tokenizers library alone, and must give the same ids."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedding.model_path(MODEL)))
@@ -36,23 +47,19 @@ def plain_tokenize():
 @pytest.fixture
 def tokenizer_calls(monkeypatch):
     """How often the model's tokenizer itself encodes each text (load_tokenizer loads afresh)."""
-    from transformers import AutoTokenizer
-
     calls: collections.Counter[str] = collections.Counter()
-    load = AutoTokenizer.from_pretrained
+    load = embedding.token_ids
 
-    def counting_load(*args, **kwargs):
-        tokenizer = load(*args, **kwargs)
-        encode = tokenizer.encode
+    def counting_load(path):
+        encode = load(path)
 
-        def counting(text, **options):
+        def counting(text):
             calls[text] += 1
-            return encode(text, **options)
+            return encode(text)
 
-        tokenizer.encode = counting
-        return tokenizer
+        return counting
 
-    monkeypatch.setattr(AutoTokenizer, "from_pretrained", counting_load)
+    monkeypatch.setattr(embedding, "token_ids", counting_load)
     embedding.load_tokenizer.cache_clear()
     yield calls
     embedding.load_tokenizer.cache_clear()
@@ -78,7 +85,7 @@ def test_a_sweep_tokenizes_each_distinct_text_once(documents, tokenizer_calls):
 
 def test_memoized_ids_and_chunks_equal_those_of_the_plain_tokenizer(documents, plain_tokenize):
     tokenize = embedding.load_tokenizer(MODEL)
-    for text in documents["text"].to_pylist():
+    for text in documents["text"].to_pylist() + TRICKY:
         assert tokenize(text).tolist() == plain_tokenize(text)
         assert not tokenize(text).flags.writeable  # one array answers every caller
     for chunker, size, overlap in [("sentence", 64, 16), ("sentence", 192, 0), ("token", 128, 16)]:

@@ -99,6 +99,7 @@ def test_steps_chain_from_settings_to_a_ranked_leaderboard(tmp_path, small_kb):
         settings=settings,
         retrievals=[retrievals],
         questions=questions,
+        documents=documents,
         answers=answers,
         scores=scores,
     )
@@ -281,6 +282,7 @@ def test_evaluate_step_reads_every_branch(tmp_path):
                 "retrieved_doc_ids": [[f"doc{1 - i}.md"]],
                 "passages": [["the answer to q1"]],
                 "retrieved_spans": [[{"doc_id": f"doc{1 - i}.md", "start": 0, "end": 16}]],
+                "retrieved_scores": [[0.75]],
                 "recall_vs_exact": [1.0],
                 "query_latency_ms": [0.05],
                 "index_build_s": [0.0],
@@ -291,11 +293,26 @@ def test_evaluate_step_reads_every_branch(tmp_path):
         )
         branches.append(artifact(tmp_path, f"r{i}"))
         write_table(table, branches[-1].path, "retrievals")
+    documents = artifact(tmp_path, "documents")
+    texts = [f"the answer to q1 in doc{i}" for i in range(2)]
+    write_table(
+        pa.table(
+            {
+                "doc_id": ["doc0.md", "doc1.md"],
+                "source": ["docs/doc0.md", "docs/doc1.md"],
+                "format": ["md", "md"],
+                "text": texts,
+            }
+        ),
+        documents.path,
+        "documents",
+    )
     answers, scores = artifact(tmp_path, "answers"), artifact(tmp_path, "scores")
     evaluate.python_func(
         settings=configured(tmp_path / "s", **space.to_parameters(), input_data_key="docs"),
         retrievals=branches,
         questions=questions,
+        documents=documents,
         answers=answers,
         scores=scores,
     )

@@ -94,8 +94,9 @@ def same(recorded, got, where: str) -> None:
 
 
 # columns added since the recording (vector stores, rerankers, query transformations,
-# AutoRAG's metrics): the case's retrievals come from exact search without timing, reranker
-# or transformation, and it ranks by no AutoRAG metric, so they are null, and then set aside
+# AutoRAG's metrics, the retrieved chunks' scores): the case's retrievals come from exact
+# search without timing, scores, reranker or transformation, and it ranks by no AutoRAG
+# metric, so they are null, and then set aside
 ADDED = {
     "answers": (
         "recall_vs_exact",
@@ -103,6 +104,7 @@ ADDED = {
         "index_build_s",
         "rerank_latency_ms",
         "searched_query",
+        "retrieved_scores",
     ),
     "scores": ("recall_vs_exact", "answer_relevance", "overall_score"),
 }

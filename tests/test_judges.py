@@ -112,7 +112,7 @@ def test_the_agreement_is_logged_to_the_runs_mlflow_parent(tmp_path, monkeypatch
     for q in range(20):
         labels.label_result(engine, "r1", judged.config_id[0], f"q{q:03d}", "agree", "ann")
     measured, judge = labels.run_agreement(engine, "r1")
-    parent = log_sweep(database.load_leaderboard(engine, "r1"), uri, "r1")
+    parent = log_sweep(database.load_leaderboard(engine, "r1"), uri, "r1").run_id
     assert log_agreement(uri, "r1", measured, judge) == parent
     logged = MlflowClient(uri).get_run(parent).data
     assert logged.metrics["judge_labels"] == 20 and logged.metrics["judge_reliable"] == 0

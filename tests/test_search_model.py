@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from builders import units_testset
+from builders import unit_retrieval, units_testset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
@@ -69,15 +69,7 @@ def synthetic_sweep() -> tuple[pa.Table, pa.Table, list[dict]]:
                 doc, passage = f"unit{i}.md", "Units are listed by number in this file."
             else:
                 doc, passage = "other.md", "Nothing is said about that here."
-            rows.append(
-                {
-                    "config_id": config["config_id"],
-                    "question_id": f"q{i:02}",
-                    "retrieved_chunk_ids": [0],
-                    "retrieved_doc_ids": [doc],
-                    "passages": [passage],
-                }
-            )
+            rows.append(unit_retrieval(config["config_id"], i, doc, passage))
     return pa.Table.from_pylist(rows), testset, configs
 
 

@@ -20,7 +20,8 @@ from ragsweep.models import embedding
 from ragsweep.retrieval.search import BM25, Index, rank_chunks
 from ragsweep.retrieval.vector_stores import IndexSpec, open_store
 from ragsweep.retrieval.vector_stores.memory import MemoryStore
-from ragsweep.retrieval.vector_stores.milvus import MAX_TEXT_BYTES, collection_name
+from ragsweep.retrieval.vector_stores.milvus import collection_name
+from ragsweep.retrieval.vector_stores.milvus_collection import MAX_TEXT_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -14,7 +14,8 @@ import pytest
 from conftest import free_port
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+from ragsweep.core.text import words
+from ragsweep.retrieval.vector_stores import IndexSpec, open_store, oracle_sql
 from ragsweep.retrieval.vector_stores import oracle as store
 from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
@@ -29,10 +30,14 @@ def unit(rng, rows, dim=24):
 
 def test_every_statement_renders_and_binds_only_what_the_code_supplies():
     table, index = store.table_name("c"), store.index_name("c", "hnsw")
+    render, nearest = oracle_sql.render, oracle_sql.nearest_statement
     rendered = {
-        "create_table": store.render("create_table", table=table, dim=384),
-        "insert": store.render("insert", table=table),
-        "create_hnsw": store.render(
+        "create_table": render("create_table", table=table, dim=384),
+        "insert": render("insert", table=table),
+        "add_document_id": render("add_document_id", table=table),
+        "insert_document": render("insert_document", table=table),
+        "read_rows": render("read_rows", table=table, ids=":id0, :id1"),
+        "create_hnsw": render(
             "create_hnsw",
             index=index,
             table=table,
@@ -41,51 +46,53 @@ def test_every_statement_renders_and_binds_only_what_the_code_supplies():
             m=16,
             ef_construction=64,
         ),
-        "create_ivf": store.render(
+        "create_ivf": render(
             "create_ivf", index=index, table=table, metric="DOT", target_accuracy=95, nlist=32
         ),
-        "create_text_index": store.render("create_text_index", index=index, table=table),
-        "keywords": store.render("keywords", table=table),
-        "comment": store.render("comment", table=table, comment='{"kind": "exact"}'),
-        "read_comment": store.SQL["read_comment"],
-        "drop": store.render("drop", table=table),
+        "create_text_index": render("create_text_index", index=index, table=table),
+        "keywords": render("keywords", table=table),
+        "comment": render("comment", table=table, comment='{"kind": "exact"}'),
+        "read_comment": oracle_sql.SQL["read_comment"],
+        "drop": render("drop", table=table),
     }
     searches = {"exact": "exact", "hnsw": "approx_hnsw", "ivf": "approx_ivf"}
     for kind, params in store.OracleStore.INDEXES.items():
-        spec = IndexSpec(kind, params)
-        rendered[searches[kind]] = store.nearest_statement(table, "EUCLIDEAN", spec, 10)
-    assert rendered.keys() == store.SQL.keys()
+        rendered[searches[kind]] = nearest(table, "EUCLIDEAN", kind, params, 10)
+    assert rendered.keys() == oracle_sql.SQL.keys()
     supplied = {
         "insert": {"chunk_id", "embedding", "chunk_text"},
+        "insert_document": {"chunk_id", "embedding", "chunk_text", "document_id"},
+        "read_rows": {"id0", "id1"},
         "keywords": {"text_query", "k"},
         "read_comment": {"table_name"},
         **{name: {"query_vector", "k"} for name in searches.values()},
     }
     for name, statement in rendered.items():
         assert statement.strip() and not re.search(r"{\w+}", statement), name
-        assert store.binds(statement) == supplied.get(name, set()), name
+        assert oracle_sql.binds(statement) == supplied.get(name, set()), name
 
 
 def test_approximate_searches_name_their_query_parameter_and_hnsw_raises_it_to_k():
-    hnsw = IndexSpec("hnsw", {"ef_search": 40})
-    assert "PARAMETERS (EFSEARCH 40)" in store.nearest_statement("T", "COSINE", hnsw, 10)
-    assert "PARAMETERS (EFSEARCH 100)" in store.nearest_statement("T", "COSINE", hnsw, 100)
-    ivf = store.nearest_statement("T", "DOT", IndexSpec("ivf", {"nprobe": 7}), 10)
+    nearest = oracle_sql.nearest_statement
+    assert "PARAMETERS (EFSEARCH 40)" in nearest("T", "COSINE", "hnsw", {"ef_search": 40}, 10)
+    assert "PARAMETERS (EFSEARCH 100)" in nearest("T", "COSINE", "hnsw", {"ef_search": 40}, 100)
+    ivf = nearest("T", "DOT", "ivf", {"nprobe": 7}, 10)
     assert "FETCH APPROX FIRST :k ROWS ONLY" in ivf and "NEIGHBOR PARTITION PROBES 7" in ivf
-    exact = store.nearest_statement("T", "DOT", IndexSpec("exact"), 10)
+    exact = nearest("T", "DOT", "exact", {}, 10)
     assert "FETCH FIRST :k ROWS ONLY" in exact and "APPROX" not in exact
 
 
 def test_a_question_becomes_an_escaped_accum_of_its_words():
-    assert store.text_query("How do I nest click.group commands?") == (
+    def text_query(question: str) -> str | None:
+        return oracle_sql.text_query(question, words)
+
+    assert text_query("How do I nest click.group commands?") == (
         "{nest} ACCUM {click.group} ACCUM {commands}"
     )
     # operators are plain words in braces ("and", "or" are stop words); accents fold as in BM25
-    assert (
-        store.text_query("AND | OR & {braces} NEAR; über") == "{braces} ACCUM {near} ACCUM {uber}"
-    )
-    assert store.text_query("what is it?") is None
-    assert len(store.text_query(" ".join(f"w{i}" for i in range(2000)))) <= store.QUERY_TEXT_MAX
+    assert text_query("AND | OR & {braces} NEAR; über") == "{braces} ACCUM {near} ACCUM {uber}"
+    assert text_query("what is it?") is None
+    assert len(text_query(" ".join(f"w{i}" for i in range(2000)))) <= oracle_sql.QUERY_TEXT_MAX
 
 
 def test_collection_names_become_distinct_identifiers():

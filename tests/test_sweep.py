@@ -118,7 +118,7 @@ def test_a_sweep_embeds_each_distinct_text_once_per_model_and_a_rerun_none(tmp_p
 
 def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
     rankings = []
-    rank = search.rank_chunks
+    rank = search.rank
 
     def counting(index, search_type, depth, **params):
         rankings.append((search_type, depth, params))
@@ -126,7 +126,7 @@ def test_one_ranking_per_search_setting_serves_every_top_k(monkeypatch):
 
     import ragsweep.retrieval.store_search
 
-    monkeypatch.setattr(ragsweep.retrieval.store_search, "rank_chunks", counting)
+    monkeypatch.setattr(ragsweep.retrieval.store_search, "rank", counting)
     space = SearchSpace(
         chunk_sizes=(16,),
         chunk_overlaps=(4,),

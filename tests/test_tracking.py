@@ -116,7 +116,7 @@ def test_a_sweep_is_one_parent_run_with_a_nested_child_per_configuration_in_sqli
     report.write_text("<html>the report</html>")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
 
-    parent_id = log_sweep(board, uri, "run-1", report=report)
+    parent_id = log_sweep(board, uri, "run-1", report=report).run_id
 
     client = MlflowClient(uri)
     parent, children = assert_logged(client, "run-1", board)

@@ -15,22 +15,10 @@ from ragsweep.ui.charts import compact, nice_ticks
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('plot')</script>"
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with ui_demo.demo_store(tmp_path_factory.mktemp("plots")) as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
-def base_url(engine, tmp_path_factory):
-    with ui_demo.serving_store(engine, tmp_path_factory.mktemp("runs")) as url:
-        yield url
-
-
 @needs_chromium
-def test_a_run_page_plots_the_metric_against_each_swept_parameter(page, base_url, engine):
-    board = database.load_leaderboard(engine, "night-2").to_pylist()
-    page.goto(f"{base_url}/runs/night-2")
+def test_a_run_page_plots_the_metric_against_each_swept_parameter(page, demo_url, demo_engine):
+    board = database.load_leaderboard(demo_engine, "night-2").to_pylist()
+    page.goto(f"{demo_url}/runs/night-2")
     panels = page.locator("#parameters svg.param-plot")
     assert panels.evaluate_all("ps => ps.map(p => p.dataset.parameter)") == ["chunk_size", "top_k"]
     chunk = page.locator("svg[data-parameter=chunk_size]")
@@ -44,9 +32,9 @@ def test_a_run_page_plots_the_metric_against_each_swept_parameter(page, base_url
 
 
 @needs_chromium
-def test_the_pareto_view_links_each_point_to_its_configuration(page, base_url, engine):
-    board = database.load_leaderboard(engine, "night-1").to_pylist()
-    page.goto(f"{base_url}/runs/night-1")
+def test_the_pareto_view_links_each_point_to_its_configuration(page, demo_url, demo_engine):
+    board = database.load_leaderboard(demo_engine, "night-1").to_pylist()
+    page.goto(f"{demo_url}/runs/night-1")
     pareto = page.locator("svg#pareto")
     assert pareto.locator("circle").count() == len(board)
     assert pareto.locator("circle.front").count() >= 1
@@ -59,8 +47,8 @@ def test_the_pareto_view_links_each_point_to_its_configuration(page, base_url, e
 
 
 @needs_chromium
-def test_compare_draws_a_forest_plot_of_the_differences(page, base_url):
-    page.goto(f"{base_url}/compare?baseline=night-2&candidate=night-3")
+def test_compare_draws_a_forest_plot_of_the_differences(page, demo_url):
+    page.goto(f"{demo_url}/compare?baseline=night-2&candidate=night-3")
     rows = page.locator("svg#forest g.forest-row")
     table = page.locator("#comparison tr.comparison-row")
     assert rows.count() == table.count() == 4
@@ -73,18 +61,18 @@ def test_compare_draws_a_forest_plot_of_the_differences(page, base_url):
 
 
 @needs_chromium
-def test_a_runs_name_in_the_trend_is_escaped(page, base_url, engine):
-    label_run(engine, "night-2", title=PAYLOAD)
+def test_a_runs_name_in_the_trend_is_escaped(page, demo_url, demo_engine):
+    label_run(demo_engine, "night-2", title=PAYLOAD)
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(base_url)
+    page.goto(demo_url)
     title = page.locator(".trend-chart svg a:nth-of-type(2) title")
     assert title.text_content().startswith(PAYLOAD)
     assert page.locator("img").count() == 0 and dialogs == []
-    page.goto(f"{base_url}/runs/night-2")
+    page.goto(f"{demo_url}/runs/night-2")
     assert page.locator("#run-title").inner_text() == PAYLOAD
     assert page.locator("img").count() == 0 and dialogs == []
-    label_run(engine, "night-2", title="")
+    label_run(demo_engine, "night-2", title="")
 
 
 @pytest.mark.parametrize(
@@ -101,11 +89,11 @@ def test_ticks_are_round_and_span_the_values():
 
 @needs_chromium
 def test_the_question_by_configuration_matrix_colours_verdicts_and_opens_the_drill_down(
-    page, base_url, engine
+    page, demo_url, demo_engine
 ):
-    results = database.load_results(engine, "night-3")
-    board = database.load_leaderboard(engine, "night-3")
-    page.goto(f"{base_url}/runs/night-3")
+    results = database.load_results(demo_engine, "night-3")
+    board = database.load_leaderboard(demo_engine, "night-3")
+    page.goto(f"{demo_url}/runs/night-3")
     with page.expect_navigation():
         page.click("#matrix-link")
     assert page.locator("#matrix tr.matrix-row").count() == ui_demo.QUESTIONS
@@ -118,4 +106,4 @@ def test_the_question_by_configuration_matrix_colours_verdicts_and_opens_the_dri
     with page.expect_navigation():
         page.locator("#matrix td.cell.fail a").first.click()
     assert "/runs/night-3/configs/" in page.url and "/questions/q" in page.url
-    assert page.goto(f"{base_url}/runs/night-3/matrix?page=x").status == 400
+    assert page.goto(f"{demo_url}/runs/night-3/matrix?page=x").status == 400

@@ -480,3 +480,53 @@ def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path):
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"error: --docs-root {tmp_path / 'nope'}: no such folder" in done.stderr
+
+
+PAYLOAD = "<img src=x onerror=alert(1)><script>alert('ui')</script>"
+
+
+@needs_chromium
+def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_answers(
+    page, tmp_path
+):
+    from ragsweep.results.annotations import label_run
+
+    with ui_demo.demo_store(tmp_path) as engine:
+        label_run(engine, "night-3", title=PAYLOAD)
+        with engine.begin() as conn:
+            conn.execute(sa.update(database.results).values(answer=PAYLOAD))
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
+            page.goto(f"{base_url}/compare?runs=night-1&runs=night-2&runs=night-3")
+            assert page.locator("section.comparison").count() == 2
+            assert PAYLOAD in page.locator("#run-3 option[selected]").inner_text()
+            page.goto(f"{base_url}/questions/q001")
+            assert page.locator("tr[data-run-id=night-3] td a").first.inner_text() == PAYLOAD
+            assert page.locator("tr[data-run-id=night-2] td.text").inner_text() == PAYLOAD
+            page.goto(f"{base_url}/questions/{PAYLOAD}")
+            assert PAYLOAD in page.locator("h1").inner_text()
+        assert page.locator("img").count() == 0 and dialogs == []
+
+
+@needs_chromium
+def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_path):
+    from ragsweep.results.curation import edit_question
+
+    with ui_demo.demo_store(tmp_path) as engine:
+        store = DatabaseStore(engine)
+        edited = edit_question(
+            store.load("curated.json"), "q001", question=PAYLOAD, topic=PAYLOAD, doc_ids=[PAYLOAD]
+        )
+        store.save("curated.json", edited, author=PAYLOAD, comment=PAYLOAD)
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
+            page.goto(f"{base_url}/testsets/curated.json/questions/q001")
+            latest = page.locator("#history tr.version-row").first
+            assert latest.locator("td.author").inner_text().split("\n") == [PAYLOAD, PAYLOAD]
+            assert PAYLOAD in latest.locator(".change[data-field=topic] ins").inner_text()
+            assert page.locator("#edit input[name=topic]").input_value() == PAYLOAD
+            page.goto(f"{base_url}/testsets/curated.json")
+            assert PAYLOAD in page.locator("tr[data-question-id=q001]").inner_text()
+        assert page.locator("img").count() == 0 and dialogs == []

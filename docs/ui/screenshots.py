@@ -41,12 +41,7 @@ def main(url: str) -> None:
             page = browser.new_page(viewport={"width": 1280, "height": 860})
             with serving(create_app(nightly), free_port()) as base:
                 shoot(page, base, "/", "runs")
-                shoot(page, base, f"/compare?baseline={NIGHTS[1]}&candidate={NIGHTS[2]}", "compare")
-                page.goto(f"{base}/testsets/curated.json/questions/q002")  # one edit: a history
-                page.fill("#edit textarea[name=question]", "What about q002, after the upgrade?")
-                with page.expect_navigation():
-                    page.click("#edit button")
-                shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question")
+                shoot_nightly(page, base)
             with serving(create_app(engine), free_port()) as base:
                 shoot(page, base, f"/runs/{runs[0]}", "run", full=True)
                 best = page.locator("#best-config a").get_attribute("href")
@@ -69,6 +64,19 @@ def main(url: str) -> None:
                 shoot(page, base, "/start", "start")
                 shoot(page, base, f"/runs/{runs[0]}/matrix", "matrix")
             browser.close()
+
+
+def shoot_nightly(page, base: str) -> None:
+    """The comparison of the three nights and a question's history with one edit."""
+    shoot(page, base, "/compare?" + "&".join(f"runs={n}" for n in NIGHTS), "compare")
+    page.goto(f"{base}/testsets/curated.json/questions/q002")  # one edit: a history
+    page.fill("#edit textarea[name=question]", "What about q002, after the upgrade?")
+    page.fill("#edit input[name=topic]", "Upgrades")
+    page.fill("#edit input[name=author]", "Ana")
+    page.fill("#edit input[name=comment]", "the upgrade changed the wording")
+    with page.expect_navigation():
+        page.click("#edit button")
+    shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question", full=True)
 
 
 def shoot(page, base: str, path: str, name: str, full: bool = False) -> None:

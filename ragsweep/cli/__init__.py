@@ -210,7 +210,10 @@ def run(
     ),
     cache: str = typer.Option(
         None,
-        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off. "
+        envvar="RAGSWEEP_EMBEDDING_CACHE",
+        show_envvar=False,
+        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off; "
+        "RAGSWEEP_EMBEDDING_CACHE sets the default (one cache for a team). "
         "[default: ~/.cache/ragsweep]",
     ),
     cache_max_gb: float = typer.Option(
@@ -547,7 +550,7 @@ def track(
         run.resolve().name,
         report=report if report.is_file() else None,
     )
-    typer.echo(f"MLflow run {parent}")
+    typer.echo(f"MLflow run {parent.run_id}")
 
 
 runs_app = typer.Typer(

@@ -22,8 +22,8 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "8"  # 8: query transformations; 7: eliminated and judge_errors on the
-# leaderboard; 6: rerankers, spans
+SCHEMA_VERSION = "9"  # 9: retrieved chunks' scores; 8: query transformations; 7: eliminated
+# and judge_errors on the leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 
@@ -72,6 +72,10 @@ RETRIEVALS = pa.schema(
         # the retrieved chunks' texts, each stored once: a dictionary of the chunk set's texts
         ("passages", pa.list_(pa.dictionary(pa.int32(), pa.string()))),
         ("retrieved_spans", pa.list_(SPAN)),  # where each retrieved chunk lies, best first
+        # the score each retrieved chunk was ranked by, best first (higher is better): the
+        # store's similarity, MMR's marginal relevance, the reciprocal-rank fusion score
+        # (hybrid, query transformations) or the reranker's; null where none was given
+        ("retrieved_scores", pa.list_(pa.float64())),
         # the share of exact search's top k (same search setting) the store found
         ("recall_vs_exact", pa.float64()),
         ("query_latency_ms", pa.float64()),  # the similarity search alone; null: not timed
@@ -101,6 +105,7 @@ ANSWERS = pa.schema(
         ("cached", pa.bool_()),  # taken from the reply cache: no call made in this run
         ("answer_error", pa.string()),  # why the model gave no answer; null when it did
         ("retrieved_spans", pa.list_(SPAN)),  # best first
+        ("retrieved_scores", pa.list_(pa.float64())),  # as retrieved (RETRIEVALS)
         ("recall_vs_exact", pa.float64()),  # as retrieved (RETRIEVALS)
         ("query_latency_ms", pa.float64()),
         ("index_build_s", pa.float64()),
@@ -243,6 +248,8 @@ RESULTS = pa.schema(
     + [pa.field(name, kind) for name, kind in COSTS]
     # where each retrieved chunk lies in its document, best first; null in older results
     + [pa.field("retrieved_spans", pa.list_(SPAN))]
+    # the score each retrieved chunk was ranked by (RETRIEVALS); null in older results
+    + [pa.field("retrieved_scores", pa.list_(pa.float64()))]
     # what was searched in place of the question (a query transformation); null: as asked
     + [pa.field("searched_query", pa.string())]
 )

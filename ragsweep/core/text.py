@@ -1,5 +1,6 @@
-"""Text helpers shared by the answerers, BM25 and the lexical metrics: one tokenizer for
-text in any language, sentence splitting, and locating a passage in a document.
+"""Text helpers shared by the answerers, BM25, the lexical metrics and the chunkers: one
+tokenizer for text in any language, sentence splitting, locating a passage (or a chunk) in a
+document, and the chunkers' bounded token count.
 
 ``words`` is the one tokenizer. It reads Unicode letters, marks and digits in any script,
 case-folds (``str.casefold``: "Straße" and "STRASSE" match), folds compatibility forms
@@ -10,6 +11,9 @@ text, written without spaces between words, becomes overlapping character pairs 
 dictionary is needed; other scripts written without spaces (Thai, Lao, Khmer, Burmese) are
 not segmented. English stop words are dropped; other languages keep every word,
 since no maintained stop-word list ships with ragsweep's dependencies.
+
+Standalone (the standard library and ``regex``): this file is also copied beside a
+pattern's scripts as ``text.py``, so a pattern chunks and tokenizes as the sweep did.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 
 import regex
@@ -31,6 +36,7 @@ _LETTER = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]"
 _WORD = regex.compile(rf"(?P<cjk>[{_CJK}]+)|{_LETTER}+(?:[._\-]{_LETTER}+)*", regex.VERSION1)
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*")  # the same, on ASCII text: faster
 _ACCENTED = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
+_CHUNK_WORD = re.compile(r"\S*\w\S*")  # a run without white space holding a letter or digit
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n\s*\n|\n(?=\s*[-*#|\d])")
 
 
@@ -89,3 +95,36 @@ def locate(text: str, passage: str, unique: bool = False, after: int = 0) -> tup
         return words[k].start() + position - flat_starts[k]
 
     return original(start), original(start + len(target) - 1) + 1
+
+
+def placed(text: str, pieces: Iterable[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) in ``text`` of each of a splitter's ``pieces``, in order: each found
+    after the one before it if it can be (pieces may overlap), else anywhere; a ValueError
+    for a piece that is not in the text."""
+    cursor = 0
+    for piece in pieces:
+        span = locate(text, piece, after=cursor) or locate(text, piece)
+        if span is None:
+            raise ValueError(f"chunk not found in its document: {piece[:60]!r}")
+        yield span
+        cursor = span[0] + 1
+
+
+Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
+
+
+def bounded(tokenize: Tokenize, chunk_size: int) -> Tokenize:
+    """``tokenize``, except for a text with more words than ``chunk_size``: it has more
+    tokens than that (each word is one token or more), which is all a splitter asks of a
+    text it must split further, so it is not tokenized. The splitters tokenize a document,
+    then each piece of it, recursively: on long documents most of the time went there.
+    """
+
+    def count(text: str) -> Sequence[int]:
+        if len(text) > chunk_size:
+            for words, _ in enumerate(_CHUNK_WORD.finditer(text), start=1):
+                if words > chunk_size:
+                    return range(words)  # a stand-in: longer than a chunk
+        return tokenize(text)
+
+    return count

@@ -14,17 +14,14 @@ the configuration's embedding model).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
 from ragsweep.core import plugins
-from ragsweep.core.text import locate
+from ragsweep.core.text import Tokenize, bounded, placed
 
-Tokenize = Callable[[str], Sequence[int]]  # only the number of ids is used
-WORD = re.compile(r"\S*\w\S*")  # a run without white space holding a letter or digit: 1+ tokens
 Splitter = Callable[[str], list[str]]
 
 
@@ -77,33 +74,14 @@ def chunk_documents(
     for doc_id, text in zip(
         documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True
     ):
-        cursor = 0
-        for piece in split(text):
-            span = locate(text, piece, after=cursor) or locate(text, piece)
-            if span is None:
-                raise ValueError(f"{doc_id}: chunk not found in its document: {piece[:60]!r}")
-            start, end = span
+        try:
+            spans = list(placed(text, split(text)))
+        except ValueError as exc:
+            raise ValueError(f"{doc_id}: {exc}") from None
+        for start, end in spans:
             rows["doc_id"].append(doc_id)
             rows["start"].append(start)
             rows["end"].append(end)
             rows["text"].append(text[start:end])
-            cursor = start + 1
     rows["chunk_id"] = list(range(len(rows["text"])))
     return pa.table(rows)
-
-
-def bounded(tokenize: Tokenize, chunk_size: int) -> Tokenize:
-    """``tokenize``, except for a text with more words than ``chunk_size``: it has more
-    tokens than that (each word is one token or more), which is all a splitter asks of a
-    text it must split further, so it is not tokenized. The splitters tokenize a document,
-    then each piece of it, recursively: on long documents most of the time went there.
-    """
-
-    def count(text: str) -> Sequence[int]:
-        if len(text) > chunk_size:
-            for words, _ in enumerate(WORD.finditer(text), start=1):
-                if words > chunk_size:
-                    return range(words)  # a stand-in: longer than a chunk
-        return tokenize(text)
-
-    return count

@@ -246,19 +246,56 @@ class _Giskard:
         self.pd = pandas
 
 
+# The keys of the JSON object each Giskard question generator asks for (its prompt names
+# them; Giskard's ``caller_id`` is the generator's class name), sent as a ``response_format``
+# JSON schema where the endpoint accepts one: small models write JSON Giskard can read only
+# so. The double-question generator first asks for a list of two (``LINKED_PAIR``).
+REPLY_KEYS = {
+    "SimpleQuestionsGenerator": ("question", "answer"),
+    "ComplexQuestionsGenerator": ("question",),
+    "DistractingQuestionsGenerator": ("question",),
+    "SituationalQuestionsGenerator": ("question",),
+    "DoubleQuestionsGenerator": ("question", "answer"),
+    "ConversationalQuestionsGenerator": ("introduction", "question"),
+    "OutOfScopeGenerator": ("selected_fact", "fake_fact", "question"),
+}
+LINKED_PAIR = "list of exactly two JSON objects"  # in the double generator's first prompt
+REPLY_CHARACTERS = 400  # each value bounded, so that the JSON closes within max_tokens
+
+
+def reply_schema(caller_id: str | None, system_prompt: str) -> dict[str, Any] | None:
+    """The JSON schema of the reply Giskard's ``caller_id`` asks for; None for replies in
+    prose (topic names, situations) and callers not known here."""
+    keys = REPLY_KEYS.get(caller_id or "")
+    if keys is None:
+        return None
+    one = {
+        "type": "object",
+        "properties": {k: {"type": "string", "maxLength": REPLY_CHARACTERS} for k in keys},
+        "required": list(keys),
+        "additionalProperties": False,
+    }
+    if LINKED_PAIR in system_prompt:
+        return {"title": "questions", "type": "array", "items": one, "minItems": 2, "maxItems": 2}
+    return {"title": "question", **one}
+
+
 def _client(giskard: _Giskard, chat: Chat):
-    """A Giskard ``LLMClient`` that sends Giskard's requests through ``chat``."""
+    """A Giskard ``LLMClient`` that sends Giskard's requests through ``chat``, with the JSON
+    schema of the reply where Giskard wants JSON (``reply_schema``)."""
 
     class RagsweepClient(giskard.llm_client.LLMClient):
         def complete(
             self, messages, temperature=1.0, max_tokens=None, caller_id=None, seed=None, format=None
         ):
+            system = messages[0].content if messages and messages[0].role == "system" else ""
             reply = chat.ask_now(
                 [(m.role, m.content) for m in messages],
                 temperature=temperature,
                 # Giskard asks with no limit; a small model in JSON mode may never stop
                 max_tokens=max_tokens or chat.settings.max_tokens,
                 json_object=format in ("json", "json_object"),
+                schema=reply_schema(caller_id, system or ""),
             )
             if reply.error is not None:
                 raise RuntimeError(f"{chat.endpoint.model}: {reply.error}")

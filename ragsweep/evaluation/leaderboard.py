@@ -156,6 +156,7 @@ def per_question(scores: pa.Table, answers: pa.Table, testset: pa.Table) -> pa.T
         else:
             columns[name] = pa.nulls(scores.num_rows, kind)
     columns["retrieved_spans"] = answered["retrieved_spans"]
+    columns["retrieved_scores"] = answered["retrieved_scores"]
     columns["searched_query"] = answered["searched_query"]
     return pa.table(columns).cast(RESULTS)
 

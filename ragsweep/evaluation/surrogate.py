@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,18 @@ RECALL = ("context_correctness", "document_recall", "span_recall")  # found the 
 UPPER = 0.5  # the width of the prediction interval whose upper bound is maximised
 LAMBDAS = np.logspace(-2, 2, 5)  # the smoothing penalties generalised cross-validation picks from
 FIRST = 4  # configurations answered before the surrogate is fitted (at most)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What earlier runs of the sweep measured, for the search to start from: each
+    configuration's mean score (config id -> mean of the optimised metric over every
+    question, as measured), the ``runs`` it comes from, and a ``note`` for the report (why
+    the search starts cold; empty when there is nothing to say)."""
+
+    scores: Mapping[str, float] = field(default_factory=dict)
+    runs: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True)

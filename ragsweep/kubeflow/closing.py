@@ -1,5 +1,6 @@
 """A local run's side steps, after its folder is complete: compare with a baseline
-(compare), log to MLflow (track), store the run (publish).
+(compare), log to MLflow (track), store the run (publish; then the report gets the judge's
+agreement with the labels the store holds for the run's answers).
 
 None of them can throw results away: each failure is noted (the run is then ``partial``)
 and the others still run; the store is written last, with the run's final status, so it
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,11 +24,14 @@ from ragsweep.core.schemas import read_table, write_table
 from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_marker
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from ragsweep.results.regression import Comparison
 
 log = logging.getLogger("ragsweep")
 
 PARTIAL_EXIT = 3  # results kept, a side step (or the store) failed
+MLFLOW_FILE = "mlflow.json"  # where the track side step logged the run (tracking.Logged)
 
 
 @dataclass
@@ -90,11 +94,15 @@ def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline:
 
 
 def _track(outcome: Outcome, board, uri: str) -> None:
+    """Log the run to MLflow, and where it went into the folder (``MLFLOW_FILE``: the
+    results database keeps it, and the run's page links to it)."""
     from ragsweep.results.tracking import log_sweep
 
     report = outcome.run_dir / "report.html"
     try:
-        log_sweep(board, uri, outcome.run_dir.name, report=report)
+        logged = log_sweep(board, uri, outcome.run_dir.name, report=report)
+        with staged(outcome.run_dir) as stage:
+            (stage / MLFLOW_FILE).write_text(json.dumps(asdict(logged)) + "\n")
     except RagsweepError as exc:
         outcome.failed["track"] = f"{exc} (log it later: `ragsweep track {outcome.run_dir}`)"
         outcome.status = "partial"
@@ -150,8 +158,9 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
 
     detail = "; ".join(f"{step} failed: {why}" for step, why in failed.items()) or None
     try:
+        engine = database.connect(store_url)
         publishing.publish(
-            database.connect(store_url),
+            engine,
             run_dir.name,
             read_table(run_dir / "leaderboard.arrow", "leaderboard"),
             read_table(run_dir / "results.arrow", "results"),
@@ -159,11 +168,48 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
             started_at=started_at(run_dir),
             status="partial" if failed else "succeeded",
             detail=detail,
+            mlflow=_logged(run_dir),
         )
     except RagsweepError as exc:
         failed["publish"] = str(exc)
         return False
+    report_agreement(run_dir, engine)
     return True
+
+
+def report_agreement(run_dir: Path, engine: Engine) -> None:
+    """Into the stored run's report: its judge's agreement with the labels the store holds
+    for its answers (labels given on an earlier run whose answers this one reproduced);
+    nothing when none of its judged answers is labelled. The results are whole without it:
+    a failure is a warning."""
+    from ragsweep.results.agreements import insert_agreement
+    from ragsweep.results.labels import run_agreement
+
+    try:
+        found = run_agreement(engine, run_dir.name)
+        if found is None or not found[0].labels:
+            return
+        with staged(run_dir) as stage:
+            shutil.copyfile(run_dir / "report.html", stage / "report.html")
+            insert_agreement(stage / "report.html", *found)
+    except RagsweepError as exc:
+        log.warning(
+            "run %s: its report lacks the judge's agreement with people: %s", run_dir.name, exc
+        )
+
+
+def _logged(run_dir: Path) -> dict | None:
+    """Where the run went in MLflow (``MLFLOW_FILE``), None when it was not logged or the
+    file cannot be read (said in the log: the run is stored without its MLflow link)."""
+    path = run_dir / MLFLOW_FILE
+    if not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("%s: unreadable (%s); the run is stored without its MLflow link", path, exc)
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def import_folder(run_dir: Path, store_url: str) -> str:

@@ -159,6 +159,7 @@ def execute(
         database.RUN_ID_ENV: run_dir.name,
         database.STARTED_ENV: started_at(run_dir).isoformat(),
         database.ENV: "",  # the steps store nothing (close_run does)
+        database.READ_ENV: store_url or "",  # but read it (warm start, the judges' labels)
         tracking.URI_ENV: "",  # nor log to MLflow
         progress.ENV: str((run_dir / "progress.jsonl").resolve()),
     }

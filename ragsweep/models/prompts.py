@@ -2,6 +2,7 @@
 
 The answer prompts are defaults: a run may set its own system prompt and template (the
 template's ``{context}`` and ``{question}`` are filled in; nothing else in it is special).
+Standalone (constants only): this file is also copied beside a pattern's scripts.
 """
 
 ANSWER_SYSTEM_PROMPT = (

@@ -45,17 +45,20 @@ def agreement_section(measured: Agreement, judge: str) -> str:
     )
 
 
-def insert_agreement(path: Path, measured: Agreement, judge: str) -> None:
-    """Write the agreement into the report at ``path``: in its slot (a report rendered since
-    the slot was added), else before the leaderboard; once (a second call replaces it)."""
-    html = path.read_text(encoding="utf-8")
+def with_agreement(html: str, measured: Agreement, judge: str) -> str:
+    """The report ``html`` with the agreement: in its slot (a report rendered since the slot
+    was added), else before the leaderboard; once (a report that has it gets it replaced)."""
     section = f"<h2>The judge against people</h2>\n{agreement_section(measured, judge)}"
     start = html.find("<h2>The judge against people</h2>")
     if start >= 0:
         end = html.find("</div>", html.find('<div id="agreement">', start)) + len("</div>")
-        html = html[:start] + section + html[end:]
-    elif AGREEMENT_SLOT in html:
-        html = html.replace(AGREEMENT_SLOT, section, 1)
-    else:
-        html = html.replace("<h2>Leaderboard</h2>", section + "\n<h2>Leaderboard</h2>", 1)
-    path.write_text(html, encoding="utf-8")
+        return html[:start] + section + html[end:]
+    if AGREEMENT_SLOT in html:
+        return html.replace(AGREEMENT_SLOT, section, 1)
+    return html.replace("<h2>Leaderboard</h2>", section + "\n<h2>Leaderboard</h2>", 1)
+
+
+def insert_agreement(path: Path, measured: Agreement, judge: str) -> None:
+    """Write the agreement into the report at ``path`` (``with_agreement``)."""
+    html = path.read_text(encoding="utf-8")
+    path.write_text(with_agreement(html, measured, judge), encoding="utf-8")

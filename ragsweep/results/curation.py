@@ -28,6 +28,7 @@ from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import content_id, question_version
 from ragsweep.results import database
 
+MAX_AUTHOR, MAX_COMMENT = 200, 2000
 _ITEM_FIELDS = [
     "question",
     "reference_answers",
@@ -78,10 +79,24 @@ class DatabaseStore:
         live.sort(key=lambda i: (_position(i), i["question_id"]))
         return pa.Table.from_pylist([database.testset_row(i) for i in live], schema=TESTSET)
 
-    def save(self, name: str, table: pa.Table) -> None:
+    def save(
+        self, name: str, table: pa.Table, author: str | None = None, comment: str | None = None
+    ) -> None:
+        """Store ``table`` under ``name``: a new version of each item it changes, deletes or
+        adds, marked with who made the change (``author``) and why (``comment``)."""
+        if len(author or "") > MAX_AUTHOR or len(comment or "") > MAX_COMMENT:
+            raise RagsweepError(
+                f"author: at most {MAX_AUTHOR} characters; comment: at most {MAX_COMMENT}"
+            )
         try:
             with self.engine.begin() as conn:
-                database.save_testset(conn, name, table.select(TESTSET.names).cast(TESTSET))
+                database.save_testset(
+                    conn,
+                    name,
+                    table.select(TESTSET.names).cast(TESTSET),
+                    author=(author or "").strip() or None,
+                    comment=(comment or "").strip() or None,
+                )
         except sa.exc.IntegrityError:  # the same item version, or set, stored meanwhile
             raise RagsweepError(
                 f"test set {name!r} was changed by someone else while this change was being "
@@ -122,7 +137,7 @@ class DatabaseStore:
 
     def history(self, name: str, question_id: str) -> list[dict[str, Any]]:
         """Every stored version of one question, newest first: ``version``, ``created_at``,
-        ``deleted`` and the item's fields (null in a deletion)."""
+        ``deleted``, ``author``, ``comment`` and the item's fields (null in a deletion)."""
         with self.engine.connect() as conn:
             items = _items(conn, self._id(conn, name), question_id)
         if not items:
@@ -133,6 +148,8 @@ class DatabaseStore:
                 "version": i["version"],
                 "created_at": _utc(i["created_at"]),
                 "deleted": bool(i["deleted"]),
+                "author": i["author"],
+                "comment": i["comment"],
                 **({f: None for f in _ITEM_FIELDS} if i["deleted"] else database.testset_row(i)),
             }
             for i in reversed(items)
@@ -222,21 +239,40 @@ def edit_question(
     question_id: str,
     question: str | None = None,
     answers: list[str] | None = None,
+    doc_ids: list[str] | None = None,
+    reference_context: str | None = None,
+    topic: str | None = None,
+    question_type: str | None = None,
 ) -> pa.Table:
-    """The test set with a new question text and/or new reference answers for
-    ``question_id``; its reference context, documents, spans, type and topic stay, and its
-    ``question_version`` is that of the new content."""
+    """The test set with new content for ``question_id``: each field given (not None)
+    replaces its value; an empty ``reference_context``, ``topic`` or ``question_type``
+    clears it. New reference documents or a new reference context drop the gold spans
+    located from the old ones (located again when the set is next resolved against the
+    documents, ``--docs``). The ``question_version`` is that of the new content; an edit
+    that changes nothing keeps it."""
     row = row_of(testset, question_id)
     if question is not None and not question.strip():
         raise RagsweepError("the new question is empty")
     if answers is not None and (not answers or not all(a.strip() for a in answers)):
         raise RagsweepError("a new reference answer is empty")
+    if doc_ids is not None and not all(d.strip() for d in doc_ids):
+        raise RagsweepError("a new reference document id is empty")
     rows = testset.to_pylist()
     old = dict(rows[row])
-    if question is not None:
-        rows[row]["question"] = question
-    if answers is not None:
-        rows[row]["reference_answers"] = list(answers)
+    new = {
+        "question": question,
+        "reference_answers": None if answers is None else list(answers),
+        "reference_doc_ids": None if doc_ids is None else list(doc_ids),
+        "reference_context": reference_context,
+        "topic": topic,
+        "question_type": question_type,
+    }
+    for field, value in new.items():
+        if value is not None:
+            rows[row][field] = value if value != "" else None
+    moved = ("reference_doc_ids", "reference_context")
+    if any(rows[row][f] != old[f] for f in moved):
+        rows[row]["gold_spans"] = []
     if rows[row] != old:  # an edit that changes nothing keeps the version
         rows[row]["question_version"] = question_version(rows[row])
     return pa.Table.from_pylist(rows, schema=testset.schema)

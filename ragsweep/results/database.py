@@ -38,6 +38,9 @@ from ragsweep.documents.testsets import check_name
 log = logging.getLogger("ragsweep")
 
 ENV = "RAGSWEEP_STORE_URL"
+# where a local run's steps read the store (the model search's warm start, the judges'
+# labels): ENV there would turn the publish step on, and a local run stores once, at its end
+READ_ENV = "RAGSWEEP_STORE_READ_URL"
 DEFAULT_STORE_CONNECTION = "ragsweep-results-store"  # the Secret a cluster run reads ENV from
 # `ragsweep run` names its local runs: the run folder's name and when it started
 RUN_ID_ENV, STARTED_ENV = "RAGSWEEP_RUN_ID", "RAGSWEEP_RUN_STARTED_AT"
@@ -95,6 +98,9 @@ testset_items = sa.Table(
     sa.Column("gold_spans", sa.JSON),  # [{doc_id, start, end}]
     sa.Column("conversation_history", sa.Text),  # JSON text, as Giskard gives it
     sa.Column("item_position", sa.Integer),  # order in the set; added questions go last
+    # who made the change and why, when they said (the UI's curation); null in older stores
+    sa.Column("author", sa.String(200)),
+    sa.Column("comment", sa.Text),
     sa.UniqueConstraint("testset_id", "question_id", "version", name="ragsweep_item_version"),
 )
 
@@ -132,6 +138,9 @@ runs = sa.Table(
     sa.Column("best_low", sa.Float),
     sa.Column("best_high", sa.Float),
     sa.Column("configurations", sa.Integer),
+    # where the run was logged to MLflow (tracking.Logged: run_id, experiment_id, uri without
+    # credentials); null when it was not, and in older stores
+    sa.Column("mlflow", sa.JSON),
 )
 
 
@@ -212,6 +221,12 @@ def default_url() -> str:
 def resolve_url(url: str | None = None) -> str:
     """``url``, else ``RAGSWEEP_STORE_URL``, else the default SQLite file."""
     return url or os.environ.get(ENV) or default_url()
+
+
+def reading_url() -> str | None:
+    """The store a pipeline step reads: ``READ_ENV`` (a local run's), else ``ENV`` (the
+    results-store Secret's, on a cluster); None when neither is set."""
+    return os.environ.get(READ_ENV) or os.environ.get(ENV) or None
 
 
 def _scrub(text: str, url: URL) -> str:
@@ -349,13 +364,20 @@ def _add_spans(
 
 
 def save_testset(
-    conn: Connection, name: str, testset: pa.Table, deletions: bool = True, run: bool = False
+    conn: Connection,
+    name: str,
+    testset: pa.Table,
+    deletions: bool = True,
+    run: bool = False,
+    author: str | None = None,
+    comment: str | None = None,
 ) -> tuple[int, dict[str, int]]:
     """Store the test set's items under ``name``: a new version for each changed item, and
-    (with ``deletions``) a deletion version for each item no longer there. A new name must
-    be valid (``check_name``); one stored before the rule keeps working. From a ``run``,
-    gold spans it located for an item that had none join that item's version instead (no
-    person changed it). Returns its id and each item's version."""
+    (with ``deletions``) a deletion version for each item no longer there, each with the
+    ``author`` and ``comment`` given. A new name must be valid (``check_name``); one stored
+    before the rule keeps working. From a ``run``, gold spans it located for an item that
+    had none join that item's version instead (no person changed it). Returns its id and
+    each item's version."""
     found = conn.execute(sa.select(testsets.c.id).where(testsets.c.name == name)).scalar()
     testset_id = (
         found
@@ -409,6 +431,8 @@ def save_testset(
                     "gold_spans": [dict(s) for s in row.get("gold_spans") or []],
                     "conversation_history": _text(row.get("conversation_history")),
                     "item_position": position,
+                    "author": _text(author),
+                    "comment": _text(comment),
                 }
             )
         versions[qid] = version
@@ -427,6 +451,8 @@ def save_testset(
                     "created_at": now,
                     "question_version": None,
                     "item_position": position,
+                    "author": _text(author),
+                    "comment": _text(comment),
                 }
             )
     if inserts:
@@ -445,10 +471,12 @@ def publish(
     status: str = "succeeded",
     detail: str | None = None,
     regressed: bool | None = None,
+    mlflow: dict[str, str] | None = None,
 ) -> str:
     """Store a finished run in one transaction, as ``succeeded`` or ``partial`` (``detail``:
     the side steps that failed), with the trend's alarm (``regressed``; computed by
-    ``ragsweep.results.publishing.publish``); a run stored before under ``run_id`` (a
+    ``ragsweep.results.publishing.publish``) and where it was logged to MLflow (``mlflow``,
+    a ``tracking.Logged`` as a dict); a run stored before under ``run_id`` (a
     retried step, a resumed or imported run) is replaced, keeping its name, note and tags.
     Its test set goes under its file name (``stored_name``): a new version of each question
     that changed (e.g. resolved against the documents); the questions the run left out (a
@@ -475,6 +503,7 @@ def publish(
         "detail": _text(_clip(detail)),
         "documents": _text(_clip(settings.get("docs"))),
         "regressed": regressed,
+        "mlflow": mlflow,
         **_best_figures(settings.get("optimization_metric") or "", best),
         "configurations": leaderboard.num_rows,
     }

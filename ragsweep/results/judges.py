@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -102,11 +101,12 @@ def stored_labelled(engine) -> list[Labelled]:
 def choose_judge(settings: LLMSettings) -> LLMSettings:
     """``settings`` with one judge: of the several its ``judge`` names, the one whose
     verdicts agree best (kappa) with the labels in the results database
-    (``RAGSWEEP_STORE_URL``); the first named when there is no store or no label."""
+    a step reads (``database.reading_url``); the first named when there is no store or no
+    label."""
     names = settings.judges()
     if len(names) < 2:
         return settings
-    url = os.environ.get(database.ENV)
+    url = database.reading_url()
     labelled = stored_labelled(database.connect(url)) if url else []
     if not labelled:
         log.info(

@@ -394,9 +394,19 @@ def model_summary(record: dict, calls: str) -> str:
         f"Model-based search (at most {record.get('max_configs') or 'every'} configurations "
         f"answered, by {record['promoted_by']}): {len(trials)} answered every question, "
         f"chosen one at a time by a LinearGAM of the retrieval metrics every configuration "
-        f"has for free; {calls}. The others rank by their retrieval metrics only. Tried: "
-        f"{tried}."
+        f"has for free; {calls}. The others rank by their retrieval metrics only."
+        f"{warm_summary(record.get('warm_start') or {})} Tried: {tried}."
     )
+
+
+def warm_summary(warm: dict) -> str:
+    """What the model-based search started from: earlier runs' scores, or why none."""
+    if warm.get("configurations"):
+        return (
+            f" Warm start: {warm['configurations']} configurations scored by earlier runs of "
+            f"the sweep ({', '.join(warm['runs'])}), not answered again."
+        )
+    return f" {warm['note'][0].upper()}{warm['note'][1:]}." if warm.get("note") else ""
 
 
 JUDGE_UNREADABLE_SHARE = 0.05  # above this share of answers, the run says the judge failed

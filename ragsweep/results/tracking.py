@@ -16,9 +16,10 @@ import logging
 import math
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pyarrow as pa
 
@@ -71,17 +72,41 @@ def check_reachable(uri: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Logged:
+    """Where a sweep went in MLflow: its parent run, its experiment, the tracking store
+    (``safe_uri``: no credentials)."""
+
+    run_id: str
+    experiment_id: str
+    uri: str
+
+
+def run_link(logged: dict[str, str]) -> str | None:
+    """The MLflow UI's page of a logged run (a ``Logged`` as a dict) when its tracking store is
+    a server (http or https); None for a file or database store (no page to open)."""
+    uri = logged.get("uri") or ""
+    if not uri.startswith(("http://", "https://")) or not logged.get("run_id"):
+        return None
+    experiment, run = (
+        quote(logged.get("experiment_id") or "0", safe=""),
+        quote(logged["run_id"], safe=""),
+    )
+    return f"{uri.rstrip('/')}/#/experiments/{experiment}/runs/{run}"
+
+
 def log_sweep(
     leaderboard: pa.Table,
     uri: str,
     run_name: str,
     report: Path | None = None,
     experiment: str | None = None,
-) -> str:
+) -> Logged:
     """Log the sweep whose ``leaderboard`` this is to the tracking store at ``uri``, as the
     parent run ``run_name`` in ``experiment`` (default: ``MLFLOW_EXPERIMENT_NAME``, else
-    ragsweep). Returns the parent run's id. Raises ``RagsweepError`` when MLflow cannot be
-    reached or refuses a write; the parent run is then marked failed when it exists."""
+    ragsweep). Returns where it went (the parent run). Raises ``RagsweepError`` when MLflow
+    cannot be reached or refuses a write; the parent run is then marked failed when it
+    exists."""
     try:
         from mlflow.exceptions import MlflowException
     except ModuleNotFoundError as exc:
@@ -127,7 +152,7 @@ def log_sweep(
         parent,
         leaderboard.num_rows,
     )
-    return parent
+    return Logged(parent, experiment_id, safe_uri(uri))
 
 
 def log_from_step(leaderboard: pa.Table, report: Path, uri: str, run_name: str) -> str:
@@ -138,7 +163,7 @@ def log_from_step(leaderboard: pa.Table, report: Path, uri: str, run_name: str) 
     if not uri:
         return ""
     try:
-        return log_sweep(leaderboard, uri, run_name, report=report)
+        return log_sweep(leaderboard, uri, run_name, report=report).run_id
     except RagsweepError as exc:
         log.warning(
             "%s. The sweep is not in MLflow; its results are kept (log a run folder later "

@@ -27,6 +27,7 @@ from ragsweep.models.llm import Chat, Endpoint, LLMSettings
 from ragsweep.models.prompts import HYDE_SYSTEM_PROMPT, MULTI_QUERY_SYSTEM_PROMPT
 from ragsweep.models.replies import ReplyCache
 from ragsweep.retrieval.search import fuse
+from ragsweep.retrieval.vector_stores import Hits
 
 log = logging.getLogger("ragsweep")
 
@@ -145,12 +146,13 @@ class QueryPlan:
     shown: list[str | None]
     calls: list[int]
 
-    def ranking(self, rankings: Callable[[str], np.ndarray], depth: int) -> np.ndarray:
+    def ranking(self, rankings: Callable[[str], Hits], depth: int) -> Hits:
         """The transformation's ranking, ``depth`` deep, from each query set's
-        (``rankings(set)``): the one set's, or the sets' fused by reciprocal rank."""
+        (``rankings(set)``): the one set's, or the sets' fused by reciprocal rank (scored
+        by the fused score)."""
         if len(self.sets) == 1:
             return rankings(self.sets[0])
-        return fuse([rankings(name) for name in self.sets], depth, used=self.used)
+        return fuse([rankings(name).ids for name in self.sets], depth, used=self.used)
 
 
 def plan_queries(

@@ -39,6 +39,7 @@ import numpy as np
 from ragsweep.core import plugins
 from ragsweep.core.errors import RagsweepError
 from ragsweep.models.llm import RETRY_STATUS, Endpoint, retry_delay
+from ragsweep.retrieval.vector_stores import Hits
 
 if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
     import httpx
@@ -259,10 +260,10 @@ class Reranking:
 
     def rerank(
         self, name: str, questions: list[str], texts: list[str], candidates: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[Hits, np.ndarray]:
         """``candidates`` (questions x fetch_k chunk indices, -1 padded) in order of
-        ``name``'s score, best first (ties: the search's order), and each question's
-        reranking time in ms (the time its pairs took when they were scored)."""
+        ``name``'s score, best first (ties: the search's order), with those scores, and
+        each question's reranking time in ms (the time its pairs took when scored)."""
         if name not in self.rerankers:
             self.rerankers[name] = self.get(name)
         whole = self.rerankers[name].whole_lists
@@ -278,12 +279,13 @@ class Reranking:
             self._score(
                 name, [(q, together, list(found)) for (q, together), found in missing.items()]
             )
-        out = np.full(candidates.shape, -1, dtype=np.int64)
+        out = Hits.empty(*candidates.shape)
         latency = np.zeros(len(rows))
         for q, row in enumerate(rows):
             got = [self.scores[(name, questions[q], lists[q], texts[i])] for i in row]
             order = sorted(range(len(row)), key=lambda j: -got[j][0])  # stable: search order
-            out[q, : len(row)] = [row[j] for j in order]
+            out.ids[q, : len(row)] = [row[j] for j in order]
+            out.scores[q, : len(row)] = [got[j][0] for j in order]
             latency[q] = sum(ms for _, ms in got)
         return out, latency
 

@@ -65,20 +65,23 @@ class Index:
         return {}
 
 
-Ranker = Callable[..., np.ndarray]  # (index, depth, **params) -> chunk indices, best first
+# (index, depth, **params) -> each question's chunk indices, best first, with the score
+# each was ranked by
+Ranker = Callable[..., Hits]
 
 
-def similarity(index: Index, depth: int) -> np.ndarray:
-    """Chunks by similarity to the question, as the store finds them."""
-    return index.nearest(depth).ids
+def similarity(index: Index, depth: int) -> Hits:
+    """Chunks by similarity to the question, as the store finds them (its scores)."""
+    return index.nearest(depth)
 
 
-def mmr(index: Index, depth: int, mmr_lambda: float = 0.5, mmr_fetch_k: int = 20) -> np.ndarray:
+def mmr(index: Index, depth: int, mmr_lambda: float = 0.5, mmr_fetch_k: int = 20) -> Hits:
     """Maximal marginal relevance: from the store's ``mmr_fetch_k`` nearest chunks, greedily
-    pick the one most similar to the question and least similar to those already picked."""
+    pick the one most similar to the question and least similar to those already picked;
+    each scored by its marginal relevance when picked."""
     candidates = index.nearest(max(mmr_fetch_k, depth)).ids
     depth = min(depth, candidates.shape[1])
-    out = np.full((len(candidates), depth), -1, dtype=np.int64)
+    out = Hits.empty(len(candidates), depth)
     for q, cand in enumerate(candidates):
         cand = cand[cand >= 0]
         vectors = index.chunk_vectors[cand]
@@ -91,12 +94,12 @@ def mmr(index: Index, depth: int, mmr_lambda: float = 0.5, mmr_fetch_k: int = 20
             score[picked] = -np.inf
             best = int(np.argmax(score))
             picked[best] = True
-            out[q, rank] = cand[best]
+            out.ids[q, rank], out.scores[q, rank] = cand[best], score[best]
             closest = np.maximum(closest, redundancy[best]) if rank else redundancy[best].copy()
     return out
 
 
-def hybrid(index: Index, depth: int, rrf_k: int = 60) -> np.ndarray:
+def hybrid(index: Index, depth: int, rrf_k: int = 60) -> Hits:
     """The store's nearest chunks and the keyword search's best, ``FUSION_DEPTH`` of each,
     fused by reciprocal rank fusion: score = sum over the rankings holding the chunk of
     1 / (rrf_k + its rank there)."""
@@ -107,13 +110,13 @@ def hybrid(index: Index, depth: int, rrf_k: int = 60) -> np.ndarray:
 
 def fuse(
     rankings: list[np.ndarray], depth: int, rrf_k: int = 60, used: np.ndarray | None = None
-) -> np.ndarray:
+) -> Hits:
     """Reciprocal rank fusion of ``rankings`` (each questions x its depth, -1 padded): a
     chunk scores the sum over the rankings holding it of 1 / (rrf_k + its rank there);
     the ``depth`` best, equal scores in chunk order. ``used`` (rankings x questions, bool)
     leaves a ranking out for a question where it is False."""
-    out = np.full((len(rankings[0]), depth), -1, dtype=np.int64)
-    for q in range(len(out)):
+    out = Hits.empty(len(rankings[0]), depth)
+    for q in range(len(out.ids)):
         fused: dict[int, float] = {}
         for r, ranking in enumerate(rankings):
             if used is not None and not used[r, q]:
@@ -122,7 +125,8 @@ def fuse(
                 if chunk >= 0:
                     fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (rrf_k + rank)
         best = sorted(fused, key=lambda c: (-fused[c], c))[:depth]
-        out[q, : len(best)] = best
+        out.ids[q, : len(best)] = best
+        out.scores[q, : len(best)] = [fused[c] for c in best]
     return out
 
 
@@ -183,7 +187,13 @@ class BM25:
 SEARCH_TYPES: dict[str, Ranker] = {"similarity": similarity, "mmr": mmr, "hybrid": hybrid}
 
 
-def rank_chunks(index: Index, search_type: str, depth: int, **params: Any) -> np.ndarray:
-    """Rank chunks for every question with ``search_type``: shape (questions, depth), -1
-    where the store found fewer chunks."""
+def rank(index: Index, search_type: str, depth: int, **params: Any) -> Hits:
+    """Rank chunks for every question with ``search_type``: chunk indices and the scores
+    they were ranked by (the store's similarity, MMR's marginal relevance, the fused
+    reciprocal-rank score), shape (questions, depth), -1 where the store found fewer."""
     return SEARCH_TYPES[search_type](index, depth, **params)
+
+
+def rank_chunks(index: Index, search_type: str, depth: int, **params: Any) -> np.ndarray:
+    """``rank``'s chunk indices alone."""
+    return rank(index, search_type, depth, **params).ids

@@ -10,6 +10,7 @@ dropped all the same.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import time
@@ -20,8 +21,8 @@ import numpy as np
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import DEFAULT_STORE, config_id
-from ragsweep.retrieval.search import Index, rank_chunks
-from ragsweep.retrieval.vector_stores import IndexSpec, open_store
+from ragsweep.retrieval.search import Index, rank
+from ragsweep.retrieval.vector_stores import Hits, IndexSpec, open_store
 
 log = logging.getLogger("ragsweep")
 
@@ -32,14 +33,14 @@ RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.results.database.RUN_ID_ENV, set by `
 @dataclass(frozen=True)
 class Searched:
     """What one (store, index) gave: a ranking per query set and search setting (keyed
-    (query set, (search type, params)); questions x depth), the seconds its index took to
-    build, each question's search latency (NaN: not timed), and the candidates handed to a
-    reranker per query set and search setting (questions x fetch_k)."""
+    (query set, (search type, params)); questions x depth, with scores), the seconds its
+    index took to build, each question's search latency (NaN: not timed), and the
+    candidates handed to a reranker per query set and search setting (questions x fetch_k)."""
 
-    rankings: dict[tuple, np.ndarray]
+    rankings: dict[tuple, Hits]
     build_s: float
     latency_ms: np.ndarray
-    candidates: dict[tuple, np.ndarray] = field(default_factory=dict)
+    candidates: dict[tuple, Hits] = field(default_factory=dict)
 
 
 def collection_name(chunk_config_id: str, store: str, index: IndexSpec, distance: str) -> str:
@@ -88,13 +89,13 @@ def search_store(
         for asked, queries in inputs.items():
             index = replace(queries, store=store)
             for search in searches:
-                ranking = rank_chunks(index, search[0], depth, **dict(search[1]))
+                ranking = rank(index, search[0], depth, **dict(search[1]))
                 rankings[asked, search] = ranking
             for search in reranked:
                 candidates[asked, search] = (
                     rankings[asked, search]
                     if fetch_k == depth and search in searches
-                    else rank_chunks(index, search[0], fetch_k, **dict(search[1]))
+                    else rank(index, search[0], fetch_k, **dict(search[1]))
                 )
         latency = np.full(len(first.questions), np.nan)
         for q in range(min(LATENCY_SAMPLE, len(latency))):
@@ -142,4 +143,14 @@ def overlap(found: np.ndarray, exact: np.ndarray) -> list[float | None]:
     for mine, truth in zip(found.tolist(), exact.tolist(), strict=True):
         truth = {i for i in truth if i >= 0}
         out.append(len(truth.intersection(mine)) / len(truth) if truth else None)
+    return out
+
+
+def chunk_scores(ids: np.ndarray, scores: np.ndarray) -> list[list[float | None]]:
+    """Per question, the score of each chunk found (``ids`` >= 0), best first, as the
+    ranking scored it; None where it gave none (a non-finite score)."""
+    out: list[list[float | None]] = []
+    for found, scored in zip(ids.tolist(), scores.astype(np.float64).tolist(), strict=True):
+        pairs = zip(found, scored, strict=True)
+        out.append([s if math.isfinite(s) else None for i, s in pairs if i >= 0])
     return out

@@ -43,8 +43,8 @@ from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
 from ragsweep.retrieval.reranking import Reranking
 from ragsweep.retrieval.search import Index
-from ragsweep.retrieval.store_search import collection_name, overlap, search_store
-from ragsweep.retrieval.vector_stores import IndexSpec
+from ragsweep.retrieval.store_search import chunk_scores, collection_name, overlap, search_store
+from ragsweep.retrieval.vector_stores import Hits, IndexSpec
 from ragsweep.sweep import fanout
 from ragsweep.sweep.settings import GRID, HALVING, MODEL, check_strategy
 from ragsweep.sweep.space import SearchSpace, chunk_config_from
@@ -250,9 +250,9 @@ def retrieve(
             )
     reranking, reordered = Reranking(), {}
 
-    fused: dict[tuple, np.ndarray] = {}
+    fused: dict[tuple, Hits] = {}
 
-    def searched_by(key: tuple[str, str], config: dict[str, Any], kind: str) -> np.ndarray:
+    def searched_by(key: tuple[str, str], config: dict[str, Any], kind: str) -> Hits:
         """The ranking (or the reranker's candidates: ``kind``) of ``config``'s search and
         query transformation in (store, index) ``key``; fused once per step."""
         search, plan = search_of(config), plans[config.get("query_transform", queries.NONE)]
@@ -263,31 +263,32 @@ def retrieve(
             fused[at] = plan.ranking(lambda name: found[name, search], deep)
         return fused[at]
 
-    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[np.ndarray, list]:
-        """The ranking ``config`` reads in (store, index) ``key``, and each question's
-        reranking time (None: no reranker); one reranking per target, search, query
-        transformation and reranker."""
+    def ranked(key: tuple[str, str], config: dict[str, Any]) -> tuple[Hits, list]:
+        """The ranking ``config`` reads in (store, index) ``key``, with its scores, and each
+        question's reranking time (None: no reranker); one reranking per target, search,
+        query transformation and reranker."""
         if "reranker" not in config:
             return searched_by(key, config, "rankings"), [None] * len(questions)
         at = (key, search_of(config), config.get("query_transform"), config["reranker"])
         if at not in reordered:
             candidates = searched_by(key, config, "candidates")
-            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates)
+            ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates.ids)
             reordered[at] = ranking, ms.tolist()
         return reordered[at]
 
     rows: dict[str, list] = {"config_id": [], "question_id": [], "retrieved_chunk_ids": []}
     for name in ("recall_vs_exact", "query_latency_ms", "index_build_s", "rerank_latency_ms"):
         rows[name] = []
-    rows["searched_query"], rows["query_llm_calls"] = [], []
+    rows["searched_query"], rows["query_llm_calls"], rows["retrieved_scores"] = [], [], []
     for config in configs:
         found = searched[target_of(config)]
-        ranking, rerank_ms = ranked(target_of(config), config)
-        ranking = ranking[:, : config["top_k"]]
-        reference = ranked(EXACT, config)[0][:, : config["top_k"]]
+        hits, rerank_ms = ranked(target_of(config), config)
+        ranking = hits.ids[:, : config["top_k"]]
+        reference = ranked(EXACT, config)[0].ids[:, : config["top_k"]]
         rows["config_id"] += [config["config_id"]] * len(question_ids)
         rows["question_id"] += question_ids
         rows["retrieved_chunk_ids"] += [[i for i in row if i >= 0] for row in ranking.tolist()]
+        rows["retrieved_scores"] += chunk_scores(ranking, hits.scores[:, : config["top_k"]])
         rows["recall_vs_exact"] += overlap(ranking, reference)
         rows["query_latency_ms"] += found.latency_ms.tolist()
         rows["index_build_s"] += [found.build_s] * len(question_ids)
@@ -359,7 +360,7 @@ def evaluate(
     seed: int = 42,
     strategy: str = GRID,
     max_configs: int = 0,
-    known: dict[str, float] | None = None,
+    known: surrogate.WarmStart | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Answer and score what the configurations retrieved: the answers and the scores, one
     row per config x question.
@@ -372,8 +373,8 @@ def evaluate(
     model, at most ``max_configs`` configurations answer (and no more than
     ``max_llm_calls`` allow), each on every question, chosen one at a time by a surrogate
     of ``metric`` fitted on every configuration's retrieval metrics
-    (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores (config id ->
-    mean ``metric``) of earlier runs of the sweep.
+    (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores of earlier runs
+    of the sweep (``ragsweep.results.warmstart``).
     The plan and the calls it made are recorded in the scores' metadata
     (``ragsweep.evaluation``), beside the judge (``ragsweep.evaluation.judge``); model answer
     settings
@@ -449,8 +450,9 @@ def evaluate(
         return declared(metric).sign() * matrix(scored[-1], metric, alive_ids, asked)
 
     trials: list[dict[str, Any]] = []
+    warm: dict[str, Any] = {}
     if strategy == MODEL:
-        trials = _model_search(
+        trials, warm = _model_search(
             retrievals,
             testset,
             contexts,
@@ -474,7 +476,11 @@ def evaluate(
         "strategy": "successive halving" if len(rounds) > 1 else named,
         "max_llm_calls": max_llm_calls,
         "rounds": [{"configs": r.configs, "questions": r.questions} for r in rounds],
-        **({"max_configs": max_configs, "trials": trials} if strategy == MODEL else {}),
+        **(
+            {"max_configs": max_configs, "trials": trials, "warm_start": warm}
+            if strategy == MODEL
+            else {}
+        ),
         "planned_llm_calls": planned,  # at most, before shared answers and the reply cache
         "llm_calls": made,  # requests sent, retries included
         "promoted_by": metric,
@@ -606,13 +612,15 @@ def _model_search(
     contexts: Contexts,
     configs: list[dict[str, Any]],
     search: tuple[str, int, int],
-    known: dict[str, float] | None,
+    known: surrogate.WarmStart | None,
     answer: Callable[[int], np.ndarray],
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``surrogate.search`` (``search``: the metric, the most configurations answered,
-    the seed) on the ``configs``' retrieval metrics (free: no answer needed);
-    ``answer(i)`` answers configuration ``i`` on every question and returns its metric
-    (higher is better). The trials, in order, for the record."""
+    the seed) on the ``configs``' retrieval metrics (free: no answer needed), starting from
+    the ``known`` scores of the configurations in the space; ``answer(i)`` answers
+    configuration ``i`` on every question and returns its metric (higher is better). The
+    trials, in order, and the warm start (how many configurations, from which runs, or why
+    none), for the record."""
     metric, budget, seed = search
     config_ids = [c["config_id"] for c in configs]
     rows = np.arange(retrievals.num_rows)
@@ -628,7 +636,9 @@ def _model_search(
     )
     x, names = surrogate.features(means, surrogate.FREE_METRICS)
     index = {c: i for i, c in enumerate(config_ids)}
-    warm = {index[c]: v for c, v in (known or {}).items() if c in index}
+    known = known or surrogate.WarmStart()
+    sign = declared(metric).sign()  # the search maximises, as answer(i) returns
+    warm = {index[c]: sign * v for c, v in known.scores.items() if c in index}
     scores: dict[int, float] = {}
 
     def evaluate(i: int) -> float:
@@ -636,8 +646,17 @@ def _model_search(
         return scores[i]
 
     trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm)
+    started = {"configurations": len(warm), "runs": list(known.runs) if warm else []}
+    if known.note:
+        started["note"] = known.note
     if warm:
-        log.info("model-based search: warm start from %d earlier configurations", len(warm))
+        log.info(
+            "model-based search: warm start from %d configurations of %s",
+            len(warm),
+            ", ".join(known.runs),
+        )
+    elif known.note:
+        log.info("model-based search: %s", known.note)
     return [
         {
             "config_id": config_ids[t.config],
@@ -648,7 +667,7 @@ def _model_search(
             "score": scores[t.config] if math.isfinite(scores[t.config]) else None,
         }
         for t in trials
-    ]
+    ], started
 
 
 # an ANSWERS column for each field of an Answer
@@ -691,6 +710,7 @@ def _answered(
     names = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids"]
     carried = (
         "retrieved_spans",
+        "retrieved_scores",
         "recall_vs_exact",
         "query_latency_ms",
         "index_build_s",

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 
 from ragsweep.core.errors import safe_url
 from ragsweep.results.report import CSS
-from ragsweep.ui import downloads, jobs, labelling, matrix, runlist, runs, security, testsets
+from ragsweep.ui import asked, downloads, jobs, labelling, matrix, runlist, runs, security, testsets
 from ragsweep.ui.data import Data
 from ragsweep.ui.roots import DocRoots
 
@@ -93,6 +93,7 @@ def create_app(
     routes = [
         *runlist.routes(),
         *matrix.routes(),
+        *asked.routes(),
         *downloads.routes(),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),

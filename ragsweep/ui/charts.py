@@ -5,6 +5,7 @@ the Pareto front; every point links to its configuration's page."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -62,6 +63,23 @@ def _order(values: list[Any]) -> list[Any]:
     return sorted(values, key=lambda v: (v is None, v if numbers else str(v)))
 
 
+def _y_grid(
+    lo: float, hi: float, step: float, py: Callable[[float], float], left: float, right: float
+) -> list[str]:
+    """The metric axis: a grid line from x ``left`` to ``right`` and a label every
+    ``step`` from ``lo`` to ``hi`` (``py``: a value's y)."""
+    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
+    lines = []
+    for t in range(round((hi - lo) / step) + 1):
+        v = lo + t * step
+        lines.append(
+            f'<line x1="{left}" y1="{py(v):.1f}" x2="{right}" y2="{py(v):.1f}" '
+            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
+            f'text-anchor="end">{v:.{digits}f}</text>'
+        )
+    return lines
+
+
 def parameter_panels(board: pa.Table, metric: str, run_id: str) -> list[dict[str, str]]:
     """One panel per swept parameter: for each of its values, the best configuration having
     it (its score and 95% interval, linked) and the others as small dots; all on one axis,
@@ -109,14 +127,7 @@ def _panel(
         f'<text x="{width / 2}" y="13" font-size="12" font-weight="600" '
         f'text-anchor="middle">{title}</text>',
     ]
-    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
-    for t in range(round((hi - lo) / step) + 1):
-        v = lo + t * step
-        parts.append(
-            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
-            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
-            f'text-anchor="end">{v:.{digits}f}</text>'
-        )
+    parts += _y_grid(lo, hi, step, py, left, width - right)
     for k, value in enumerate(values):
         mine = [r for r in rows if r[name] == value]
         best = max(mine, key=lambda r: sign * r[metric])
@@ -200,14 +211,7 @@ def _pareto(
             f'stroke="#edf2f7"/><text class="tick" x="{px(t):.1f}" y="{height - bottom + 14}" '
             f'font-size="10" text-anchor="middle">{compact(t)}</text>'
         )
-    digits = 3 if step < 0.01 else 2 if step < 0.1 else 1
-    for k in range(round((hi - lo) / step) + 1):
-        v = lo + k * step
-        parts.append(
-            f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" '
-            f'stroke="#edf2f7"/><text x="{left - 4}" y="{py(v) + 4:.1f}" font-size="10" '
-            f'text-anchor="end">{v:.{digits}f}</text>'
-        )
+    parts += _y_grid(lo, hi, step, py, left, width - right)
     parts.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 10}" font-size="11" '
         f'text-anchor="middle">{escape(label)} →</text><text x="12" y="{height / 2}" '
@@ -248,20 +252,33 @@ def _pareto(
 VERDICT_COLOURS = {"regressed": "#c53030", "improved": "#2f855a"}
 
 
-def forest(rows: list[dict], metric: str, candidate: str, width: int = 760) -> str:
-    """The comparison's per-configuration differences (candidate - baseline) with their 95%
-    intervals, one line each, zero marked; red: regressed, green: improved. A line links to
-    the configuration in the candidate run."""
-    shown = [r for r in rows if present(r["difference"])]
-    if not shown:
+def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) -> str:
+    """The comparisons' per-configuration differences (candidate - baseline) with their 95%
+    intervals: one group of lines per configuration, one line per candidate run in
+    ``series`` ((candidate run id, its comparison's rows)), zero marked; red: regressed,
+    green: improved. A line links to the configuration in its candidate run."""
+    groups: dict[str, list[tuple[str, dict]]] = {}
+    for candidate, rows in series:
+        for r in rows:
+            if present(r["difference"]):
+                groups.setdefault(r["config_id"], []).append((candidate, r))
+    if not groups:
         return '<p class="muted">No shared configuration has a difference to plot.</p>'
-    line_h, top, bottom, left, right = 22, 10, 34, 300, 20
-    height = top + bottom + line_h * len(shown)
-    lows = [r["difference_low"] if present(r["difference_low"]) else r["difference"] for r in shown]
-    highs = [
-        r["difference_high"] if present(r["difference_high"]) else r["difference"] for r in shown
-    ]
-    ticks = nice_ticks(min(0.0, *lows), max(0.0, *highs))
+    many = len(series) > 1
+    line_h, top, bottom, right, gap = 22, 10, 34, 20, 8 if many else 0
+    left = 420 if many else 300
+    lines = [pair for group in groups.values() for pair in group]
+    height = top + bottom + line_h * len(lines) + gap * (len(groups) - 1)
+
+    def ends(r: dict) -> tuple[float, float]:
+        low, high = r["difference_low"], r["difference_high"]
+        return (
+            low if present(low) else r["difference"],
+            high if present(high) else r["difference"],
+        )
+
+    bounds = [ends(r) for _, r in lines]
+    ticks = nice_ticks(min(0.0, *(b[0] for b in bounds)), max(0.0, *(b[1] for b in bounds)))
     x0, x1 = ticks[0], ticks[-1] if ticks[-1] > ticks[0] else ticks[0] + 1
 
     def px(v: float) -> float:
@@ -277,25 +294,50 @@ def forest(rows: list[dict], metric: str, candidate: str, width: int = 760) -> s
             f'stroke="{"#4a5568" if t == 0 else "#edf2f7"}"/><text x="{px(t):.1f}" '
             f'y="{height - bottom + 14}" font-size="10" text-anchor="middle">{t:+.2f}</text>'
         )
+    against = "each run" if many else "candidate"
     parts.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 6}" font-size="11" '
-        f'text-anchor="middle">candidate − baseline, {escape(metric)} (95% interval)</text>'
+        f'text-anchor="middle">{against} − baseline, {escape(metric)} (95% interval)</text>'
     )
-    for k, (r, low, high) in enumerate(zip(shown, lows, highs, strict=True)):
-        y = top + line_h * (k + 0.5)
-        colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
-        label = r["label"] if len(r["label"]) <= 46 else r["label"][:45] + "…"
-        best = " (baseline's best)" if r["is_best"] else ""
-        weight = 700 if best else 400
-        parts.append(
-            f'<a href="{_link(candidate, r["config_id"])}"><g class="forest-row '
-            f'{escape(r["verdict"] or "")}"><text x="{left - 8}" y="{y + 4:.1f}" font-size="10" '
-            f'text-anchor="end" font-weight="{weight}">{escape(label)}</text>'
-            f'<line x1="{px(low):.1f}" y1="{y:.1f}" x2="{px(high):.1f}" y2="{y:.1f}" '
-            f'stroke="{colour}" stroke-width="3"/><circle cx="{px(r["difference"]):.1f}" '
-            f'cy="{y:.1f}" r="4" fill="{colour}"><title>{escape(r["label"])}{best}: '
-            f"{r['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {escape(r['verdict'] or '')}"
-            "</title></circle></g></a>"
-        )
+    y = top
+    for group in groups.values():
+        for k, (candidate, r) in enumerate(group):
+            parts.append(_forest_line(r, candidate, ends(r), px, y + line_h / 2, left, k == 0))
+            y += line_h
+        y += gap
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _forest_line(
+    r: dict, candidate: str, bounds: tuple[float, float], px, y: float, left: int, first: bool
+) -> str:
+    """One line of the forest plot; the configuration's label on its group's first line, the
+    candidate run's id beside each line when several candidates are drawn (``left`` 420)."""
+    low, high = bounds
+    many = left > 300
+    colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
+    text = r["label"] if len(r["label"]) <= 46 else r["label"][:45] + "…"
+    best = " (baseline's best)" if r["is_best"] else ""
+    name = candidate if len(candidate) <= 18 else candidate[:17] + "…"
+    run = (
+        f'<text class="forest-run" x="{left - 8}" y="{y + 4:.1f}" font-size="10" '
+        f'text-anchor="end" fill="#4a5568">{escape(name)}</text>'
+        if many
+        else ""
+    )
+    label = (
+        f'<text x="{left - (120 if many else 8)}" y="{y + 4:.1f}" font-size="10" '
+        f'text-anchor="end" font-weight="{700 if best else 400}">{escape(text)}</text>'
+        if first
+        else ""
+    )
+    return (
+        f'<a href="{_link(candidate, r["config_id"])}"><g class="forest-row '
+        f'{escape(r["verdict"] or "")}" data-candidate="{escape(candidate)}">{label}{run}'
+        f'<line x1="{px(low):.1f}" y1="{y:.1f}" x2="{px(high):.1f}" y2="{y:.1f}" '
+        f'stroke="{colour}" stroke-width="3"/><circle cx="{px(r["difference"]):.1f}" '
+        f'cy="{y:.1f}" r="4" fill="{colour}"><title>{escape(candidate)}: '
+        f"{escape(r['label'])}{best}: {r['difference']:+.3f} [{low:+.3f}, {high:+.3f}], "
+        f"{escape(r['verdict'] or '')}</title></circle></g></a>"
+    )

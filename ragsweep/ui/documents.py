@@ -65,12 +65,14 @@ def _pieces(text: str, start: int, gold: list[tuple[int, int]]) -> list[dict[str
 
 
 def retrieved_chunks(result: dict, question: dict, docs: Sequence[str]) -> list[dict[str, Any]]:
-    """Each retrieved chunk in rank order: document, span, whether it is a reference
-    document, whether it overlaps a gold span, and its text in pieces (None: not readable);
-    a document is looked for in each of the run's locations ``docs``."""
+    """Each retrieved chunk in rank order: document, span, the score its ranking gave it
+    (None: results stored before scores were kept), whether it is a reference document,
+    whether it overlaps a gold span, and its text in pieces (None: not readable); a document
+    is looked for in each of the run's locations ``docs``."""
     references = set(question.get("reference_doc_ids") or [])
     gold_spans = question.get("gold_spans") or []
     spans = result.get("retrieved_spans") or []
+    scores = result.get("retrieved_scores") or []
     chunks = []
     for rank, doc_id in enumerate(result.get("retrieved_doc_ids") or [], start=1):
         span = spans[rank - 1] if rank - 1 < len(spans) else None
@@ -92,6 +94,7 @@ def retrieved_chunks(result: dict, question: dict, docs: Sequence[str]) -> list[
                 "rank": rank,
                 "doc_id": doc_id,
                 "span": span,
+                "score": scores[rank - 1] if rank - 1 < len(scores) else None,
                 "reference": doc_id in references,
                 "gold": bool(gold)
                 or (span is None and doc_id in {g["doc_id"] for g in gold_spans}),
@@ -99,3 +102,18 @@ def retrieved_chunks(result: dict, question: dict, docs: Sequence[str]) -> list[
             }
         )
     return chunks
+
+
+def score_name(config: dict) -> str:
+    """What a configuration's retrieved chunks' scores are: the reranker's, the fused
+    reciprocal-rank score (hybrid search, several queries), MMR's marginal relevance, or
+    the store's similarity."""
+    if (config.get("reranker") or "none") != "none":
+        return "reranker score"
+    if config.get("search_type") == "hybrid" or str(config.get("query_transform")).startswith(
+        "multi_query"
+    ):
+        return "fused score (reciprocal rank)"
+    if config.get("search_type") == "mmr":
+        return "marginal relevance (MMR)"
+    return "similarity"

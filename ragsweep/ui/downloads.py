@@ -1,6 +1,7 @@
 """A run's downloads: its leaderboard and per-question results as CSV or Parquet, its HTML
-report (rendered from the results database, as the run folder's), and its patterns folder
-as a zip when the run's folder lies in the UI's runs folder."""
+report (rendered from the results database, as the run folder's, with the judge's agreement
+with the labels stored by now), and its patterns folder as a zip when the run's folder lies
+in the UI's runs folder."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from ragsweep.evaluation.leaderboard import Board
+from ragsweep.results import labels
+from ragsweep.results.agreements import with_agreement
 from ragsweep.results.exports import csv_text
 from ragsweep.results.report import render_html
 from ragsweep.ui.runs import run_of
@@ -48,8 +51,13 @@ def table(request: Request) -> Response:
 
 def report(request: Request) -> Response:
     run = run_of(request)
-    breakdown, failures = request.app.state.data.derived(run.info["run_id"])
-    return HTMLResponse(render_html(Board(run.board, run.results, breakdown, failures)))
+    run_id = run.info["run_id"]
+    breakdown, failures = request.app.state.data.derived(run_id)
+    html = render_html(Board(run.board, run.results, breakdown, failures))
+    found = labels.run_agreement(request.app.state.data.engine, run_id)
+    if found is not None and found[0].labels:
+        html = with_agreement(html, *found)
+    return HTMLResponse(html)
 
 
 def patterns(request: Request) -> Response:

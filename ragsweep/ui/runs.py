@@ -3,6 +3,7 @@ comparison of two runs (the runs list: ``ragsweep.ui.runlist``)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,7 +17,7 @@ from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
 from ragsweep.results import report
 from ragsweep.results.changes import lines as change_lines
-from ragsweep.results.database import find_runs
+from ragsweep.results.database import find_runs, run_info, sweep_names
 from ragsweep.results.exports import (
     COST_COLUMNS,
     eliminated_cell,
@@ -27,9 +28,10 @@ from ragsweep.results.exports import (
     sorted_board,
 )
 from ragsweep.results.regression import cannot_fire
+from ragsweep.results.tracking import run_link
 from ragsweep.ui import labelling
 from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
-from ragsweep.ui.documents import retrieved_chunks
+from ragsweep.ui.documents import retrieved_chunks, score_name
 
 FILTERS = ("vector_store", "chunker", "search_type")  # the leaderboard's filters
 COSTS_SHOWN = ("context_chars", "latency_p50_s", "query_latency_p50_ms", "llm_calls")
@@ -91,6 +93,8 @@ def run_page(request: Request) -> Response:
         run=run.info,
         tags=[t for t in (run.info.get("tags") or "").split(",") if t],
         patterns=(request.app.state.jobs.folder / run.info["run_id"] / "patterns").is_dir(),
+        mlflow=run.info.get("mlflow"),
+        mlflow_link=run_link(run.info["mlflow"]) if run.info.get("mlflow") else None,
         metric=metric,
         best=board.slice(0, 1).to_pylist()[0] if board.num_rows else None,
         configs=board.num_rows,
@@ -176,6 +180,7 @@ def question_page(request: Request) -> Response:
         result=result,
         question=question,
         chunks=chunks,
+        score_name=score_name(config),
         docs=docs,
         documents_changed=request.app.state.data.documents_changed(run.info["run_id"]),
         metrics=_present_metrics(run.board),
@@ -186,31 +191,66 @@ def question_page(request: Request) -> Response:
     )
 
 
+COMPARED = 5  # runs on one comparison page, the baseline first
+
+
+def chosen_runs(request: Request) -> list[str]:
+    """The run selectors' values in order (blank: none chosen): ``runs`` (repeated), or
+    ``baseline`` and ``candidate`` (the links of the trend and of a run page)."""
+    q = request.query_params
+    picked = q.getlist("runs") or [q.get("baseline", ""), q.get("candidate", "")]
+    chosen = [r for r in picked if r]
+    if len(chosen) > COMPARED:
+        raise HTTPException(400, f"compare takes at most {COMPARED} runs, not {len(chosen)}")
+    if len(set(chosen)) < len(chosen):
+        raise HTTPException(400, "compare names a run twice: " + ", ".join(chosen))
+    return picked[:COMPARED] + [""] * (COMPARED - len(picked))
+
+
 def compare_page(request: Request) -> Response:
-    """Two runs side by side: the alarm, what changed since the baseline (documents, test
-    set, grid), per-configuration verdicts with intervals, the questions that flipped, what
-    only one run holds."""
-    data, q = request.app.state.data, request.query_params
-    succeeded = find_runs(data.engine, status="succeeded", limit=1000)
-    baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
-    comparison, error = None, None
-    if baseline and candidate:
+    """Up to five runs against the first (the baseline), chosen among the succeeded runs
+    (of one sweep, ``sweep``): a forest plot of every candidate's
+    per-configuration differences; per candidate, the alarm, what changed since the baseline
+    (documents, test set, grid), per-configuration verdicts with intervals, the questions
+    that flipped, what only one of the two holds."""
+    data = request.app.state.data
+    picked = chosen_runs(request)
+    chosen = [r for r in picked if r]  # the baseline first
+    sweep = request.query_params.get("sweep", "")
+    succeeded = find_runs(data.engine, sweep=sweep or None, status="succeeded", limit=1000)
+    offered = {r["run_id"] for r in succeeded}
+    for run_id in chosen:  # a chosen run of another sweep stays chosen
+        if run_id not in offered:
+            with contextlib.suppress(RagsweepError):  # unknown: said by the comparison
+                succeeded.append(run_info(data.engine, run_id))
+    comparisons, error = [], None
+    if len(chosen) > 1:
         try:
-            comparison = data.compare(baseline, candidate)
+            comparisons = [(c, data.compare(chosen[0], c)) for c in chosen[1:]]
         except RagsweepError as exc:
-            error = str(exc)
-    rows = comparison.table.to_pylist() if comparison else []
+            error, comparisons = str(exc), []
+    shown = [
+        {
+            "candidate": candidate,
+            "comparison": comparison,
+            "changes": change_lines(comparison.changes),
+            "rows": comparison.table.to_pylist(),
+            "flips": comparison.flips.to_pylist(),
+        }
+        for candidate, comparison in comparisons
+    ]
+    series = [(c["candidate"], c["rows"]) for c in shown]
     return request.app.state.render(
         request,
         "compare.html",
         runs=succeeded,
-        baseline=baseline,
-        candidate=candidate,
-        comparison=comparison,
-        changes=change_lines(comparison.changes) if comparison else [],
-        rows=rows,
-        forest=forest(rows, comparison.metric, candidate) if comparison else "",
-        flips=comparison.flips.to_pylist() if comparison else [],
+        sweeps=sweep_names(data.engine),
+        sweep=sweep,
+        chosen=picked,
+        baseline=chosen[0] if chosen else "",
+        comparisons=shown,
+        metric=shown[0]["comparison"].metric if shown else "",
+        forest=forest(series, shown[0]["comparison"].metric) if shown else "",
         error=error,
         fmt=fmt,
         cannot_fire=cannot_fire,

@@ -1,6 +1,9 @@
 """The test-set pages over the results database (``curation.DatabaseStore``): list, view,
-edit a question or its answers, delete, add, import AutoRAG JSON / Giskard JSONL, export.
-Every change is saved as a new version of the items it changes."""
+edit every field of a question, delete, add, import AutoRAG JSON / Giskard JSONL, export;
+delete, set the topic or type of, or export a selection of questions at once. Every change
+is saved as a new version of the items it changes, with who made it and why when they say
+(the author is remembered in the browser, as for labels); a question's page shows each
+version's changes from the one before and the runs that scored it."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name, export_testset, load_testset, name_from_file
-from ragsweep.results import curation
+from ragsweep.results import curation, versions
+from ragsweep.ui.labelling import AUTHOR_COOKIE
 from ragsweep.ui.security import checked_form
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}
@@ -37,11 +41,24 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _back(name: str, question_id: str | None = None) -> RedirectResponse:
+def _back(name: str, question_id: str | None = None, author: str = "") -> RedirectResponse:
     path = f"/testsets/{quote(name, safe='')}"
     if question_id:
         path += f"/questions/{quote(question_id, safe='')}"
-    return RedirectResponse(path, status_code=303)
+    response = RedirectResponse(path, status_code=303)
+    if author:
+        response.set_cookie(AUTHOR_COOKIE, author[:200], httponly=True, samesite="strict")
+    return response
+
+
+def _save(request: Request, name: str, table, form) -> str:
+    """Store ``table`` under ``name`` with the form's author and comment; the author."""
+    author = str(form.get("author", "")).strip()
+    try:
+        stored(request).save(name, table, author, str(form.get("comment", "")))
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
+    return author
 
 
 def _user_error(exc: RagsweepError) -> HTTPException:
@@ -84,15 +101,24 @@ async def set_page(request: Request) -> Response:
     name = request.path_params["name"]
     table = _load(request, name)
     return request.app.state.render(
-        request, "testset.html", name=name, questions=table.to_pylist(), formats=FORMATS
+        request,
+        "testset.html",
+        name=name,
+        questions=table.to_pylist(),
+        formats=FORMATS,
+        author=request.cookies.get(AUTHOR_COOKIE, ""),
     )
 
 
 async def export(request: Request) -> Response:
     name, kind = request.path_params["name"], request.path_params["kind"]
+    return _exported(name, _load(request, name), kind)
+
+
+def _exported(name: str, table, kind: str) -> Response:
+    """``table`` as an attachment in format ``kind``, named for the set ``name``."""
     if kind not in FORMATS:
         raise HTTPException(404, f"export: {kind!r}; choose from {', '.join(FORMATS)}")
-    table = _load(request, name)
     with tempfile.TemporaryDirectory() as folder:
         text = export_testset(table, Path(folder) / f"testset.{kind}").read_text(encoding="utf-8")
     stem = PurePosixPath(name).stem if PurePosixPath(name).suffix in (".json", ".jsonl") else name
@@ -119,8 +145,8 @@ async def add(request: Request) -> Response:
         )
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    stored(request).save(name, table)
-    return _back(name, table["question_id"][-1].as_py())
+    author = _save(request, name, table, form)
+    return _back(name, table["question_id"][-1].as_py(), author)
 
 
 async def question_page(request: Request) -> Response:
@@ -131,41 +157,98 @@ async def question_page(request: Request) -> Response:
         history = stored(request).history(name, question_id)
     except RagsweepError as exc:
         raise HTTPException(404, str(exc)) from None
+    engine = request.app.state.data.engine
     return request.app.state.render(
         request,
         "testset_question.html",
         name=name,
         question=current[0] if current else None,
         question_id=question_id,
-        history=history,
+        history=versions.with_diffs(history),
+        used=versions.runs_by_version(engine, name, question_id),
+        author=request.cookies.get(AUTHOR_COOKIE, ""),
     )
 
 
 async def edit(request: Request) -> Response:
+    """Every field of a question: its text, reference answers and documents (one a line),
+    reference context, topic and type; an empty context, topic or type clears it."""
     name, question_id = request.path_params["name"], request.path_params["question_id"]
     form = await checked_form(request)
+
+    table = _load(request, name)
+
+    def text(field: str) -> str | None:
+        return None if field not in form else str(form[field]).replace("\r\n", "\n").strip()
+
+    context = text("reference_context")
     try:
+        current = table.slice(curation.row_of(table, question_id), 1).to_pylist()[0]
+        if context == (current["reference_context"] or "").strip():
+            context = None  # as it is (a textarea gives back its lines ended by CR LF)
         table = curation.edit_question(
-            _load(request, name),
+            table,
             question_id,
-            str(form.get("question", "")).strip(),
-            _lines(str(form.get("answers", ""))),
+            text("question"),
+            None if "answers" not in form else _lines(str(form["answers"])),
+            None if "doc_ids" not in form else _lines(str(form["doc_ids"])),
+            context,
+            text("topic"),
+            text("question_type"),
         )
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    stored(request).save(name, table)
-    return _back(name, question_id)
+    return _back(name, question_id, _save(request, name, table, form))
 
 
 async def delete(request: Request) -> Response:
     name, question_id = request.path_params["name"], request.path_params["question_id"]
-    await checked_form(request)
+    form = await checked_form(request)
     try:
         table = curation.delete_question(_load(request, name), question_id)
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    stored(request).save(name, table)
-    return _back(name)
+    return _back(name, author=_save(request, name, table, form))
+
+
+def _selected(table, question_ids: list[str]):
+    """The rows of ``question_ids``, in the set's order; an unknown id is refused."""
+    try:
+        rows = sorted({curation.row_of(table, q) for q in question_ids})
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
+    return table.take(rows)
+
+
+async def bulk(request: Request) -> Response:
+    """A selection of questions (``q``, repeated) exported (``action`` export.json or
+    export.jsonl), or deleted, or given a topic or a type (``action`` delete, topic, type;
+    ``value``), in one new version each."""
+    name = request.path_params["name"]
+    form = await checked_form(request)
+    chosen = [str(q) for q in form.getlist("q")]
+    action, value = str(form.get("action", "")), str(form.get("value", "")).strip()
+    if not chosen:
+        raise HTTPException(400, "selection: tick the questions to change")
+    table = _load(request, name)
+    selection = _selected(table, chosen)  # every id known
+    if action.startswith("export."):
+        return _exported(name, selection, action.removeprefix("export."))
+    try:
+        if action == "delete":
+            for question_id in chosen:
+                table = curation.delete_question(table, question_id)
+        elif action in ("topic", "type"):
+            field = "topic" if action == "topic" else "question_type"
+            for question_id in chosen:
+                table = curation.edit_question(table, question_id, **{field: value})
+        else:
+            raise RagsweepError(
+                f"action: {action!r}; choose export.json, export.jsonl, delete, topic or type"
+            )
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
+    return _back(name, author=_save(request, name, table, form))
 
 
 def routes() -> list[Route]:
@@ -176,6 +259,7 @@ def routes() -> list[Route]:
         Route("/testsets/{name}/export.{kind}", export, methods=["GET"]),
         Route("/testsets/{name}", set_page, methods=["GET"]),
         Route("/testsets/{name}/questions", add, methods=["POST"]),
+        Route("/testsets/{name}/selection", bulk, methods=["POST"]),
         Route(q, question_page, methods=["GET"]),
         Route(f"{q}/edit", edit, methods=["POST"]),
         Route(f"{q}/delete", delete, methods=["POST"]),

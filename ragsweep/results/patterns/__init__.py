@@ -4,11 +4,15 @@
 they mean the same, and ragsweep's own under ``ragsweep``), ``evaluation_results.json``
 (AutoRAG's per-question shape), and ``indexing.py`` / ``inference.py``: the scripts beside
 this module, with the pattern's settings written into their ``SETTINGS`` line. The scripts
-use llama-index, the embedding model and the store's client, never ragsweep.
+use llama-index, the embedding model and the store's client, never ragsweep: what they share
+with the sweep (text extraction, the tokenizer and chunk spans, the prompts) are ragsweep's
+own standalone modules, copied beside them (``SUPPORT``).
 
-The scripts build and search the built-in stores and chunkers themselves (``SCRIPT_STORES``,
-``SCRIPT_CHUNKERS``); a plugin's pattern code (its ``PATTERN_CODE``: a standalone file) is
-copied beside them as ``vector_store.py`` or ``chunker.py``. A configuration whose store,
+The scripts build and search the memory store and the llama-index chunkers themselves
+(``SCRIPT_STORES``, ``SCRIPT_CHUNKERS``); any other store or chunker, built-in or a
+plugin's, brings its pattern code (its ``PATTERN_CODE``: a standalone file, for the
+built-in ones the very module the sweep uses), copied beside them as ``vector_store.py``
+or ``chunker.py``. A configuration whose store,
 chunker or reranker has no pattern code is not written as a pattern, with a warning saying
 why: never deployed as something else.
 """
@@ -25,13 +29,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.documents import extraction
 from ragsweep.documents.chunking import get_chunker
+from ragsweep.models import prompts
 from ragsweep.models.llm import LLMSettings
 from ragsweep.retrieval.vector_stores import store_class
 from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, parse_index_label
 
 log = logging.getLogger("ragsweep")
 
@@ -40,10 +47,12 @@ SETTINGS_LINE = "SETTINGS: dict = {}  # ragsweep writes this pattern's settings 
 RRF_K = 60  # ragsweep.retrieval.search.hybrid's default
 NO_RERANKER = "none"
 # what the scripts build themselves; a plugin's pattern code is copied beside them
-SCRIPT_STORES = ("memory", "milvus", "pgvector", "oracle")
+SCRIPT_STORES = ("memory",)
 SCRIPT_CHUNKERS = ("sentence", "token")
 SCRIPT_RERANKERS = ("cross-encoder", "rerank")  # kinds, besides none
 STORE_CODE, CHUNKER_CODE = "vector_store.py", "chunker.py"
+# ragsweep's standalone modules the scripts import, copied beside them under these names
+SUPPORT = {"extraction.py": extraction, "text.py": text, "prompts.py": prompts}
 
 
 def pattern_code(row: dict[str, Any]) -> tuple[dict[str, Path], str | None]:
@@ -112,61 +121,10 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
         )
     if row["chunker"] not in SCRIPT_CHUNKERS:  # its factory's name in chunker.py
         settings["chunker_factory"] = get_chunker(row["chunker"]).__name__
-    if store == "milvus":
-        settings["milvus_index"] = milvus_index(settings["index"], settings["distance"])
-    if store == "pgvector":
-        settings["pgvector_index"] = pgvector_index(settings["index"])
-    if store == "oracle":
-        settings["oracle_index"] = oracle_index(settings["index"])
+    describe = getattr(store_class(store), "pattern_settings", None)
+    if describe is not None:  # what the store's pattern code needs of its index
+        settings.update(describe(parse_index_label(settings["index"]), settings["distance"]))
     return settings
-
-
-def milvus_index(label: str, distance: str) -> dict[str, Any]:
-    """Milvus's index type, metric, build and search parameters of index ``label``, and the
-    analyzer and BM25 parameters of the store's full-text search (hybrid's keyword side)."""
-    from ragsweep.retrieval.vector_stores.milvus import (
-        ANALYZER,
-        BM25_PARAMS,
-        INDEX_TYPES,
-        METRICS,
-        index_params,
-    )
-    from ragsweep.sweep.space import parse_index_label
-
-    spec = parse_index_label(label)
-    build, search = index_params(spec)
-    return {
-        "index_type": INDEX_TYPES[spec.kind],
-        "metric_type": METRICS[distance],
-        "build": build,
-        "search": search,
-        "analyzer": ANALYZER,
-        "bm25": BM25_PARAMS,
-    }
-
-
-def pgvector_index(label: str) -> dict[str, Any]:
-    """The pgvector index kind of ``label`` and its parameters, the store's defaults filled
-    in (build: ``m``, ``ef_construction``, ``nlist``; search: ``ef_search``, ``nprobe``)."""
-    from ragsweep.retrieval.vector_stores.pgvector import PgvectorStore, check_kind
-    from ragsweep.sweep.space import parse_index_label
-
-    spec = parse_index_label(label)
-    return {
-        "kind": spec.kind,
-        "params": {**PgvectorStore.INDEXES[check_kind(spec.kind)], **spec.params},
-    }
-
-
-def oracle_index(label: str) -> dict[str, Any]:
-    """The Oracle index kind of ``label`` and its parameters, the store's defaults filled
-    in (build: ``m``, ``ef_construction``, ``nlist``, ``target_accuracy``; search:
-    ``ef_search``, ``nprobe``)."""
-    from ragsweep.retrieval.vector_stores.oracle import OracleStore
-    from ragsweep.sweep.space import parse_index_label
-
-    spec = parse_index_label(label)
-    return {"kind": spec.kind, "params": {**OracleStore.INDEXES[spec.kind], **spec.params}}
 
 
 def pattern_json(
@@ -282,17 +240,23 @@ def write_patterns(
             continue
         settings = script_settings(row, space, llm)
         where = folder / name
-        where.mkdir(exist_ok=True)
-        for target, source in code.items():
-            shutil.copyfile(source, where / target)
+        write_scripts(where, settings, code)
         pattern = pattern_json(row, settings, metric, leaderboard.num_rows)
         dump(pattern, where / "pattern.json")
         evaluated = evaluation_results(row["config_id"], results, answers, testset, documents)
         dump(evaluated, where / "evaluation_results.json")
-        for script in SCRIPTS:
-            (where / script).write_text(fill(script, settings), encoding="utf-8")
         written.append(where)
     return written
+
+
+def write_scripts(where: Path, settings: dict[str, Any], code: dict[str, Path]) -> None:
+    """A pattern's runnable part in folder ``where``: the scripts with ``settings``, the
+    modules they import from ragsweep (``SUPPORT``) and ``code`` (``pattern_code``'s)."""
+    where.mkdir(parents=True, exist_ok=True)
+    for target, source in [*code.items(), *((t, m.__file__) for t, m in SUPPORT.items())]:
+        shutil.copyfile(str(source), where / target)
+    for script in SCRIPTS:
+        (where / script).write_text(fill(script, settings), encoding="utf-8")
 
 
 def fill(script: str, settings: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ read from that folder. When the pattern answers with a model (``llm:<model>``) a
 what ``indexing.py`` built: its folder, Milvus database or URI, or table (pgvector: in the
 database at ``PGVECTOR_URL``; Oracle: at ``ORACLE_DSN``, as indexing.py says). Needs
 llama-index, sentence-transformers and the store's client (pymilvus, psycopg, oracledb);
-not ragsweep. A plugin store's index is opened by its ``vector_store.py`` beside this file
-(``open_index``).
+not ragsweep. A store's index, but the memory store's, is opened by the store's own
+module beside this file (``vector_store.py``: ``open_index``).
 """
 
 from __future__ import annotations
@@ -28,23 +28,13 @@ import math
 import os
 import re
 import sys
-import unicodedata
 import urllib.request
 from pathlib import Path
 
 import numpy as np
-from indexing import (  # beside this file: the same embedding as the chunks', the same store
-    COLLECTION,
-    ORACLE_METRICS,
-    ORACLE_SQL,
-    PG_OPERATORS,
-    check_oracle_table,
-    check_table,
-    embed,
-    oracle_connect,
-    pg_connect,
-    plugin_code,
-)
+from indexing import embed, plugin_code  # beside this file: the chunks' embedding
+from prompts import HYDE_SYSTEM_PROMPT, MULTI_QUERY_SYSTEM_PROMPT  # ragsweep's own, beside
+from text import STOPWORDS, words  # ragsweep's tokenizer, beside this file
 
 SETTINGS: dict = {}  # ragsweep writes this pattern's settings here
 
@@ -52,39 +42,7 @@ FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
 QUERY_RRF_K = 60  # multi-query's reciprocal rank fusion (ragsweep.retrieval.search.fuse)
 QUERY_MAX_TOKENS = 256  # of a query transformation's reply
 NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")  # "1. ", "- " before a paraphrase
-HYDE_SYSTEM_PROMPT = (
-    "You write the passage of a product's documentation that answers a question. Write one "
-    "short paragraph, as the documentation would state it, and nothing else."
-)
-MULTI_QUERY_SYSTEM_PROMPT = (
-    "You rewrite a question about a product's documentation in other words, to search the "
-    "documentation with. Write exactly {n} rewritings, one a line, with no numbering and "
-    "nothing else."
-)
 CROSS_ENCODER_BATCH = 32  # pairs per forward pass of a cross-encoder reranker
-# the sweep's pgvector searches (ragsweep/retrieval/vector_stores/pgvector.py), and the rows by id
-SET_HNSW = "SET hnsw.ef_search = {ef_search}"
-SET_IVF = "SET ivfflat.probes = {nprobe}"
-NEAREST = "SELECT id, embedding {op} %(q)s AS distance FROM {table} ORDER BY distance LIMIT %(k)s"
-KEYWORDS = r"""
-SELECT id, ts_rank(tsv, query, 1) AS score
-FROM {table}, (
-    SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')
-           ::tsquery AS query
-    FROM unnest(tsvector_to_array(to_tsvector('simple', %(q)s))) AS lexeme
-    WHERE lexeme <> ALL (%(stop)s)
-) AS asked
-WHERE tsv @@ query
-ORDER BY score DESC, id
-LIMIT %(k)s"""
-READ_ROWS = "SELECT id, document_id, text, embedding FROM {table} WHERE id = ANY(%s)"
-# a store's distance -> a higher-is-better score on the memory store's scale, as the sweep's
-SCORES = {"cosine": lambda d: 1 - d, "dot": lambda d: -d, "euclidean": lambda d: -(d**2)}
-QUERY_TEXT_MAX = 3000  # characters of an Oracle Text query built from a question's words
-STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its my of on or "
-    "that the their there this to was what when where which who why will with you your".split()
-)
 
 
 def main() -> int:
@@ -116,23 +74,21 @@ def main() -> int:
 
 
 class Index:
-    """The chunks and their vectors, searched exactly (the memory store); the stores'
-    indexes below search in their store as the sweep did."""
+    """The chunks and their vectors, searched exactly (the memory store). Another store's
+    module (``vector_store.py``) opens its index as a subclass searching in the store as
+    the sweep did (its ``nearest``, and ``keywords`` when it has full-text search)."""
+
+    STOPWORDS = STOPWORDS  # ragsweep's tokenizer, for a store's keyword search
+    words = staticmethod(words)
 
     def __init__(self, chunks, vectors) -> None:
         self.chunks, self.vectors = chunks, vectors
 
     @classmethod
     def load(cls, where: str) -> Index | None:
-        plugin = plugin_code("vector_store")
-        if plugin is not None:  # a plugin store's index: an Index searched in its store
-            return plugin.open_index(where, SETTINGS, cls)
-        if SETTINGS["vector_store"] == "milvus":
-            return MilvusIndex.open(where)
-        if SETTINGS["vector_store"] == "pgvector":
-            return PgvectorIndex.open(where)
-        if SETTINGS["vector_store"] == "oracle":
-            return OracleIndex.open(where)
+        store = plugin_code("vector_store")
+        if store is not None:  # the store's own module: an Index searched in its store
+            return store.open_index(where, SETTINGS, cls)
         if SETTINGS["vector_store"] != "memory":
             sys.exit(f"error: vector store {SETTINGS['vector_store']}: no vector_store.py here")
         folder = Path(where)
@@ -141,6 +97,12 @@ class Index:
         with (folder / "chunks.jsonl").open(encoding="utf-8") as f:
             chunks = [json.loads(line) for line in f]
         return cls(chunks, np.load(folder / "vectors.npy"))
+
+    @classmethod
+    def lazy(cls, read) -> Index:
+        """An index whose rows a store reads by id when first needed (``Rows``)."""
+        rows = Rows(read)
+        return cls(rows, rows)
 
     def chunk(self, row: int) -> dict:
         return {"document_id": self.chunks[row]["document_id"], "text": self.chunks[row]["text"]}
@@ -253,203 +215,6 @@ class Index:
         return [(i, float(scores[i])) for i in order]
 
 
-class MilvusIndex(Index):
-    """A Milvus collection indexing.py built: its vector search with the pattern's index and
-    metric, and, for hybrid, Milvus's BM25 full-text search as the sweep used it (BM25 here
-    on a server without full-text search, as the sweep fell back to)."""
-
-    @classmethod
-    def open(cls, uri: str) -> MilvusIndex | None:
-        from pymilvus import MilvusClient
-
-        if uri.endswith(".db") and not Path(uri).exists():
-            return None
-        client = MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
-        if not client.has_collection(COLLECTION):
-            return None
-        client.load_collection(COLLECTION)
-        fields = client.describe_collection(COLLECTION).get("fields", [])
-        rows = []
-        pages = client.query_iterator(
-            COLLECTION,
-            batch_size=1000,
-            filter="id >= 0",
-            output_fields=["id", "vector", "text", "document_id"],
-        )
-        while page := pages.next():
-            rows += page
-        pages.close()
-        rows.sort(key=lambda r: r["id"])
-        chunks = [{"document_id": r["document_id"], "text": r["text"]} for r in rows]
-        index = cls(chunks, np.asarray([r["vector"] for r in rows], np.float32))
-        index.client = client
-        index.full_text = any(f.get("name") == "sparse" for f in fields)
-        return index
-
-    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        index = SETTINGS["milvus_index"]
-        params = dict(index["search"])
-        k = min(k, len(self.chunks))
-        if "ef" in params:
-            params["ef"] = max(params["ef"], k)
-        found = self.ask(
-            vector, "vector", k, {"metric_type": index["metric_type"], "params": params}
-        )
-        if SETTINGS["distance"] == "euclidean":  # Milvus's L2: lower is nearer
-            found = [(i, -d) for i, d in found]
-        return sorted(found, key=lambda f: (-f[1], f[0]))  # equal scores in chunk order
-
-    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
-        """Milvus's BM25 ranking of the chunks sharing a term with the question."""
-        if not self.full_text:
-            return self.bm25(question, k)
-        if not question.strip():
-            return []
-        found = self.ask(question, "sparse", min(k, len(self.chunks)), {"metric_type": "BM25"})
-        found = [(i, abs(d)) for i, d in found]  # Milvus Lite reports BM25 scores negated
-        return sorted(found, key=lambda f: (-f[1], f[0]))
-
-    def ask(self, query, field: str, k: int, params: dict) -> list[tuple[int, float]]:
-        [hits] = self.client.search(
-            COLLECTION, data=[query], anns_field=field, limit=k, search_params=params
-        )
-        return [(int(h["id"]), float(h["distance"])) for h in hits]
-
-
-class PgvectorIndex(Index):
-    """A pgvector table indexing.py built, searched with the sweep's statements: the
-    distance operator's nearest rows under the pattern's index, and, for hybrid,
-    PostgreSQL's full-text search. Rows are read by id when first needed."""
-
-    @classmethod
-    def open(cls, table: str) -> PgvectorIndex | None:
-        from psycopg import sql
-
-        conn = pg_connect()
-        name = sql.Identifier(check_table(table))
-        found = conn.execute("SELECT to_regclass(%s)", [name.as_string(conn)])
-        if found.fetchone()[0] is None:
-            return None
-        rows = Rows(
-            lambda ids: conn.execute(sql.SQL(READ_ROWS).format(table=name), [ids], binary=True)
-        )
-        index = cls(rows, rows)
-        index.conn, index.table = conn, name
-        kind, params = SETTINGS["pgvector_index"]["kind"], SETTINGS["pgvector_index"]["params"]
-        if kind == "ivf":
-            conn.execute(sql.SQL(SET_IVF).format(nprobe=sql.Literal(int(params["nprobe"]))))
-        if kind != "exact":
-            conn.execute("SET enable_seqscan = off")
-        return index
-
-    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        from psycopg import sql
-
-        index = SETTINGS["pgvector_index"]
-        if index["kind"] == "hnsw":
-            ef_search = min(max(int(index["params"]["ef_search"]), k), 1000)
-            self.conn.execute(sql.SQL(SET_HNSW).format(ef_search=sql.Literal(ef_search)))
-        operator = sql.SQL(PG_OPERATORS[SETTINGS["distance"]][0])
-        statement = sql.SQL(NEAREST).format(op=operator, table=self.table)
-        rows = self.conn.execute(statement, {"q": vector, "k": k}).fetchall()
-        return [(row, SCORES[SETTINGS["distance"]](distance)) for row, distance in rows]
-
-    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
-        from psycopg import sql
-
-        statement = sql.SQL(KEYWORDS).format(table=self.table)
-        asked = {"q": question, "k": k, "stop": sorted(STOPWORDS)}
-        return [(row, float(score)) for row, score in self.conn.execute(statement, asked)]
-
-
-class OracleIndex(Index):
-    """An Oracle table indexing.py built, searched with the sweep's statements: exact
-    ``FETCH FIRST`` or ``FETCH APPROX`` through the pattern's index, and, for hybrid, Oracle
-    Text (BM25 here when the table has no text index, as the sweep fell back to). Rows are
-    read by id when first needed."""
-
-    @classmethod
-    def open(cls, table: str) -> OracleIndex | None:
-        conn = oracle_connect()
-        table = check_oracle_table(table).upper()
-        cur = conn.cursor()
-        found = cur.execute(ORACLE_SQL["read_comment"], table_name=table).fetchone()
-        if not found or not found[0]:
-            return None
-
-        def read(ids: list[int]) -> list[tuple]:
-            binds = {f"id{i}": row for i, row in enumerate(ids)}
-            statement = ORACLE_SQL["read_rows"].format(
-                table=table, ids=", ".join(f":{name}" for name in binds)
-            )
-            found = conn.cursor().execute(statement, binds).fetchall()
-            return [(int(i), d, t, np.asarray(v, np.float32)) for i, d, t, v in found]
-
-        rows = Rows(read)
-        index = cls(rows, rows)
-        index.cursor, index.table = cur, table
-        index.text_index = bool(json.loads(found[0]).get("text_index"))
-        return index
-
-    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        from array import array
-
-        index, metric = SETTINGS["oracle_index"], ORACLE_METRICS[SETTINGS["distance"]]
-        if index["kind"] == "hnsw":
-            ef_search = max(int(index["params"]["ef_search"]), k)
-            statement = ORACLE_SQL["approx_hnsw"].format(
-                table=self.table, metric=metric, ef_search=ef_search
-            )
-        elif index["kind"] == "ivf":
-            nprobe = int(index["params"]["nprobe"])
-            statement = ORACLE_SQL["approx_ivf"].format(
-                table=self.table, metric=metric, nprobe=nprobe
-            )
-        else:
-            statement = ORACLE_SQL["exact"].format(table=self.table, metric=metric)
-        self.cursor.arraysize = self.cursor.prefetchrows = k + 1
-        query = array("f", np.asarray(vector, np.float32).tobytes())
-        found = self.cursor.execute(statement, query_vector=query, k=k).fetchall()[:k]
-        return [(int(row), SCORES[SETTINGS["distance"]](d)) for row, d in found]
-
-    def keywords(self, question: str, k: int) -> list[tuple[int, float]]:
-        """Oracle Text's ranking of the chunks holding any of the question's words (none
-        when it has none, or Oracle Text rejects its query, as in the sweep)."""
-        import oracledb
-
-        if not self.text_index:
-            if not hasattr(self, "everything"):  # BM25 needs every chunk, in row order
-                count = self.cursor.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
-                self.chunks.read(list(range(count)))
-                self.everything = Index([self.chunks[i] for i in range(count)], None)
-            return self.everything.bm25(question, k)
-        query = text_query(question)
-        if not query:
-            return []
-        statement = ORACLE_SQL["keywords"].format(table=self.table)
-        self.cursor.arraysize = self.cursor.prefetchrows = k + 1
-        try:
-            found = self.cursor.execute(statement, text_query=query, k=k).fetchall()[:k]
-        except oracledb.DatabaseError as exc:
-            if "DRG-" not in str(exc):
-                raise
-            return []
-        return [(int(row), float(score)) for row, score in found]
-
-
-def text_query(question: str) -> str | None:
-    """The sweep's Oracle Text query: the question's words, each escaped in braces, joined
-    by ACCUM (chunks holding more of them rank higher), at most ``QUERY_TEXT_MAX`` long."""
-    terms, length = [], 0
-    for word in dict.fromkeys(words(question)):
-        term = "{" + word + "}"
-        length += len(term) + len(" ACCUM ")
-        if length > QUERY_TEXT_MAX:
-            break
-        terms.append(term)
-    return " ACCUM ".join(terms) or None
-
-
 class Rows(dict):
     """A store's rows by id, read (by ``read(ids)``: id, document id, text, vector) when
     first asked for: ``rows[i]`` is chunk ``i``; ``rows[ids]`` (an array) their vectors."""
@@ -472,37 +237,6 @@ class Rows(dict):
         for start in range(0, len(rows), 1000):
             for row, document_id, text, vector in self.reader(rows[start : start + 1000]):
                 self[row] = {"document_id": document_id, "text": text, "vector": vector}
-
-
-# ---- words: the keyword search's tokenizer, as ragsweep's ----------------------------------
-
-CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"
-ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*")
-
-
-def words(text: str) -> list[str]:
-    """Case-folded content words; CJK runs as character pairs; English stop words dropped."""
-    if text.isascii():
-        return [w for w in ASCII_WORD.findall(text.lower()) if w not in STOPWORDS]
-    import regex
-
-    letter = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{CJK}]]"
-    word = regex.compile(rf"(?P<cjk>[{CJK}]+)|{letter}+(?:[._\-]{letter}+)*", regex.VERSION1)
-    accented = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
-    folded = unicodedata.normalize(
-        "NFC", accented.sub(r"\1", unicodedata.normalize("NFKD", text.casefold()))
-    )
-    tokens: list[str] = []
-    for match in word.finditer(folded):
-        run = match.group()
-        if match.group("cjk") is None:
-            if run not in STOPWORDS:
-                tokens.append(run)
-        elif len(run) == 1:
-            tokens.append(run)
-        else:
-            tokens += [run[i : i + 2] for i in range(len(run) - 1)]
-    return tokens
 
 
 # ---- the reranker ----------------------------------------------------------------------------

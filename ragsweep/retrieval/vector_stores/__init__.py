@@ -87,6 +87,24 @@ class VectorStore(Protocol):
     def drop(self) -> None: ...
 
 
+def recorded_index(
+    spec: dict[str, Any] | None, store: str, table: str, where: str, distance: str
+) -> IndexSpec:
+    """The index a collection's table records (``spec``: kind, params and distance, as read
+    back from the table; None when there is no table), checked against the ``distance``
+    asked for; a clear error when there is no table or it was indexed for another."""
+    if spec is None:
+        raise RagsweepError(
+            f"vector store {store}: no collection table {table} in {where}; create it first"
+        )
+    if spec.get("distance", distance) != distance:
+        raise RagsweepError(
+            f"vector store {store}: collection table {table} was indexed for "
+            f"{spec['distance']} distance, not {distance}"
+        )
+    return IndexSpec(spec["kind"], spec["params"])
+
+
 def store_names() -> list[str]:
     """The registered stores, sorted (their modules not imported)."""
     return plugins.names(plugins.VECTOR_STORES)

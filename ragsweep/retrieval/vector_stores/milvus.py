@@ -30,7 +30,12 @@ import numpy as np
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.text import STOPWORDS
-from ragsweep.retrieval.vector_stores import Hits, IndexSpec
+from ragsweep.retrieval.vector_stores import Hits, IndexSpec, milvus_collection
+from ragsweep.retrieval.vector_stores.milvus_collection import (
+    build_index,
+    create_collection,
+    cut,
+)
 
 # gRPC's INFO lines (fork_posix.cc ... "Other threads are currently calling into gRPC") on
 # stderr whenever a process forks while Milvus Lite's in-process server runs
@@ -47,7 +52,6 @@ INDEX_TYPES = {"exact": "FLAT", "ivf": "IVF_FLAT", "hnsw": "HNSW"}
 BUILD_PARAMS = {"nlist": "nlist", "m": "M", "ef_construction": "efConstruction"}
 SEARCH_PARAMS = {"nprobe": "nprobe", "ef_search": "ef"}
 METRICS = {"cosine": "COSINE", "dot": "IP", "euclidean": "L2"}
-MAX_TEXT_BYTES = 65535  # Milvus's VARCHAR limit; longer texts are cut (keyword search only)
 MAX_TOP_K = 16384  # Milvus's largest search limit
 BATCH_ROWS, BATCH_BYTES = 1000, 16 * 2**20  # one insert request
 QUERY_BATCH = 256  # query vectors per search request
@@ -71,7 +75,7 @@ class MilvusStore:
         "hnsw": {"m": 16, "ef_construction": 200, "ef_search": 64},
     }
     CONNECTION_KEYS = (ENV_URI, ENV_TOKEN)  # none for Milvus Lite, embedded
-    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.results.patterns.SCRIPT_STORES)
+    PATTERN_CODE = milvus_collection.__file__  # the same collections, standalone
 
     def __init__(self, collection: str, distance: str) -> None:
         self.collection = collection_name(collection)
@@ -100,6 +104,16 @@ class MilvusStore:
         if self.rows:
             self.client.load_collection(self.collection)
 
+    @classmethod
+    def pattern_settings(cls, index: IndexSpec, distance: str) -> dict[str, Any]:
+        """What a pattern's scripts need of ``index``: Milvus's index type, metric, build
+        and search parameters, and the analyzer and BM25 parameters of the store's
+        full-text search (hybrid's keyword side)."""
+        build, search = index_params(index)
+        spec = {"index_type": INDEX_TYPES[index.kind], "metric_type": METRICS[distance]}
+        spec.update(build=build, search=search, analyzer=ANALYZER, bm25=BM25_PARAMS)
+        return {"milvus_index": spec}
+
     def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None:
         """Load the chunks (row ``i`` is chunk ``i``), seal them, build ``index`` and load it."""
         build, self.search_params = index_params(index)
@@ -107,65 +121,25 @@ class MilvusStore:
         with self.calls("create the collection"):
             if self.client.has_collection(self.collection):
                 self.client.drop_collection(self.collection)
-            self.full_text = self.create_collection(vectors.shape[1], len(vectors))
+            saved = {"rows": len(vectors), "search_params": self.search_params}
+            self.full_text = create_collection(
+                self.client,
+                self.collection,
+                vectors.shape[1],
+                ANALYZER,
+                properties={PROPERTY: json.dumps(saved)},
+            )
             for batch in batches(vectors, [cut(t) for t in texts]):
                 self.client.insert(self.collection, batch)
-            self.client.flush(self.collection)
-            params = self.client.prepare_index_params()
-            params.add_index(
-                field_name="vector",
-                index_type=INDEX_TYPES[index.kind],
-                metric_type=self.metric,
-                # flat (pymilvus 3, Milvus servers) and as "params" (what Milvus Lite reads)
-                params={**build, "params": build},
-            )
-            if self.full_text:
-                params.add_index(
-                    field_name="sparse",
-                    index_type="SPARSE_INVERTED_INDEX",
-                    metric_type="BM25",
-                    params={**BM25_PARAMS, "params": BM25_PARAMS},
-                )
-            self.client.release_collection(self.collection)
+            spec = {
+                "index_type": INDEX_TYPES[index.kind],
+                "metric_type": self.metric,
+                "build": build,
+                "bm25": BM25_PARAMS,
+            }
             # Milvus Lite builds in create_index; a server's build is awaited (by polling)
-            self.client.create_index(self.collection, params, sync=not self.lite)
-            self.client.load_collection(self.collection)
+            build_index(self.client, self.collection, spec, self.full_text, sync=not self.lite)
         self.rows = len(vectors)
-
-    def create_collection(self, dim: int, rows: int) -> bool:
-        """The collection's schema, with BM25 full-text search where the server has it
-        (Milvus 2.5+, Milvus Lite 3); True when it has."""
-        from pymilvus import DataType, Function, FunctionType, MilvusException
-
-        for full_text in (True, False):
-            schema = self.client.create_schema(auto_id=False)
-            schema.add_field("id", DataType.INT64, is_primary=True)
-            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
-            analyzed = {"enable_analyzer": True, "analyzer_params": ANALYZER} if full_text else {}
-            schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, **analyzed)
-            if full_text:
-                schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-                schema.add_function(
-                    Function(
-                        name="bm25",
-                        function_type=FunctionType.BM25,
-                        input_field_names=["text"],
-                        output_field_names=["sparse"],
-                    )
-                )
-            try:
-                saved = {"rows": rows, "search_params": self.search_params}
-                self.client.create_collection(
-                    self.collection, schema=schema, properties={PROPERTY: json.dumps(saved)}
-                )
-                return full_text
-            except MilvusException:
-                if not full_text:
-                    raise
-                logging.getLogger("ragsweep").info(
-                    "milvus: no BM25 full-text search on the server; hybrid uses ragsweep's BM25"
-                )
-        return False
 
     def search(self, queries: np.ndarray, k: int) -> Hits:
         queries = np.asarray(queries, dtype=np.float32)
@@ -344,13 +318,6 @@ def quiet() -> Iterator[None]:
     finally:
         for log, level in zip(logs, levels, strict=True):
             log.setLevel(level)
-
-
-def cut(text: str) -> str:
-    """``text`` within Milvus's VARCHAR limit, cut at a character boundary."""
-    if len(text) * 4 <= MAX_TEXT_BYTES:
-        return text
-    return text.encode()[:MAX_TEXT_BYTES].decode("utf-8", "ignore")
 
 
 def batches(vectors: np.ndarray, texts: list[str]) -> Iterator[list[dict[str, Any]]]:

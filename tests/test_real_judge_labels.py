@@ -1,0 +1,122 @@
+"""A real judge measured against people: questions of the example test set on part of the
+example docs, answered extractively and judged by SmolLM2-135M (the session fixture
+``real_llm``), stored in a results database; 40 labels entered on the UI's labelling pages
+in Chromium; then the UI, its report and the run folder's report show the judge's Cohen's
+kappa with its interval and that it is not shown to be reliable. The answers are extractive
+so that the real model is asked only for verdicts (40 distinct answers need 40 judgments,
+one call each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import needs_chromium
+from test_labels import ragsweep
+from ui_demo import serving_store
+
+from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.evaluation.metrics import token_recall
+from ragsweep.results import database, labels
+
+ROOT = Path(__file__).resolve().parent.parent
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
+LABELS = 40
+QUESTIONS = 41  # a verdict the model could not give is not labelled: one to spare
+FOLDERS = ("admin", "guides", "faq", "release-notes")  # of examples/docs: 43 questions
+STATEMENT = re.compile(
+    rf"{LABELS} labels, accuracy [\d.]+%, Cohen's kappa (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]"
+    r": the judge is not shown to be reliable \(kappa below 0\.6\)"
+)
+
+
+@pytest.fixture(scope="module")
+def judged_run(real_llm, tmp_path_factory, embedding_cache):
+    """The first QUESTIONS questions of examples/testset.jsonl on the FOLDERS of
+    examples/docs, answered extractively, judged by the real model and stored: (run folder,
+    store URL)."""
+    work = tmp_path_factory.mktemp("real-judge")
+    docs = work / "docs"
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / "examples" / "docs" / folder, docs / folder)
+    items = [
+        line
+        for line in (ROOT / "examples" / "testset.jsonl").read_text().splitlines()
+        if json.loads(line)["metadata"]["seed_document_id"].split("/")[0] in FOLDERS
+    ]
+    testset = work / "testset.jsonl"
+    testset.write_text("\n".join(items[:QUESTIONS]) + "\n")
+    url = f"sqlite:///{work / 'results.db'}"
+    env = {
+        **os.environ,
+        "RAGSWEEP_LLM_BASE_URL": real_llm.url,
+        "RAGSWEEP_CACHE_DIR": str(work / "cache"),
+        database.ENV: url,
+    }
+    result = subprocess.run(
+        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset),
+         "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
+         "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "2",
+         "--search-types", "similarity", "--output", str(work / "runs"),
+         "--cache", str(embedding_cache), "--patterns", "0"],
+        capture_output=True, text=True, timeout=1800, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    [run] = (work / "runs").iterdir()
+    return run, url
+
+
+def person_says_correct(page) -> bool:
+    """The labeller reads the references and the answer: correct when the answer holds
+    most of a reference's words."""
+    answer = page.locator("#answer").inner_text()
+    references = page.locator("#references li.text").all_inner_texts()
+    return any(token_recall(reference, answer) >= 0.5 for reference in references)
+
+
+@needs_chromium
+def test_forty_ui_labels_show_the_real_judges_kappa_and_unreliability_in_ui_and_reports(
+    page, judged_run, monkeypatch, capsys
+):
+    run, url = judged_run
+    settings = settings_of(read_table(run / "leaderboard.arrow", "leaderboard"))
+    assert settings["judge"]["model"] == "smollm2"
+    assert settings["judge_unreadable"]["unreadable"] <= QUESTIONS - LABELS
+    engine = database.connect(url)
+    with serving_store(engine, run.parent) as base:
+        page.goto(f"{base}/runs/{run.name}/label")
+        page.fill("input[name=author]", "ann")
+        for _ in range(LABELS):
+            judge_correct = "Judge: correct" in page.locator("#verdict").inner_text()
+            agrees = judge_correct == person_says_correct(page)
+            with page.expect_navigation():
+                page.click(f"button[value={'agree' if agrees else 'disagree'}]")
+        shown = page.locator("#agreement").inner_text()
+        report = unescape(httpx.get(f"{base}/runs/{run.name}/report.html").text)
+    stored = labels.load(engine)
+    assert len(stored) == LABELS and {lb.judge_model for lb in stored} == {"smollm2"}
+    # the UI: kappa with its interval, and the judge not shown to be reliable
+    found = STATEMENT.search(shown)
+    assert found, shown
+    kappa, low, high = (float(v) for v in found.groups())
+    assert low <= kappa <= high
+    assert STATEMENT.search(report), "the UI's report lacks the judge's agreement"
+    # the run folder's report, from the stored labels
+    code, out, err = ragsweep(
+        "labels", "agreement", run.name, "--report", str(run / "report.html"),
+        url=url, monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert STATEMENT.search(out)
+    assert STATEMENT.search(unescape((run / "report.html").read_text()))
+    figures = labels.run_agreement(engine, run.name)[0]
+    assert figures.labels == LABELS and figures.kappa == pytest.approx(kappa, abs=0.006)
+    assert not figures.reliable
