@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from ragsweep.documents.chunking import chunk_documents
+from ragsweep.documents.extraction import extract_html
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.structured import find_headings, heading_path, headings, sections
 from ragsweep.embeddings.cache import EmbeddingCache
@@ -92,6 +93,20 @@ def test_sections_are_boundaries_and_a_bare_heading_joins_the_next_section():
         "Sub",
         "Section B",
     ]
+
+
+def test_html_headings_are_sections_with_their_path():
+    html = b"""<html><title>Admin</title><body><h1>Setup</h1><p>Install it.</p>
+    <h2>Ports <em>and</em> TLS</h2><p>Open port 443.</p><h2>Users</h2><p>Add one.</p></body>"""
+    text = extract_html(html)
+    chunks = headings(50, 0, WORDS)(text)
+    assert chunks == [
+        "Admin",  # the page's title: the text before the first heading
+        "# Setup\n\nInstall it.",
+        "## Ports and TLS\n\nOpen port 443.",
+        "## Users\n\nAdd one.",
+    ]
+    assert heading_path(text, text.index("Open port")) == ["Setup", "Ports and TLS"]
 
 
 def test_a_long_section_is_split_by_tokens_within_the_section():

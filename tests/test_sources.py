@@ -32,7 +32,7 @@ pip install ragsweep
 </pre><div>Done.</div></body></html>"""
 
 HTML_TEXT = (
-    "Install Guide\n\nInstalling ragsweep\n\nRun the installer and wait.\n\nThen check\n"
+    "Install Guide\n\n# Installing ragsweep\n\nRun the installer and wait.\n\nThen check\n"
     "the version.\n\nLinux\nmacOS\n\na b\nc d\n\npip install ragsweep\n  --upgrade\n\nDone."
 )
 

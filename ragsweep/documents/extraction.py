@@ -34,6 +34,8 @@ _PARAGRAPH_TAGS = {
     *("nav", "ol", "p", "pre", "section", "table", "ul"),
 }
 _LINE_TAGS = {"br", "caption", "dd", "dt", "figcaption", "li", "summary", "tr"}
+# A heading is kept as a Markdown one ("## Setup"): the headings chunker cuts at it.
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
 # <head> holds no text besides <title>, <script> and <style>, so skipping these and taking the
 # title drops it, even when a page never closes its <head>.
 _SKIPPED_TAGS = {"script", "style", "noscript", "template"}
@@ -51,6 +53,7 @@ class _HTMLText(HTMLParser):
         self._skipping = 0
         self._in_title = False
         self._in_pre = 0
+        self._heading = 0  # inside <h1>..<h6>: its level
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _SKIPPED_TAGS:
@@ -63,6 +66,8 @@ class _HTMLText(HTMLParser):
             self._block_boundary(tag)
             if tag == "pre":
                 self._in_pre += 1
+            elif tag in _HEADINGS:
+                self._heading = _HEADINGS[tag]
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _SKIPPED_TAGS:
@@ -73,6 +78,8 @@ class _HTMLText(HTMLParser):
             self._block_boundary(tag)
             if tag == "pre":
                 self._in_pre = max(0, self._in_pre - 1)
+            elif tag in _HEADINGS:
+                self._heading = 0
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
@@ -90,6 +97,8 @@ class _HTMLText(HTMLParser):
         raw = "".join(self._inline)
         self._inline = []
         text = raw.strip("\n").rstrip() if self._in_pre else " ".join(raw.split())
+        if text and self._heading:
+            text = f"{'#' * self._heading} {text}"
         if text:
             if self.parts:
                 self.parts.append("\n" * max(self._break, 1))
@@ -98,7 +107,8 @@ class _HTMLText(HTMLParser):
 
 
 def extract_html(data: bytes) -> str:
-    """Visible text: the title first, then one paragraph per block, blank-line separated."""
+    """Visible text: the title first, then one paragraph per block, blank-line separated;
+    headings as Markdown ones."""
     parser = _HTMLText()
     parser.feed(extract_plain(data))
     parser.close()
