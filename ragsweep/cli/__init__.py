@@ -254,6 +254,9 @@ def run(
     judge: str = typer.Option(
         "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
     ),
+    judge_prompt: str = typer.Option(
+        None, help="The judge's instructions (system prompt): text, or @file. [default: built-in]"
+    ),
     temperature: float = typer.Option(LLM_DEFAULTS.temperature, help="Answer temperature."),
     max_tokens: int = typer.Option(LLM_DEFAULTS.max_tokens, help="Longest answer, in tokens."),
     system_prompt: str = typer.Option(None, help="Answer system prompt: text, or @file."),

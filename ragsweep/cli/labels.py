@@ -123,15 +123,28 @@ def compare(
     labels_file: Path = typer.Option(
         ..., "--labels", help="Labelled answers: .csv or .jsonl with question, references, answer."
     ),
+    prompts: list[str] = typer.Option(
+        None,
+        "--prompt",
+        help="A version of the judge's instructions (system prompt): text, or @file; "
+        "repeat to compare versions: each judge model runs with each.",
+    ),
     store: str = STORE,
 ) -> None:
     """Run each judge on the labelled answers and rank the judges by Cohen's kappa."""
     from ragsweep.results.judges import compare_judges, read_labelled
+    from ragsweep.sweep.options import text_or_file
 
     del store  # the labels file holds what the judges see
     names = [j.strip() for j in judges.split(",") if j.strip()]
     if not names:
         raise RagsweepError("--judges: name at least one judge model")
-    ranked = compare_judges(names, read_labelled(labels_file))
+    versions: dict[str, str] = {}
+    for i, given in enumerate(prompts or [], 1):
+        name = Path(given[1:]).name if given.startswith("@") else f"prompt {i}"
+        if name in versions:
+            raise RagsweepError(f"--prompt: two versions named {name}; give files other names")
+        versions[name] = text_or_file(given, "--prompt")
+    ranked = compare_judges(names, read_labelled(labels_file), prompts=versions)
     for rank, (name, measured) in enumerate(ranked, 1):
         typer.echo(f"{rank}. {name}: {measured.statement()}")

@@ -26,7 +26,6 @@ from ragsweep.models.prompts import (
     JUDGE_CORRECTION,
     JUDGE_OUT_OF_SCOPE,
     JUDGE_STRICT,
-    JUDGE_SYSTEM_PROMPT,
     JUDGE_TEMPLATE,
     RELEVANCE_PROMPT,
 )
@@ -177,13 +176,14 @@ class Judge:
         check_reachable(self.endpoint)
         self.chat = Chat(self.endpoint, settings.for_judge())
         self.max_tokens = settings.max_tokens
+        self.system_prompt = settings.judge_system_prompt
 
     def record(self) -> dict[str, str]:
         """The judge and its prompt, as a run records them."""
         return {
             "model": self.endpoint.model,
             "endpoint": self.endpoint.where,
-            "system_prompt": JUDGE_SYSTEM_PROMPT,
+            "system_prompt": self.system_prompt,
             "template": JUDGE_TEMPLATE,
             "out_of_scope_note": JUDGE_OUT_OF_SCOPE,
         }
@@ -233,7 +233,7 @@ class Judge:
 
     def _key(self, item: Judged, kind: str) -> dict:
         scope = {"out_of_scope": True} if item.out_of_scope and kind == "judgment" else {}
-        prompts = [JUDGE_SYSTEM_PROMPT, JUDGE_TEMPLATE, JUDGE_OUT_OF_SCOPE, JUDGE_CORRECTION]
+        prompts = [self.system_prompt, JUDGE_TEMPLATE, JUDGE_OUT_OF_SCOPE, JUDGE_CORRECTION]
         prompts = prompts + [JUDGE_STRICT] if kind == "judgment" else [RELEVANCE_PROMPT]
         return {
             **scope,
@@ -253,7 +253,7 @@ class Judge:
         )
         if item.out_of_scope:
             user += JUDGE_OUT_OF_SCOPE
-        messages = [("system", JUDGE_SYSTEM_PROMPT), ("user", user)]
+        messages = [("system", self.system_prompt), ("user", user)]
         corrections = list(CORRECTIONS)
         calls = 0
         while True:

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
-from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE
+from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
     import httpx
@@ -66,6 +66,7 @@ class LLMSettings:
     backoff_s: float = 1.0
     judge_timeout_s: float = TIMEOUT_S  # the judge's
     judge_max_retries: int = RETRIES
+    judge_system_prompt: str = JUDGE_SYSTEM_PROMPT  # a version of the judge's instructions
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "llm settings") -> LLMSettings:
@@ -84,6 +85,7 @@ class LLMSettings:
             (self.judge_timeout_s <= 0, "judge_timeout_s", "must be positive"),
             (self.judge_max_retries < 0, "judge_max_retries", "must not be negative"),
             (self.backoff_s < 0, "backoff_s", "must not be negative"),
+            (not self.judge_system_prompt.strip(), "judge_system_prompt", "must not be empty"),
         ]
         for placeholder in ("{context}", "{question}"):
             missing = placeholder not in self.prompt_template
@@ -112,6 +114,8 @@ class LLMSettings:
         data = {**self.to_dict(), **TRANSPORT_KEYED}
         for name in ("judge_timeout_s", "judge_max_retries"):
             data.pop(name)
+        if self.judge_system_prompt == JUDGE_SYSTEM_PROMPT:  # as keyed before it could change
+            data.pop("judge_system_prompt")
         return data
 
     def answer_settings(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -73,11 +74,22 @@ def measure(model: str, labelled: list[Labelled], settings: LLMSettings) -> stat
 
 
 def compare_judges(
-    models: list[str], labelled: list[Labelled], settings: LLMSettings | None = None
+    models: list[str],
+    labelled: list[Labelled],
+    settings: LLMSettings | None = None,
+    prompts: Mapping[str, str] | None = None,
 ) -> list[tuple[str, stats.Agreement]]:
-    """Each judge's agreement with the labels, the best kappa first (undefined kappa last)."""
+    """Each judge's agreement with the labels, the best kappa first (undefined kappa last).
+    With ``prompts`` (a name -> a judge system prompt: its versions), each model is
+    measured with each version, named ``model with name``."""
     settings = settings or LLMSettings()
-    measured = [(model, measure(model, labelled, settings)) for model in models]
+    judges = (
+        [(f"{model} with {name}", model, replace(settings, judge_system_prompt=text))
+         for model in models for name, text in prompts.items()]
+        if prompts
+        else [(model, model, settings) for model in models]
+    )  # fmt: skip
+    measured = [(name, measure(model, labelled, used)) for name, model, used in judges]
     return sorted(measured, key=lambda m: -m[1].kappa if np.isfinite(m[1].kappa) else np.inf)
 
 

@@ -44,6 +44,7 @@ def run_settings(options: Mapping[str, Any]) -> RunSettings:
             "system_prompt": text_or_file(o["system_prompt"], "--system-prompt"),
             "prompt_template": text_or_file(o["prompt_template"], "--prompt-template"),
             "judge": o["judge"],
+            "judge_system_prompt": text_or_file(o["judge_prompt"], "--judge-prompt"),
             "concurrency": o["concurrency"],
             "timeout_s": o["llm_timeout"],
             "max_retries": o["llm_retries"],
