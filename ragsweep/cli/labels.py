@@ -129,13 +129,12 @@ def compare(
         help="A version of the judge's instructions (system prompt): text, or @file; "
         "repeat to compare versions: each judge model runs with each.",
     ),
-    store: str = STORE,
 ) -> None:
-    """Run each judge on the labelled answers and rank the judges by Cohen's kappa."""
+    """Run each judge on the labelled answers (the file holds what the judges see) and rank
+    the judges by Cohen's kappa."""
     from ragsweep.results.judges import compare_judges, read_labelled
     from ragsweep.sweep.options import text_or_file
 
-    del store  # the labels file holds what the judges see
     names = [j.strip() for j in judges.split(",") if j.strip()]
     if not names:
         raise RagsweepError("--judges: name at least one judge model")
