@@ -37,6 +37,8 @@ def rank(
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.evaluation.leaderboard import build_board
     from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.results.agreements import with_stored_labels
+    from ragsweep.results.database import reading_url
     from ragsweep.results.patterns import write_patterns
     from ragsweep.results.report import best_metrics, render_html, render_markdown
     from ragsweep.sweep.settings import read_settings
@@ -57,8 +59,11 @@ def rank(
         tables = {"leaderboard": leaderboard, "results": results, "breakdown": breakdown}
         for kind, artifact in {**tables, "failures": failures}.items():
             write_table(getattr(board, kind), artifact.path, kind)
+        html, url = render_html(board), reading_url()
+        if url:  # people's labels of answers this run reproduced: its judge's agreement
+            html = with_stored_labels(html, url, board.leaderboard, board.results)
         with open(report.path, "w", encoding="utf-8") as f:
-            f.write(render_html(board))
+            f.write(html)
         with open(summary.path, "w", encoding="utf-8") as f:
             f.write(render_markdown(board))
         for name, value in best_metrics(board).items():

@@ -335,7 +335,8 @@ def sweep_pipeline(
             answers=evaluated.outputs["answers"],
             questions=questions.outputs["questions"],
             documents=inputs.outputs["documents"],
-        )
+        ),
+        store_connection=results_store_secret_name,  # labels of answers the run reproduced
     )
     stored = tasks.step(
         publish(

@@ -80,6 +80,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         ],
         # the judges' labels and the model search's warm start are read from the store
         "exec-evaluate": [("results_store_secret_name", store), *llm],
+        "exec-rank": [("results_store_secret_name", store)],  # the labels, in the report
         "exec-publish": [("results_store_secret_name", store)],
         "exec-compare": [("results_store_secret_name", store)],
         "exec-track": [("mlflow_secret_name", MLFLOW_CONNECTION_KEYS)],

@@ -14,6 +14,7 @@ from ui_demo import serving_store
 
 from ragsweep.kubeflow.closing import import_folder, publish_folder
 from ragsweep.results import database, labels
+from ragsweep.results.agreements import with_stored_labels
 
 QUESTIONS = 12
 VERDICTS = np.array([[1.0, 0.0] * (QUESTIONS // 2)])  # the judge: every other answer correct
@@ -56,3 +57,28 @@ def test_the_uis_report_shows_the_agreement_once_answers_are_labelled(tmp_path):
     assert 'id="agreement"' not in before and "<h2>Leaderboard</h2>" in before
     assert f"{QUESTIONS} labels, accuracy 100.0%, Cohen's kappa 1.00 [1.00, 1.00]" in after
     assert after.count('id="agreement"') == 1
+
+
+def test_the_rank_steps_report_has_the_agreement_with_labels_the_store_already_holds(
+    tmp_path, caplog
+):
+    """On a cluster the report is rendered by the rank step, before the run is stored: it
+    reads the labels of the answers the run reproduced from the store the step is given."""
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    engine = database.connect(url)
+    store_judged_run(engine, "last-night", VERDICTS)
+    board = database.load_leaderboard(engine, "last-night")
+    results = database.load_results(engine, "last-night")  # tonight's answers: the same
+    html = "<h1>Report</h1>\n<h2>Leaderboard</h2>"
+    assert with_stored_labels(html, url, board, results) == html  # nothing labelled yet
+
+    judged, _ = labels.judged_of(engine, "last-night")
+    for question in judged.question_id:
+        labels.label_result(engine, "last-night", judged.config_id[0], question, "agree", "ann")
+    shown = unescape(with_stored_labels(html, url, board, results))
+    assert f"{QUESTIONS} labels, accuracy 100.0%, Cohen's kappa 1.00" in shown
+    assert shown.index('id="agreement"') < shown.index("<h2>Leaderboard</h2>")
+
+    dead = "postgresql+psycopg://u:secret-pw@127.0.0.1:9/x"  # nothing listens on port 9
+    assert with_stored_labels(html, dead, board, results) == html  # the report, whole
+    assert "lacks the judge's agreement" in caplog.text and "secret-pw" not in caplog.text

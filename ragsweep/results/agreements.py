@@ -4,10 +4,16 @@ metrics (``ragsweep.results.tracking.log_agreement``)."""
 
 from __future__ import annotations
 
+import logging
 from html import escape
 from pathlib import Path
 
+import pyarrow as pa
+
+from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation.agreement import Agreement
+
+log = logging.getLogger("ragsweep")
 
 # where the report takes the judge's agreement with people (``insert_agreement``)
 AGREEMENT_SLOT = "<!-- ragsweep: the judge's agreement with people -->"
@@ -56,6 +62,21 @@ def with_agreement(html: str, measured: Agreement, judge: str) -> str:
     if AGREEMENT_SLOT in html:
         return html.replace(AGREEMENT_SLOT, section, 1)
     return html.replace("<h2>Leaderboard</h2>", section + "\n<h2>Leaderboard</h2>", 1)
+
+
+def with_stored_labels(html: str, url: str, board: pa.Table, results: pa.Table) -> str:
+    """The report ``html`` of a run (its ``board`` and ``results``) with its judge's
+    agreement with the labels the store at ``url`` holds for its answers (labels given on
+    earlier runs whose answers it reproduced); as it is when none is labelled, or when the
+    store cannot be read (a warning: the report is whole without it)."""
+    from ragsweep.results import database, labels
+
+    try:
+        found = labels.board_agreement(database.connect(url), board, results)
+    except RagsweepError as exc:
+        log.warning("the report lacks the judge's agreement with people: %s", exc)
+        return html
+    return with_agreement(html, *found) if found and found[0].labels else html
 
 
 def insert_agreement(path: Path, measured: Agreement, judge: str) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -311,9 +312,15 @@ class Judged:
 
 
 def judged_of(engine: Engine, run_id: str) -> tuple[Judged, tuple[str, str]]:
-    """The run's judged answers and its judge (model, prompt version)."""
-    board = database.load_leaderboard(engine, run_id)
-    results = database.load_results(engine, run_id)
+    """The stored run's judged answers and its judge (model, prompt version)."""
+    return judged_from(
+        database.load_leaderboard(engine, run_id), database.load_results(engine, run_id)
+    )
+
+
+def judged_from(board: pa.Table, results: pa.Table) -> tuple[Judged, tuple[str, str]]:
+    """A run's judged answers and its judge (model, prompt version), from its leaderboard
+    and results tables."""
     settings = json.loads((board.schema.metadata or {}).get(b"ragsweep.settings", b"{}"))
     rows = results.select(
         ["config_id", "question_id", "question_version", "answer", "correctness"]
@@ -339,9 +346,19 @@ def agreement_of(judged: Judged, known: dict[tuple[str, str], bool]) -> stats.Ag
 
 
 def run_agreement(engine: Engine, run_id: str) -> tuple[stats.Agreement, str] | None:
-    """The run's judge's agreement with the stored labels, and the judge's name; None when
-    the run has no judge."""
-    judged, (model, prompt) = judged_of(engine, run_id)
+    """The stored run's judge's agreement with the stored labels, and the judge's name;
+    None when the run has no judge."""
+    return board_agreement(
+        engine, database.load_leaderboard(engine, run_id), database.load_results(engine, run_id)
+    )
+
+
+def board_agreement(
+    engine: Engine, board: pa.Table, results: pa.Table
+) -> tuple[stats.Agreement, str] | None:
+    """The judge's agreement with the labels ``engine`` holds for the answers of a run's
+    ``board`` and ``results`` (stored or not), and the judge's name; None without a judge."""
+    judged, (model, prompt) = judged_from(board, results)
     if model == NO_JUDGE:
         return None
     return agreement_of(judged, truth(engine)), f"{model} (prompt {prompt})"
