@@ -136,6 +136,7 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         "RAGSWEEP_RUN_ID",
         "RAGSWEEP_RUN_STARTED_AT",
         "MLFLOW_TRACKING_URI",  # nor does any log to the user's MLflow
+        "RAGSWEEP_EMBEDDING_CACHE",  # nor write to the user's (or team's) embedding cache
     ):
         monkeypatch.delenv(name, raising=False)
 
