@@ -435,3 +435,35 @@ def demo_url(demo_engine, tmp_path_factory):
 
     with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
         yield url
+
+
+# ---- the CLI in the test's process -------------------------------------------------------------
+
+
+def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``ragsweep ARGS`` through its entry point in this process (no interpreter to start, no
+    import to pay again): its exit status, stdout and stderr, as ``subprocess.run`` gives
+    them. With ``env``, in that environment alone, as a new process would have it. For the
+    commands that fail or finish before a pipeline starts: a run's steps would run here."""
+    import contextlib
+    import io
+
+    from ragsweep.cli import main
+
+    saved, argv = dict(os.environ), sys.argv
+    out, err = io.StringIO(), io.StringIO()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    sys.argv = ["ragsweep", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+        code = 0
+    except SystemExit as exit:
+        code = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        sys.argv = argv
+    return subprocess.CompletedProcess(["ragsweep", *args], code, out.getvalue(), err.getvalue())

@@ -3,20 +3,16 @@ against scripted pipelines and Kubernetes APIs on 127.0.0.1 (tests/scripted_serv
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ragsweep_here
 from scripted_servers import Kubernetes, Pipelines
-
-from ragsweep.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipelines" / "sweep_pipeline.yaml"
@@ -41,24 +37,7 @@ def pipelines():
 
 
 def ragsweep(env, *args) -> subprocess.CompletedProcess:
-    """``ragsweep ARGS`` through its entry point, in this process, in the environment ``env``
-    alone (as a new process would have it): its exit status, stdout and stderr."""
-    saved, argv = dict(os.environ), sys.argv
-    out, err = io.StringIO(), io.StringIO()
-    os.environ.clear()
-    os.environ.update(env)
-    sys.argv = ["ragsweep", *args]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
-        code = 0
-    except SystemExit as exit:
-        code = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        sys.argv = argv
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+    return ragsweep_here(*args, env=env)
 
 
 def with_api(env, server):
