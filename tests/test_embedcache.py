@@ -328,14 +328,11 @@ def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
 
 
 def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(kb):
-    import subprocess
-    import sys
-    from pathlib import Path
+    from conftest import ragsweep_here
 
     tmp_path, docs, testset = kb
-    ragsweep = str(Path(sys.executable).parent / "ragsweep")
     args = ["run", "--docs", str(docs), "--testset", str(testset), "--cache-max-gb", "-1"]
-    result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
+    result = ragsweep_here(*args, "--output", str(tmp_path / "runs"))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--cache-max-gb): must be 0 (no cap) or more, not -1" in result.stderr
 
