@@ -102,6 +102,10 @@ def test_the_second_night_gives_a_verdict_in_the_terminal_comparison_and_report(
     report = (second / "report.html").read_text()
     assert report.index('id="comparison"') < report.index("<h2>Leaderboard</h2>")
     assert verdict in report and "documents added (5)" in report
+    # compared after its folder was complete (by the run, not a step of the pipeline), the
+    # comparison written beside its results: one verdict for each shared configuration
+    assert "Executing task 'compare'" not in (second / "pipeline.log").read_text()
+    assert read_table(second / "comparison.arrow", "comparison")["verdict"].length() == 2
     # and its figures, as the cluster's compare step logs them as metrics
     figures = json.loads((second / "verdict.json").read_text())
     assert figures["documents_added"] == 5.0
