@@ -383,6 +383,7 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
     import os
     import subprocess
     import sys
+    import time
     from pathlib import Path
 
     script = (
@@ -403,6 +404,7 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
     merged = 0
     while any(w.poll() is None for w in writers):
         merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+        time.sleep(0.05)  # compacting again and again, not a spin that starves the writers
     assert [w.wait() for w in writers] == [0, 0]
     merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
     written = [f"chunk {i} says word{i}" for i in [*range(300), *range(10_000, 10_300)]]
