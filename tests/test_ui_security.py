@@ -67,6 +67,12 @@ def base_url(served) -> str:
     return served[1]
 
 
+@pytest.fixture
+def page(shared_page):
+    """The module's browser page (conftest): a new one costs Chromium more than most tests."""
+    return shared_page
+
+
 def submit(page, selector: str):
     """Click what posts a form; the response the page navigated to."""
     with page.expect_navigation() as navigation:
@@ -485,6 +491,22 @@ def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path):
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('ui')</script>"
 
 
+class Dialogs(list):
+    """The messages of the dialogs a page opened (each dismissed)."""
+
+    def dismiss(self, dialog) -> None:
+        self.append(dialog.message)
+        dialog.dismiss()
+
+
+def watch_dialogs(page) -> Dialogs:
+    """Dialogs the page opens from now; ``page.remove_listener("dialog", d.dismiss)`` ends
+    it (the module's tests share the page)."""
+    dialogs = Dialogs()
+    page.on("dialog", dialogs.dismiss)
+    return dialogs
+
+
 @needs_chromium
 def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_answers(
     page, tmp_path
@@ -495,8 +517,7 @@ def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_an
         label_run(engine, "night-3", title=PAYLOAD)
         with engine.begin() as conn:
             conn.execute(sa.update(database.results).values(answer=PAYLOAD))
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        dialogs = watch_dialogs(page)
         with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
             page.goto(f"{base_url}/compare?runs=night-1&runs=night-2&runs=night-3")
             assert page.locator("section.comparison").count() == 2
@@ -507,6 +528,7 @@ def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_an
             page.goto(f"{base_url}/questions/{PAYLOAD}")
             assert PAYLOAD in page.locator("h1").inner_text()
         assert page.locator("img").count() == 0 and dialogs == []
+        page.remove_listener("dialog", dialogs.dismiss)
 
 
 @needs_chromium
@@ -519,8 +541,7 @@ def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_pat
             store.load("curated.json"), "q001", question=PAYLOAD, topic=PAYLOAD, doc_ids=[PAYLOAD]
         )
         store.save("curated.json", edited, author=PAYLOAD, comment=PAYLOAD)
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        dialogs = watch_dialogs(page)
         with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
             page.goto(f"{base_url}/testsets/curated.json/questions/q001")
             latest = page.locator("#history tr.version-row").first
@@ -530,3 +551,4 @@ def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_pat
             page.goto(f"{base_url}/testsets/curated.json")
             assert PAYLOAD in page.locator("tr[data-question-id=q001]").inner_text()
         assert page.locator("img").count() == 0 and dialogs == []
+        page.remove_listener("dialog", dialogs.dismiss)
