@@ -5,7 +5,6 @@ another loopback port plays the hostile page (cookies ignore ports)."""
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 import socket
@@ -475,17 +474,19 @@ def test_the_cli_serves_and_accepts_forms_on_ipv6_loopback(page, engine):
         process.wait()
 
 
-def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui"]
-        + ["--port", str(free_port()), "--docs-root", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"},
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"error: --docs-root {tmp_path / 'nope'}: no such folder" in done.stderr
+def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path, monkeypatch, capsys):
+    """Through the entry point, in this process: refused before anything is served."""
+    from ragsweep.cli import main
+
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'r.db'}")
+    args = ["ui", "--port", str(free_port()), "--docs-root", str(tmp_path / "nope")]
+    monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2
+    stderr = capsys.readouterr().err
+    assert f"error: --docs-root {tmp_path / 'nope'}: no such folder" in stderr
+    assert "Traceback" not in stderr
 
 
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('ui')</script>"
