@@ -10,10 +10,13 @@ import pty
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from scripted_llm import Step
+from conftest import TEST_API_KEY
+from scripted_llm import ScriptedLLM, Step
 from test_pipeline import example_subset
 
 from ragsweep.core import progress
@@ -229,17 +232,53 @@ def test_a_failed_step_shows_its_output_whole_and_where_the_log_is(tmp_path):
     assert "read 21 documents" not in shown and "executor_input" not in shown
 
 
-def ragsweep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+def ragsweep(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200, env=env)
 
 
-def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tmp_path):
-    docs, testset = example_subset(tmp_path)
-    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
-    args += ["--output", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache")]
-    result = ragsweep(*args)
+@dataclass
+class Sweep:
+    """The module's sweep of the example subset on a pipe, answered and judged by a scripted
+    server; its runs share one embedding cache (the first run embeds, the later read)."""
+
+    server: ScriptedLLM
+    args: list[str]
+    env: dict[str, str]
+    output: Path
+
+    def run(self, output: str, *more: str, **env: str) -> subprocess.CompletedProcess:
+        args = [*self.args, "--output", str(self.output / output), *more]
+        return ragsweep(*args, env={**self.env, **env})
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Iterator[Sweep]:
+    folder = tmp_path_factory.mktemp("sweep")
+    docs, testset = example_subset(folder)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    with ScriptedLLM() as server:
+        env |= {
+            "RAGSWEEP_LLM_BASE_URL": server.url,
+            "RAGSWEEP_LLM_API_KEY": TEST_API_KEY,
+            "RAGSWEEP_CACHE_DIR": str(folder / "replies"),
+            "XDG_DATA_HOME": str(folder / "data-home"),
+        }
+        args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+        args += ["--llm", "answerer", "--judge", "judge", "--cache", str(folder / "embeddings")]
+        yield Sweep(server, args, env, folder / "runs")
+
+
+@pytest.fixture(scope="module")
+def piped(sweep: Sweep) -> tuple[subprocess.CompletedProcess, Path, int]:
+    """The first run, on a cold embedding cache: its output, folder and the LLM calls made."""
+    result = sweep.run("piped")
     assert result.returncode == 0, result.stderr[-3000:]
-    [run_dir] = (tmp_path / "runs").iterdir()
+    [run_dir] = (sweep.output / "piped").iterdir()
+    return result, run_dir, sweep.server.chat_calls
+
+
+def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(piped):
+    result, run_dir, _ = piped
     steps = re.findall(r"^\[(\d+)/(\d+)\] ([\w-]+): peak memory", result.stdout, re.M)
     assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 14) for i in range(1, 15)]
     assert {"ingest", "chunk-embed", "retrieve", "evaluate", "rank", "publish"} <= {
@@ -253,10 +292,56 @@ def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tm
     log = (run_dir / "pipeline.log").read_text()
     assert log.count("Executing task") == 14 and "KFP Executor" in log
 
-    verbose = ragsweep(*args, "--verbose")
-    assert verbose.returncode == 0, verbose.stderr[-3000:]
-    assert verbose.stdout.count("Executing task") == 14 and "[14/14] " in verbose.stdout
-    assert "texts embedded" not in verbose.stdout  # the cache had them all
+
+def test_llm_calls_are_counted(piped):
+    result, _, chat_calls = piped
+    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
+    assert calls[-1] == (str(chat_calls),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
+
+
+@pytest.fixture(scope="module")
+def failed(sweep: Sweep, piped) -> tuple[subprocess.CompletedProcess, Path]:
+    """A run whose endpoint fails every request (no reply cached): it stops at evaluate."""
+    sweep.server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
+    result = sweep.run("failed", RAGSWEEP_CACHE_DIR=str(sweep.output / "no-replies-cached"))
+    with sweep.server.lock:
+        sweep.server.script.clear()  # the endpoint answers again
+    [run_dir] = (sweep.output / "failed").iterdir()
+    return result, run_dir
+
+
+def test_a_failing_endpoint_prints_the_steps_error_whole_and_where_its_log_is(failed):
+    result, run_dir = failed
+    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
+    shown = result.stdout.split("] evaluate: failure\n", 1)[1]
+    assert shown.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
+    assert re.search(
+        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
+        r"first error: HTTP 500 after 3 call\(s\): .*scripted 500",  # the default 2 retries
+        shown,
+        re.M,
+    )
+    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
+        result.stderr
+    )
+    assert "texts embedded" not in result.stdout  # the embedding cache had them all
+
+
+def test_a_resumed_run_counts_its_reused_steps_and_verbose_shows_kfp_lines_too(sweep, failed):
+    _, run_dir = failed
+    result = ragsweep(
+        "run", "--resume", run_dir.name, "--output", str(run_dir.parent), "--no-store",
+        "--verbose", env=sweep.env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    reused = re.findall(r"^\[(\d+)/14\] ([\w-]+): reused$", result.stdout, re.M)
+    ran = re.findall(r"^\[(\d+)/14\] ([\w-]+): peak memory", result.stdout, re.M)
+    assert "chunk-embed" in {name for _, name in reused}  # finished before evaluate failed
+    assert {"evaluate", "rank", "publish"} <= {name for _, name in ran}
+    assert sorted(int(done) for done, _ in reused + ran) == list(range(1, 15))
+    # --verbose: kfp.local's own lines too, a step run or a step its cache held
+    assert result.stdout.count("Executing task") == len(ran)
+    assert len(re.findall(r"^  Task '?[\w-]+'? cache hit", result.stdout, re.M)) == len(reused)
 
 
 def run_in_terminal(argv: list[str]) -> tuple[int, str]:
@@ -290,47 +375,3 @@ def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
     assert re.search(r"texts embedded +[━╺╸]+ +\d+/\d+", text)
     assert re.search(r"steps +━+ +14/14", text) and "[14/14] " in text
     assert "Executing task" not in text
-
-
-def test_llm_calls_are_counted_and_a_failing_endpoint_prints_the_error_whole(llm_server, tmp_path):
-    docs, testset = example_subset(tmp_path)
-    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
-    args += ["--output", str(tmp_path / "runs"), "--llm", "answerer", "--judge", "judge"]
-    result = ragsweep(*args)
-    assert result.returncode == 0, result.stderr[-3000:]
-    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
-    assert calls[-1] == (str(llm_server.chat_calls),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
-
-    # the endpoint fails every request: the evaluation stops, and says why
-    llm_server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
-    env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(tmp_path / "no-replies-cached")}
-    result = subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env)
-    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
-    run_dir = max((tmp_path / "runs").iterdir())
-    failed = result.stdout.split("] evaluate: failure\n", 1)[1]
-    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
-    assert re.search(
-        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
-        r"first error: HTTP 500 after 3 call\(s\): .*scripted 500",  # the default 2 retries
-        failed,
-        re.M,
-    )
-    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
-        result.stderr
-    )
-
-
-def test_a_failing_run_prints_the_steps_error_and_where_its_log_is(llm_server, tmp_path):
-    result = ragsweep(
-        "run", "--docs", str(ROOT / "examples" / "docs"),
-        "--testset", str(ROOT / "examples" / "testset.jsonl"), "--llm", "answerer",
-        "--max-llm-calls", "5", "--output", str(tmp_path / "runs"), "--no-store", *SMALL_GRID,
-    )  # fmt: skip
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    [run_dir] = (tmp_path / "runs").iterdir()
-    failed = result.stdout.split("plan: failure\n", 1)[1]
-    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
-    assert "    error: max_llm_calls=5 is too few for 1 configurations x 64 questions" in failed
-    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
-        result.stderr
-    )
