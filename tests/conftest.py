@@ -435,3 +435,13 @@ def demo_url(demo_engine, tmp_path_factory):
 
     with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def pattern_scripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """One interpreter running the module's pattern scripts (tests/pattern_scripts.py)."""
+    from pattern_scripts import PatternScripts, offline_env
+
+    runner = PatternScripts(offline_env(), tmp_path_factory.mktemp("scripts") / "log")
+    yield runner
+    runner.close()
