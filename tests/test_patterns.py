@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 SEARCH_TYPES = {"similarity", "mmr", "hybrid"}
+EVERY = 4  # the sweeps ask every fourth question of the examples' test set: 16 of 64
 # runs a pattern's script with ragsweep made unimportable: the scripts must not need it
 WITHOUT_RAGSWEEP = (
     "import runpy, sys; sys.modules['ragsweep'] = None; script = sys.argv[1]; "
@@ -46,12 +47,20 @@ def script(
     )
 
 
+def questions() -> list[dict]:
+    """The sweeps' questions: a pattern's scripts reproduce the sweep question by question,
+    whatever their number, so a quarter of the examples' test set (across its documents)."""
+    return json.loads((EXAMPLES / "testset.json").read_text())[::EVERY]
+
+
 def sweep(out: Path, cache: Path, *options: str, env: dict[str, str] | None = None) -> Path:
-    """Sweep the examples with one chunk set and Top K 3, embedding through ``cache``; the
-    run folder."""
+    """Sweep the examples' documents and ``questions()`` with one chunk set and Top K 3,
+    embedding through ``cache``; the run folder."""
+    testset = out.parent / "testset.json"
+    testset.write_text(json.dumps(questions()))
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
-        + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
+        + ["--testset", str(testset), "--chunk-sizes", "128", "--top-k", "3"]
         + ["--output", str(out), "--no-store", "--cache", str(cache), *options],
         capture_output=True,
         text=True,
@@ -116,7 +125,7 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
 
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
         mine = {r["question_id"]: r for r in results if r["config_id"] == row["config_id"]}
-        assert len(evaluated) == len(mine) == 64
+        assert len(evaluated) == len(mine) == len(questions())
         for item in evaluated:
             swept = mine[item["question_id"]]
             assert item["answer"] == swept["answer"]
@@ -258,7 +267,7 @@ def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did
         pattern_scripts, run_dir, {f.name: indexes[f.name] for f in folders}, endpoint
     )
     by_scripts = rerank_server.reranked[asked_by_sweep:]
-    assert len(by_scripts) == 2 * 64  # each pattern, each question
+    assert len(by_scripts) == 2 * len(questions())  # each pattern, each question
     assert {len(r["documents"]) for r in by_scripts} == {20}
 
 

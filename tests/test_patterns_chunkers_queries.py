@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 from scripted_llm import ScriptedLLM
-from test_patterns import EXAMPLES, assert_scripts_reproduce, patterns_of, sweep
+from test_patterns import EXAMPLES, assert_scripts_reproduce, patterns_of, questions, sweep
 
 from ragsweep.core.schemas import read_table, settings_of
 
@@ -41,7 +41,7 @@ def run(endpoint, tmp_path_factory, embedding_cache) -> Path:
 
 
 def test_the_sweep_searches_what_the_llm_wrote_and_counts_its_calls(run, writer):
-    questions = len(json.loads((EXAMPLES / "testset.json").read_text()))
+    asked = len(questions())
     table = read_table(run / "leaderboard.arrow", "leaderboard")
     board = table.to_pylist()
     assert {(r["chunker"], r["query_transform"]) for r in board} == {
@@ -57,9 +57,9 @@ def test_the_sweep_searches_what_the_llm_wrote_and_counts_its_calls(run, writer)
         if kind == "multi_query:2":
             assert len(searched.splitlines()) == 2
     # one request per question and transformation, whatever the chunk sets
-    assert writer.chat_calls == 2 * questions
+    assert writer.chat_calls == 2 * asked
     record = settings_of(table)["evaluation"]  # the evaluation's tally: the answers' and these
-    assert record["query_llm_calls"] == record["llm_calls"] == 2 * questions
+    assert record["query_llm_calls"] == record["llm_calls"] == 2 * asked
 
 
 @pytest.fixture(scope="module")
