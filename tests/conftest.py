@@ -488,3 +488,13 @@ def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.C
         os.environ.update(saved)
         sys.argv = argv
     return subprocess.CompletedProcess(["ragsweep", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def pattern_scripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """One interpreter running the module's pattern scripts (tests/pattern_scripts.py)."""
+    from pattern_scripts import PatternScripts, offline_env
+
+    runner = PatternScripts(offline_env(), tmp_path_factory.mktemp("scripts") / "log")
+    yield runner
+    runner.close()
