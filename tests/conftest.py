@@ -464,10 +464,12 @@ def shared_page(module_page):
 def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``ragsweep ARGS`` through its entry point in this process (no interpreter to start, no
     import to pay again): its exit status, stdout and stderr, as ``subprocess.run`` gives
-    them. With ``env``, in that environment alone, as a new process would have it. For the
-    commands that fail or finish before a pipeline starts: a run's steps would run here."""
+    them, with its log lines on stderr as a process prints them. With ``env``, in that
+    environment alone, as a new process would have it. For the commands that fail or finish
+    before a pipeline starts (a run's steps would run here), and commands that read results."""
     import contextlib
     import io
+    import logging
 
     from ragsweep.cli import main
 
@@ -477,6 +479,12 @@ def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.C
         os.environ.clear()
         os.environ.update(env)
     sys.argv = ["ragsweep", *args]
+    # pytest's handlers make the CLI's logging.basicConfig a no-op: log to stderr here
+    logs, root = logging.StreamHandler(err), logging.getLogger()
+    logs.setFormatter(logging.Formatter("%(message)s"))
+    level = root.level
+    root.addHandler(logs)
+    root.setLevel(logging.INFO)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             main()
@@ -484,6 +492,8 @@ def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.C
     except SystemExit as exit:
         code = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
     finally:
+        root.removeHandler(logs)
+        root.setLevel(level)
         os.environ.clear()
         os.environ.update(saved)
         sys.argv = argv

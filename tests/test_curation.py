@@ -4,16 +4,15 @@ metadata stay, every change a version; exports in both formats; through the libr
 CLI."""
 
 import json
-import logging
-import sys
-from dataclasses import dataclass
+import os
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from builders import make_testset
-from conftest import emptied
+from conftest import emptied, ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
@@ -206,38 +205,12 @@ def test_adding_a_question_derives_its_id_and_refuses_duplicates_and_blanks(gisk
         add_question(table, "Why?", ["x", " "], [])
 
 
-@dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def ragsweep(monkeypatch, capsys):
-    """``ragsweep ARGS`` through its entry point, in this process (a process would import
-    ragsweep again, ~1 CPU s): exit status, stdout, and stderr with the log lines."""
-    from ragsweep.cli import main
+def ragsweep():
+    """``ragsweep ARGS`` through its entry point in this process, on the store ``url``."""
 
-    def run(*args: str, url: str) -> Ran:
-        monkeypatch.setenv("RAGSWEEP_STORE_URL", url)
-        monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
-        capsys.readouterr()
-        logs = logging.StreamHandler(sys.stderr)  # the captured stderr, as the CLI logs
-        root = logging.getLogger()
-        level = root.level
-        root.addHandler(logs)
-        root.setLevel(logging.INFO)
-        try:
-            main()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
-        finally:
-            root.removeHandler(logs)
-            root.setLevel(level)
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
+    def run(*args: str, url: str) -> subprocess.CompletedProcess:
+        return ragsweep_here(*args, env={**os.environ, "RAGSWEEP_STORE_URL": url})
 
     return run
 

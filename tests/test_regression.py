@@ -1,9 +1,6 @@
 """Regression verdicts between two runs, from run folders and from the store."""
 
-import contextlib
-import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from builders import SPACE, make_answers, make_board, make_scores, make_testset, one_pdf_board
+from conftest import ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import write_table
@@ -211,24 +209,6 @@ def write_run(folder: Path, run) -> Path:
     return folder
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    """``ragsweep *args`` run by its entry point in this process (a process of its own would
-    cost a second of imports per call): its exit status and what it printed."""
-    from ragsweep.cli import main
-
-    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
-    sys.argv = [RAGSWEEP, *args]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
-        code = 0
-    except SystemExit as stopped:
-        code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
-    finally:
-        sys.argv = argv
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
-
-
 def test_two_runs_on_overlapping_questions_and_grids_compare_what_they_share(tmp_path):
     """Run 1: questions 1-30, Top K 3 and 5; run 2: questions 11-40, Top K 3, 5 and 10."""
     small = SearchSpace(chunk_sizes=(128,), top_ks=(3, 5), search_types=("similarity",))
@@ -240,7 +220,7 @@ def test_two_runs_on_overlapping_questions_and_grids_compare_what_they_share(tmp
     failing = outcomes(large, second, failing=shared)
     worse = write_run(tmp_path / "worse", board(failing, second, large))
 
-    result = cli("compare", str(run1), str(same))
+    result = ragsweep_here("compare", str(run1), str(same))
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     out = result.stdout
@@ -250,7 +230,7 @@ def test_two_runs_on_overlapping_questions_and_grids_compare_what_they_share(tmp
     assert "only in the candidate: 10 questions: q031" in out
     assert out.lower().count("unchanged") == 2 and "not regressed" in out
 
-    result = cli("compare", str(run1), str(worse))
+    result = ragsweep_here("compare", str(run1), str(worse))
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert "alarm, best of sweep" in result.stdout and "REGRESSED" in result.stdout
@@ -263,11 +243,11 @@ def test_a_metric_without_values_in_one_run_is_a_usage_error(tmp_path):
     judged = results.set_column(at, "correctness", results["answer_correctness"])
     base = write_run(tmp_path / "judged", (leaderboard, judged))
     cand = write_run(tmp_path / "unjudged", (leaderboard, results))
-    result = cli("compare", str(base), str(cand), "--metric", "correctness")
+    result = ragsweep_here("compare", str(base), str(cand), "--metric", "correctness")
     assert result.returncode == 2
     assert "the candidate run has no values of correctness" in result.stderr
     assert "Traceback" not in result.stderr
-    assert cli("compare", str(base), str(base), "--metric", "correctness").returncode == 0
+    assert ragsweep_here("compare", str(base), str(base), "--metric", "correctness").returncode == 0
 
 
 def test_compare_command_exits_1_on_a_regression_0_otherwise_2_on_a_mistake(tmp_path):
@@ -278,17 +258,19 @@ def test_compare_command_exits_1_on_a_regression_0_otherwise_2_on_a_mistake(tmp_
     base = write_run(tmp_path / "base", board(values, ids))
     same = write_run(tmp_path / "same", board(values, ids))
     bad = write_run(tmp_path / "bad", board(worse, ids))
-    assert cli("compare", str(base), str(same)).returncode == 0
-    result = cli("compare", str(base), str(bad))
+    assert ragsweep_here("compare", str(base), str(same)).returncode == 0
+    result = ragsweep_here("compare", str(base), str(bad))
     assert result.returncode == 1, result.stderr
     assert "REGRESSED" in result.stdout
-    missing = cli("compare", str(base), "no-such-run", "--store", f"sqlite:///{tmp_path}/r.db")
+    missing = ragsweep_here(
+        "compare", str(base), "no-such-run", "--store", f"sqlite:///{tmp_path}/r.db"
+    )
     assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
-    unknown = cli("compare", str(base), str(same), "--deployed", "0123456789ab")
+    unknown = ragsweep_here("compare", str(base), str(same), "--deployed", "0123456789ab")
     assert unknown.returncode == 2 and "deployed configuration 0123456789ab" in unknown.stderr
     spec = tmp_path / "best.yaml"
-    spec.write_text(cli("best", str(base)).stdout)
-    pinned = cli("compare", str(base), str(bad), "--deployed", str(spec))
+    spec.write_text(ragsweep_here("best", str(base)).stdout)
+    pinned = ragsweep_here("compare", str(base), str(bad), "--deployed", str(spec))
     assert pinned.returncode == 1 and "alarm, deployed configuration" in pinned.stdout
 
 
@@ -300,10 +282,10 @@ def test_compare_reads_stored_runs_by_id(tmp_path):
         b = make_board(night)
         questions = make_testset(b.results["question_id"].unique().to_pylist())
         database.publish(engine, run_id, b.leaderboard, b.results, questions)
-    result = cli("compare", "a", "b", "--store", url, "--format", "markdown")
+    result = ragsweep_here("compare", "a", "b", "--store", url, "--format", "markdown")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| verdict |")
-    assert cli("compare", "a", "c", "--store", url).returncode == 1
+    assert ragsweep_here("compare", "a", "c", "--store", url).returncode == 1
 
 
 def test_matrix_leaves_out_rows_of_unlisted_configurations_and_questions():
