@@ -435,3 +435,66 @@ def demo_url(demo_engine, tmp_path_factory):
 
     with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
         yield url
+
+
+# ---- one browser page per test module (the UI tests) ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module_page(browser):
+    """A page of the module's own browser context, shared by its tests: a new page costs
+    Chromium a renderer process (~1.2 CPU s), a navigation in this one ~0.3 s."""
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def shared_page(module_page):
+    """``module_page`` for one test: no cookies when it starts, a blank page once it ends
+    (a job page reloading itself stops). A test adding a listener removes it."""
+    module_page.context.clear_cookies()
+    yield module_page
+    module_page.goto("about:blank")
+
+
+# ---- the CLI in the test's process -------------------------------------------------------------
+
+
+def ragsweep_here(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``ragsweep ARGS`` through its entry point in this process (no interpreter to start, no
+    import to pay again): its exit status, stdout and stderr, as ``subprocess.run`` gives
+    them. With ``env``, in that environment alone, as a new process would have it. For the
+    commands that fail or finish before a pipeline starts: a run's steps would run here."""
+    import contextlib
+    import io
+
+    from ragsweep.cli import main
+
+    saved, argv = dict(os.environ), sys.argv
+    out, err = io.StringIO(), io.StringIO()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    sys.argv = ["ragsweep", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+        code = 0
+    except SystemExit as exit:
+        code = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        sys.argv = argv
+    return subprocess.CompletedProcess(["ragsweep", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def pattern_scripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """One interpreter running the module's pattern scripts (tests/pattern_scripts.py)."""
+    from pattern_scripts import PatternScripts, offline_env
+
+    runner = PatternScripts(offline_env(), tmp_path_factory.mktemp("scripts") / "log")
+    yield runner
+    runner.close()

@@ -328,14 +328,11 @@ def test_fully_cached_texts_are_read_without_loading_the_model_stack(tmp_path):
 
 
 def test_a_negative_cache_cap_on_the_command_line_is_one_clear_error(kb):
-    import subprocess
-    import sys
-    from pathlib import Path
+    from conftest import ragsweep_here
 
     tmp_path, docs, testset = kb
-    ragsweep = str(Path(sys.executable).parent / "ragsweep")
     args = ["run", "--docs", str(docs), "--testset", str(testset), "--cache-max-gb", "-1"]
-    result = subprocess.run([ragsweep, *args], capture_output=True, text=True, cwd=tmp_path)
+    result = ragsweep_here(*args, "--output", str(tmp_path / "runs"))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--cache-max-gb): must be 0 (no cap) or more, not -1" in result.stderr
 
@@ -386,6 +383,7 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
     import os
     import subprocess
     import sys
+    import time
     from pathlib import Path
 
     script = (
@@ -406,6 +404,7 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
     merged = 0
     while any(w.poll() is None for w in writers):
         merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
+        time.sleep(0.05)  # compacting again and again, not a spin that starves the writers
     assert [w.wait() for w in writers] == [0, 0]
     merged += EmbeddingCache(location).compact(ENDPOINT_MODEL)
     written = [f"chunk {i} says word{i}" for i in [*range(300), *range(10_000, 10_300)]]

@@ -290,16 +290,18 @@ def stored_keys(location: Path) -> set[bytes]:
 def test_a_kill_mid_embedding_loses_at_most_one_flush_and_a_rerun_embeds_only_the_rest(
     tmp_path,
 ):
-    """A real model (all-MiniLM-L6-v2) in a process killed with SIGKILL at about half."""
+    """A real model (all-MiniLM-L6-v2) in a process killed with SIGKILL at about half: 256
+    texts, a shard stored every 64 (one model batch), so four flushes as 1024 texts make by
+    default."""
     local = "all-MiniLM-L6-v2"
-    asked = [f"note {i}: the {'quick ' * (i % 7)}service {i} keeps data" for i in range(1024)]
+    asked = [f"note {i}: the {'quick ' * (i % 7)}service {i} keeps data" for i in range(256)]
     location = tmp_path / "embeddings"
     script = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
         "from ragsweep.embeddings.cache import EmbeddingCache\n"
         f"asked = {asked!r}\n"
-        f"EmbeddingCache(sys.argv[1]).embed({local!r}, asked)\n"
+        f"EmbeddingCache(sys.argv[1], flush=64).embed({local!r}, asked)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     killed = subprocess.Popen(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
@@ -37,6 +38,18 @@ EXAMPLES = [
 ]
 SMALL = ["--chunk-sizes", "64", "--top-k", "1,3", "--search-types", "similarity"]
 TIMED = ("latency", "_s", "_ms")  # columns that measure time: they differ between runs
+
+
+def swept(cache: Path) -> list[str]:
+    """The examples' small sweep, its embeddings kept in the session's ``cache`` (the
+    vectors of the examples are the same from run to run, and no run writes to the
+    developer's own cache)."""
+    return [
+        *EXAMPLES,
+        *SMALL,
+        "--cache",
+        str(cache),
+    ]  # columns that measure time: they differ between runs
 
 
 def ragsweep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -60,10 +73,10 @@ def untimed(table):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
+def reference(tmp_path_factory, embedding_cache) -> Path:
     """One uninterrupted run of the examples (two configurations), not stored."""
     out = tmp_path_factory.mktemp("reference")
-    result = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out), cwd=out)
+    result = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out), cwd=out)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
@@ -105,7 +118,7 @@ def mounted(source: str, target: Path, *options: str):
 def test_a_baseline_that_is_not_stored_stops_the_run_before_the_sweep(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     out = tmp_path / "runs"
-    result = ragsweep(
+    result = ragsweep_here(
         "run", *EXAMPLES, *SMALL, "--store", url, "--output", str(out), "--baseline", "no-such-run"
     )
     assert result.returncode == 2, result.stderr
@@ -117,7 +130,7 @@ def test_a_baseline_that_is_not_stored_stops_the_run_before_the_sweep(tmp_path):
 def test_an_mlflow_uri_that_refuses_stops_the_run_before_the_sweep(tmp_path):
     refused = f"http://127.0.0.1:{free_port()}"  # a closed loopback port
     out = tmp_path / "runs"
-    result = ragsweep(
+    result = ragsweep_here(
         "run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out), "--mlflow", refused
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -128,7 +141,7 @@ def test_an_mlflow_uri_that_refuses_stops_the_run_before_the_sweep(tmp_path):
 def test_an_output_folder_that_cannot_be_written_stops_the_run_before_the_sweep(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     out = tmp_path / "a-file" / "runs"
-    result = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out))
+    result = ragsweep_here("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"--output: {out}: cannot write there" in last_line(result.stderr)
 
@@ -193,9 +206,9 @@ def test_a_store_that_refuses_the_write_at_publish_leaves_a_complete_folder_to_i
         assert f"ragsweep runs import {run_dir}" in outcome.summary()
         assert is_complete(run_dir) and read_marker(run_dir)["stored"] is False
     # the store is back: the folder is stored as it was left, complete
-    imported = ragsweep("runs", "import", str(run_dir), "--store", url)
+    imported = ragsweep_here("runs", "import", str(run_dir), "--store", url)
     assert imported.returncode == 0, imported.stderr
-    listed = ragsweep("runs", "--store", url)
+    listed = ragsweep_here("runs", "--store", url)
     assert run_dir.name in listed.stdout and "succeeded" in listed.stdout
     stored = database.load_results(database.connect(url), run_dir.name)
     assert stored.num_rows == read_table(run_dir / "results.arrow", "results").num_rows
@@ -220,12 +233,12 @@ def kilobytes(path: Path) -> int:
 
 
 def test_a_run_folder_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
-    reference, tmp_path
+    reference, tmp_path, embedding_cache
 ):
     # room for the steps' artifacts and log, not for the exports besides them
     room = kilobytes(reference / "pipeline") + kilobytes(reference / "pipeline.log") + 400
     with mounted("tmpfs", tmp_path / "small", "-t", "tmpfs", "-o", f"size={room}k") as out:
-        full = ragsweep("run", *EXAMPLES, *SMALL, "--no-store", "--output", str(out))
+        full = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out))
 
         assert full.returncode == 2 and "Traceback" not in full.stderr
         [run_dir] = [p for p in out.iterdir() if p.is_dir()]
@@ -263,9 +276,9 @@ def test_a_run_stored_with_results_is_never_replaced_by_a_failure_note(reference
 # --- signals and resume -----------------------------------------------------------------
 
 
-def start_run(out: Path, *extra: str) -> subprocess.Popen:
+def start_run(out: Path, cache: Path, *extra: str) -> subprocess.Popen:
     """``ragsweep run`` in a session of its own (so that a test can kill all of it)."""
-    args = [RAGSWEEP, "run", *EXAMPLES, *SMALL, "--output", str(out), *extra]
+    args = [RAGSWEEP, "run", *swept(cache), "--output", str(out), *extra]
     return subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -295,11 +308,11 @@ def wait_for_step(process: subprocess.Popen, function: str) -> list[psutil.Proce
     ids=["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run (kill)"],
 )
 def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
-    tmp_path, signum, group
+    tmp_path, signum, group, embedding_cache
 ):
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    process = start_run(tmp_path / "runs", "--store", url)
-    children = wait_for_step(process, "chunk_embed")
+    process = start_run(tmp_path / "runs", embedding_cache, "--store", url)
+    children = wait_for_step(process, "ingest")  # or a later step, which reads its output
 
     if group:
         os.killpg(process.pid, signum)
@@ -319,9 +332,11 @@ def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
     assert row["run_id"] == run_dir.name and row["status"] == "interrupted"
 
 
-def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(reference, tmp_path):
+def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(
+    reference, tmp_path, embedding_cache
+):
     out = tmp_path / "runs"
-    process = start_run(out, "--no-store")
+    process = start_run(out, embedding_cache, "--no-store")
     wait_for_step(process, "chunk_embed")
     os.killpg(process.pid, signal.SIGKILL)  # the machine went down: no handler runs
     process.communicate(timeout=60)
@@ -343,7 +358,7 @@ def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(reference, 
 
 
 def test_resume_refuses_a_finished_run(reference):
-    result = ragsweep("run", "--resume", reference.name, "--output", str(reference.parent))
+    result = ragsweep_here("run", "--resume", reference.name, "--output", str(reference.parent))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"run {reference.name} is succeeded: nothing to resume" in last_line(result.stderr)
 
@@ -402,29 +417,15 @@ def test_a_hung_endpoint_fails_the_batch_within_its_deadline_naming_the_endpoint
     assert "sk-hung-secret" not in message
 
 
-def test_ragsweep_run_against_a_hung_endpoint_fails_naming_it_not_its_key(tmp_path):
+def test_ragsweep_run_against_a_hung_endpoint_fails_naming_it_not_its_key(tmp_path, monkeypatch):
     server = HungServer()
-    env = {**os.environ, "RAGSWEEP_LLM_BASE_URL": server.url, "RAGSWEEP_LLM_API_KEY": "sk-9f3"}
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", server.url)
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", "sk-9f3")
     try:
-        result = subprocess.run(
-            [
-                RAGSWEEP,
-                "run",
-                *EXAMPLES,
-                *SMALL,
-                "--llm",
-                "m",
-                "--llm-timeout",
-                "2",
-                "--no-store",
-                "--output",
-                str(tmp_path),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+        result = ragsweep_here(
+            "run", *EXAMPLES, *SMALL, "--llm", "m", "--llm-timeout", "2",
+            "--no-store", "--output", str(tmp_path),
+        )  # fmt: skip
     finally:
         server.close()
     assert result.returncode == 2 and "Traceback" not in result.stderr

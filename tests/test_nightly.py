@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from conftest import ragsweep_here
 
 from ragsweep.core.schemas import read_table, settings_of
 from ragsweep.results import database
@@ -27,22 +28,22 @@ def ragsweep(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def nights(tmp_path_factory):
+def nights(tmp_path_factory, embedding_cache):
     """Night 1 and night 2 of sweep ``kb-nightly`` over a copy of examples/docs and a
     stored test set of its first 6 questions; before night 2, 5 documents are added and
-    one question is edited in the store."""
+    one question is edited in the store. The embeddings are kept in the session's cache."""
     tmp = tmp_path_factory.mktemp("nightly")
     docs = tmp / "docs"
     shutil.copytree(EXAMPLES / "docs", docs)
     testset = tmp / "testset.json"
     testset.write_text(json.dumps(json.loads((EXAMPLES / "testset.json").read_text())[:6]))
     url = f"sqlite:///{tmp / 'results.db'}"
-    added = ragsweep("testset", "add", "faq", str(testset), "--store", url)
+    added = ragsweep_here("testset", "add", "faq", str(testset), "--store", url)
     assert added.returncode == 0, added.stderr
     night = ["run", "--docs", str(docs), "--testset-name", "faq", "--sweep", "kb-nightly"]
     night += ["--baseline", "latest", "--store", url, "--output", str(tmp / "runs")]
     night += ["--chunk-sizes", "64", "--top-k", "1,3", "--search-types", "similarity"]
-    night += ["--cache", str(tmp / "cache")]
+    night += ["--cache", str(embedding_cache)]
 
     first = ragsweep(*night)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -50,7 +51,7 @@ def nights(tmp_path_factory):
         (docs / name).parent.mkdir(exist_ok=True)
         (docs / name).write_text(f"# Note {i}\n\nStaging cluster {i} restarts at 0{i}:00 UTC.\n")
     edited = DatabaseStore(database.connect(url)).load("faq")["question_id"][0].as_py()
-    edit = ragsweep("testset", "edit", "faq", edited, "--question", "How?", "--store", url)
+    edit = ragsweep_here("testset", "edit", "faq", edited, "--question", "How?", "--store", url)
     assert edit.returncode == 0, edit.stderr
     second = ragsweep(*night)
     runs = sorted(p for p in (tmp / "runs").iterdir() if p.name != "testsets")
@@ -77,7 +78,7 @@ def test_the_second_night_finds_the_first_by_name_though_its_documents_and_test_
     with engine.connect() as conn:
         stored = conn.execute(sa.select(database.runs.c.run_id, database.runs.c.sweep_name))
         assert dict(stored.all()) == {first.name: "kb-nightly", second.name: "kb-nightly"}
-    listed = ragsweep("runs", "--store", nights["url"]).stdout
+    listed = ragsweep_here("runs", "--store", nights["url"]).stdout
     assert listed.count("(sweep kb-nightly)") == 2
 
 
@@ -101,6 +102,10 @@ def test_the_second_night_gives_a_verdict_in_the_terminal_comparison_and_report(
     report = (second / "report.html").read_text()
     assert report.index('id="comparison"') < report.index("<h2>Leaderboard</h2>")
     assert verdict in report and "documents added (5)" in report
+    # compared after its folder was complete (by the run, not a step of the pipeline), the
+    # comparison written beside its results: one verdict for each shared configuration
+    assert "Executing task 'compare'" not in (second / "pipeline.log").read_text()
+    assert read_table(second / "comparison.arrow", "comparison")["verdict"].length() == 2
     # and its figures, as the cluster's compare step logs them as metrics
     figures = json.loads((second / "verdict.json").read_text())
     assert figures["documents_added"] == 5.0
@@ -109,7 +114,7 @@ def test_the_second_night_gives_a_verdict_in_the_terminal_comparison_and_report(
 
 
 def test_a_sweep_name_that_cannot_name_a_sweep_is_refused_in_one_line(tmp_path):
-    result = ragsweep(
+    result = ragsweep_here(
         "run", "--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.json"),
         "--sweep", "kb nightly", "--no-store", "--output", str(tmp_path / "runs"),
     )  # fmt: skip

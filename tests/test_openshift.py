@@ -7,16 +7,15 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ragsweep_here
 from scripted_servers import Kubernetes, Pipelines
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipelines" / "sweep_pipeline.yaml"
-RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 SECRET_TOKEN = "sha256~do-not-print-this-token"
 
 
@@ -37,8 +36,8 @@ def pipelines():
         yield server
 
 
-def ragsweep(env, *args):
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300)
+def ragsweep(env, *args) -> subprocess.CompletedProcess:
+    return ragsweep_here(*args, env=env)
 
 
 def with_api(env, server):

@@ -4,13 +4,13 @@ their scripts, run without ragsweep, retrieve what the sweep retrieved."""
 import ast
 import inspect
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from builders import tiny_cross_encoder
+from pattern_scripts import PatternScripts, offline_env
 from scripted_llm import ScriptedLLM
 
 from ragsweep.core.errors import RagsweepError
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 SEARCH_TYPES = {"similarity", "mmr", "hybrid"}
+EVERY = 4  # the sweeps ask every fourth question of the examples' test set: 16 of 64
 # runs a pattern's script with ragsweep made unimportable: the scripts must not need it
 WITHOUT_RAGSWEEP = (
     "import runpy, sys; sys.modules['ragsweep'] = None; script = sys.argv[1]; "
@@ -33,14 +34,10 @@ WITHOUT_RAGSWEEP = (
 )
 
 
-def offline_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSWEEP_LLM")}
-    return {**env, "HF_HUB_OFFLINE": "1"}
-
-
 def script(
     path: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
+    """Run one script in an interpreter of its own (``PatternScripts`` runs many in one)."""
     return subprocess.run(
         [sys.executable, "-c", WITHOUT_RAGSWEEP, str(path), *args],
         capture_output=True,
@@ -50,12 +47,20 @@ def script(
     )
 
 
+def questions() -> list[dict]:
+    """The sweeps' questions: a pattern's scripts reproduce the sweep question by question,
+    whatever their number, so a quarter of the examples' test set (across its documents)."""
+    return json.loads((EXAMPLES / "testset.json").read_text())[::EVERY]
+
+
 def sweep(out: Path, cache: Path, *options: str, env: dict[str, str] | None = None) -> Path:
-    """Sweep the examples with one chunk set and Top K 3, embedding through ``cache``; the
-    run folder."""
+    """Sweep the examples' documents and ``questions()`` with one chunk set and Top K 3,
+    embedding through ``cache``; the run folder."""
+    testset = out.parent / "testset.json"
+    testset.write_text(json.dumps(questions()))
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
-        + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
+        + ["--testset", str(testset), "--chunk-sizes", "128", "--top-k", "3"]
         + ["--output", str(out), "--no-store", "--cache", str(cache), *options],
         capture_output=True,
         text=True,
@@ -69,11 +74,16 @@ def sweep(out: Path, cache: Path, *options: str, env: dict[str, str] | None = No
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, embedding_cache) -> Path:
-    """The three search types in memory: three configurations, three patterns."""
+def run_dir(rerank_server, cross_encoder, tmp_path_factory, embedding_cache) -> Path:
+    """The three search types in memory, each without a reranker, with rerank:<model> at
+    the scripted endpoint and with the tiny cross-encoder: nine configurations, each a
+    pattern."""
     out = tmp_path_factory.mktemp("patterns") / "runs"
     searches = ",".join(sorted(SEARCH_TYPES))
-    return sweep(out, embedding_cache, "--search-types", searches, "--patterns", "3")
+    rerankers = f"none,rerank:overlap,cross-encoder:{cross_encoder}"
+    options = ["--search-types", searches, "--rerankers", rerankers, "--patterns", "9"]
+    endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
+    return sweep(out, embedding_cache, *options, env=endpoint)
 
 
 def patterns_of(run: Path) -> list[Path]:
@@ -83,10 +93,11 @@ def patterns_of(run: Path) -> list[Path]:
 def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
     board = read_table(run_dir / "leaderboard.arrow", "leaderboard").to_pylist()
     patterns = patterns_of(run_dir)
-    assert [p.name for p in patterns] == [f"{r['rank']}-{r['config_id']}" for r in board[:3]]
+    assert len(board) == 9
+    assert [p.name for p in patterns] == [f"{r['rank']}-{r['config_id']}" for r in board]
     results = read_table(run_dir / "results.arrow", "results").to_pylist()
     metric = "answer_correctness"  # no judge: auto ranks by it
-    for folder, row in zip(patterns, board, strict=False):
+    for folder, row in zip(patterns, board, strict=True):
         assert {p.name for p in folder.iterdir()} == {
             "pattern.json",
             "evaluation_results.json",
@@ -109,12 +120,12 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
         score = pattern["scores"][metric]
         assert score["ci_low"] <= score["mean"] <= score["ci_high"]
         assert pattern["ragsweep"]["search_type"] == row["search_type"]
-        assert pattern["ragsweep"]["reranker"] == "none"
+        assert pattern["ragsweep"]["reranker"] == row["reranker"]
         assert pattern["ragsweep"]["vector_store"] == "memory"
 
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
         mine = {r["question_id"]: r for r in results if r["config_id"] == row["config_id"]}
-        assert len(evaluated) == len(mine) == 64
+        assert len(evaluated) == len(mine) == len(questions())
         for item in evaluated:
             swept = mine[item["question_id"]]
             assert item["answer"] == swept["answer"]
@@ -130,14 +141,18 @@ def test_run_folder_holds_the_best_configurations_as_patterns(run_dir):
 
 
 @pytest.fixture(scope="module")
-def indexes(run_dir, tmp_path_factory) -> dict[str, Path]:
-    """The patterns' index: pattern name -> index folder. The three differ only in their
-    search, so the index the first one's indexing.py builds serves each of them."""
-    return shared_index(patterns_of(run_dir), tmp_path_factory.mktemp("indexes") / "index")
+def indexes(run_dir, tmp_path_factory, pattern_scripts) -> dict[str, Path]:
+    """The patterns' index: pattern name -> index folder. The nine differ only in their
+    search and reranker, so the index the first one's indexing.py builds serves each."""
+    index = tmp_path_factory.mktemp("indexes") / "index"
+    return shared_index(pattern_scripts, patterns_of(run_dir), index)
 
 
 def shared_index(
-    folders: list[Path], index: Path | str, env: dict[str, str] | None = None
+    scripts: PatternScripts,
+    folders: list[Path],
+    index: Path | str,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Path | str]:
     """One index for ``folders``, patterns of one chunk set and one store index, built by
     the first one's indexing.py: pattern name -> ``index``."""
@@ -146,7 +161,7 @@ def shared_index(
         for f in folders
     }
     assert len(built) == 1, built  # what indexing.py builds is the same for each
-    build(folders[0], index, env)
+    build(scripts, folders[0], index, env)
     return dict.fromkeys([f.name for f in folders], index)
 
 
@@ -160,34 +175,37 @@ def pattern_settings(folder: Path) -> dict:
     return json.loads((folder / "pattern.json").read_text())["ragsweep"]
 
 
-def build(folder: Path, index: Path | str, env: dict[str, str] | None = None) -> Path | str:
+def build(
+    scripts: PatternScripts, folder: Path, index: Path | str, env: dict[str, str] | None = None
+) -> Path | str:
     """Run the pattern's indexing.py on the examples into ``index``; ``index``."""
     docs = ["--docs", str(EXAMPLES / "docs")]
-    built = script(folder / "indexing.py", *docs, "--index", str(index), env=env)
+    built = scripts.run(folder / "indexing.py", *docs, "--index", str(index), env=env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert "indexed 221 chunks of 21 documents" in built.stdout
     return index
 
 
-def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, indexes):
-    """Every pattern (similarity, MMR, hybrid), every question of the test set: the chunks
-    inference.py prints are the ones the sweep retrieved, in its order."""
-    assert_scripts_reproduce(run_dir, indexes)
+def test_pattern_scripts_retrieve_what_the_sweep_retrieved(run_dir, indexes, pattern_scripts):
+    """Every pattern without a reranker (similarity, MMR, hybrid), every question of the
+    test set: the chunks inference.py prints are the ones the sweep retrieved, in its order."""
+    folders = reranked_by(run_dir, "none").values()
+    assert_scripts_reproduce(pattern_scripts, run_dir, {f.name: indexes[f.name] for f in folders})
 
 
 def test_inference_answers_with_the_patterns_model_and_prompt(
-    run_dir, indexes, llm_server, tmp_path
+    run_dir, indexes, llm_server, tmp_path, pattern_scripts
 ):
     """A pattern that answers with ``llm:<model>``: one more line, the model's answer, asked
     with the pattern's system prompt and its template filled with the retrieved chunks."""
-    folder = patterns_of(run_dir)[0]
+    folder = reranked_by(run_dir, "none")["similarity"]
     settings = json.loads((folder / "pattern.json").read_text())["ragsweep"]
     settings.update(answerer="llm:answerer", system_prompt="Answer from the context only.")
     asking = tmp_path / "asking"
     write_scripts(asking, settings, {})
     question = "How long are deleted files kept?"
     endpoint = {"RAGSWEEP_LLM_BASE_URL": llm_server.url, "RAGSWEEP_LLM_API_KEY": "sk-pattern"}
-    asked = script(
+    asked = pattern_scripts.run(
         asking / "inference.py", "--index", str(indexes[folder.name]), question, env=endpoint
     )
     assert asked.returncode == 0, asked.stderr[-3000:]
@@ -206,7 +224,7 @@ def test_inference_answers_with_the_patterns_model_and_prompt(
 
 @pytest.fixture(scope="module")
 def rerank_server():
-    """The scripted /rerank endpoint (scripted_llm), for the module's reranked sweep."""
+    """The scripted /rerank endpoint (scripted_llm), for the module's sweep."""
     with ScriptedLLM() as server:
         yield server
 
@@ -223,25 +241,6 @@ def cross_encoder(tmp_path_factory) -> Path:
     return tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder"), texts)
 
 
-@pytest.fixture(scope="module")
-def reranked_run(rerank_server, cross_encoder, tmp_path_factory, embedding_cache) -> Path:
-    """One sweep for the reranked patterns: similarity and MMR, each without a reranker,
-    with rerank:<model> at the scripted endpoint and with the tiny cross-encoder; every
-    configuration a pattern."""
-    rerankers = f"none,rerank:overlap,cross-encoder:{cross_encoder}"
-    options = ["--search-types", "similarity,mmr", "--rerankers", rerankers, "--patterns", "6"]
-    endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
-    out = tmp_path_factory.mktemp("reranked") / "runs"
-    return sweep(out, embedding_cache, *options, env=endpoint)
-
-
-@pytest.fixture(scope="module")
-def reranked_indexes(reranked_run, tmp_path_factory) -> dict[str, Path]:
-    """The index of the sweep's one chunk set: it serves each of its patterns."""
-    index = tmp_path_factory.mktemp("reranked") / "index"
-    return shared_index(patterns_of(reranked_run), index)
-
-
 def reranked_by(run: Path, reranker: str) -> dict[str, Path]:
     """The patterns of ``run`` reranked by ``reranker``, by search type."""
     found = {}
@@ -250,37 +249,43 @@ def reranked_by(run: Path, reranker: str) -> dict[str, Path]:
         if settings["reranker"] == reranker:
             assert settings["rerank_fetch_k"] == (None if reranker == "none" else 20)
             found[settings["search_type"]] = folder
-    assert set(found) == {"similarity", "mmr"}
+    assert set(found) == SEARCH_TYPES
     return found
 
 
 def test_reranked_pattern_scripts_rerank_the_searchs_candidates_as_the_sweep_did(
-    reranked_run, reranked_indexes, rerank_server
+    run_dir, indexes, rerank_server, pattern_scripts
 ):
-    """Winners with a reranker (rerank:<model> at the scripted /rerank endpoint): the scripts
-    hand the search's first rerank_fetch_k chunks to the endpoint and keep its order."""
-    folders = reranked_by(reranked_run, "rerank:overlap").values()
+    """Winners with a reranker (rerank:<model> at the scripted /rerank endpoint), similarity
+    and MMR: the scripts hand the search's first rerank_fetch_k chunks to the endpoint and
+    keep its order."""
+    reranked = reranked_by(run_dir, "rerank:overlap")
+    folders = [reranked["similarity"], reranked["mmr"]]
     endpoint = {"RAGSWEEP_RERANK_BASE_URL": rerank_server.url}
     asked_by_sweep = len(rerank_server.reranked)
     assert_scripts_reproduce(
-        reranked_run, {f.name: reranked_indexes[f.name] for f in folders}, endpoint
+        pattern_scripts, run_dir, {f.name: indexes[f.name] for f in folders}, endpoint
     )
     by_scripts = rerank_server.reranked[asked_by_sweep:]
-    assert len(by_scripts) == 2 * 64  # each pattern, each question
+    assert len(by_scripts) == 2 * len(questions())  # each pattern, each question
     assert {len(r["documents"]) for r in by_scripts} == {20}
 
 
 def test_cross_encoder_pattern_scripts_reorder_the_candidates_exactly_as_the_sweep_did(
-    reranked_run, reranked_indexes, cross_encoder
+    run_dir, indexes, cross_encoder, pattern_scripts
 ):
     """Winners with a cross-encoder read from a folder (a tiny random BERT): the scripts
     score the search's first rerank_fetch_k chunks with it and print, for every question,
-    the chunks the sweep retrieved in its order; the reranker did reorder them."""
-    folders = reranked_by(reranked_run, f"cross-encoder:{cross_encoder}")
+    the chunks the sweep retrieved in its order (similarity and MMR); the reranker did
+    reorder them."""
+    reranked = reranked_by(run_dir, f"cross-encoder:{cross_encoder}")
+    folders = {s: reranked[s] for s in ("similarity", "mmr")}
     assert_scripts_reproduce(
-        reranked_run, {f.name: reranked_indexes[f.name] for f in folders.values()}
+        pattern_scripts,
+        run_dir,
+        {f.name: indexes[f.name] for f in folders.values()},
     )
-    plain = reranked_by(reranked_run, "none")
+    plain = reranked_by(run_dir, "none")
     for search_type, folder in folders.items():
         reranked = json.loads((folder / "evaluation_results.json").read_text())
         searched = json.loads((plain[search_type] / "evaluation_results.json").read_text())
@@ -292,14 +297,17 @@ def test_cross_encoder_pattern_scripts_reorder_the_candidates_exactly_as_the_swe
 
 
 def assert_scripts_reproduce(
-    run: Path, indexes: dict[str, Path], env: dict[str, str] | None = None
+    scripts: PatternScripts,
+    run: Path,
+    indexes: dict[str, Path],
+    env: dict[str, str] | None = None,
 ) -> None:
     """inference.py of each pattern of ``run`` given an index (``indexes``), on it, asked
     every question of the test set, prints the chunks the sweep retrieved for it, best first."""
     for folder in [f for f in patterns_of(run) if f.name in indexes]:
         evaluated = json.loads((folder / "evaluation_results.json").read_text())
         index = indexes[folder.name]
-        asked = script(
+        asked = scripts.run(
             folder / "inference.py",
             "--index",
             str(index),
@@ -319,13 +327,14 @@ def assert_scripts_reproduce(
             assert retrieved == item["answer_contexts"], (folder.name, item["question"])
 
 
-def test_indexing_without_its_docs_folder_is_a_clear_error(run_dir, tmp_path):
+def test_indexing_without_its_docs_folder_is_a_clear_error(run_dir, tmp_path, pattern_scripts):
     folder = patterns_of(run_dir)[0]
-    result = script(folder / "indexing.py", "--docs", str(tmp_path / "nowhere"), "--index", "x")
+    nowhere = str(tmp_path / "nowhere")
+    result = pattern_scripts.run(folder / "indexing.py", "--docs", nowhere, "--index", "x")
     assert result.returncode == 2
     assert "error: --docs" in result.stderr and "no such folder" in result.stderr
     assert "Traceback" not in result.stderr
-    result = script(folder / "inference.py", "--index", str(tmp_path / "none"), "question?")
+    result = pattern_scripts.run(folder / "inference.py", "--index", str(tmp_path / "none"), "q?")
     assert result.returncode == 2
     assert "no index there" in result.stderr and "Traceback" not in result.stderr
 

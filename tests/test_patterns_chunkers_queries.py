@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 from scripted_llm import ScriptedLLM
-from test_patterns import EXAMPLES, assert_scripts_reproduce, patterns_of, script, sweep
+from test_patterns import EXAMPLES, assert_scripts_reproduce, patterns_of, questions, sweep
 
 from ragsweep.core.schemas import read_table, settings_of
 
@@ -41,7 +41,7 @@ def run(endpoint, tmp_path_factory, embedding_cache) -> Path:
 
 
 def test_the_sweep_searches_what_the_llm_wrote_and_counts_its_calls(run, writer):
-    questions = len(json.loads((EXAMPLES / "testset.json").read_text()))
+    asked = len(questions())
     table = read_table(run / "leaderboard.arrow", "leaderboard")
     board = table.to_pylist()
     assert {(r["chunker"], r["query_transform"]) for r in board} == {
@@ -57,13 +57,13 @@ def test_the_sweep_searches_what_the_llm_wrote_and_counts_its_calls(run, writer)
         if kind == "multi_query:2":
             assert len(searched.splitlines()) == 2
     # one request per question and transformation, whatever the chunk sets
-    assert writer.chat_calls == 2 * questions
+    assert writer.chat_calls == 2 * asked
     record = settings_of(table)["evaluation"]  # the evaluation's tally: the answers' and these
-    assert record["query_llm_calls"] == record["llm_calls"] == 2 * questions
+    assert record["query_llm_calls"] == record["llm_calls"] == 2 * asked
 
 
 @pytest.fixture(scope="module")
-def indexes(run, tmp_path_factory) -> dict[str, Path]:
+def indexes(run, tmp_path_factory, pattern_scripts) -> dict[str, Path]:
     """One index per chunk set, built by a pattern of it; pattern name -> its chunk set's."""
     root, built, by_chunker = tmp_path_factory.mktemp("indexes"), {}, {}
     for folder in patterns_of(run):
@@ -72,7 +72,7 @@ def indexes(run, tmp_path_factory) -> dict[str, Path]:
         assert (folder / "chunker.py").is_file()  # the chunker travels with the pattern
         if chunker not in by_chunker:
             index = root / chunker
-            done = script(
+            done = pattern_scripts.run(
                 folder / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index)
             )
             assert done.returncode == 0, done.stderr[-3000:]
@@ -85,7 +85,9 @@ def indexes(run, tmp_path_factory) -> dict[str, Path]:
 CHECKED = {("headings", "hyde"), ("semantic", "multi_query:2")}
 
 
-def test_pattern_scripts_chunk_transform_and_retrieve_as_the_sweep_did(run, indexes, endpoint):
+def test_pattern_scripts_chunk_transform_and_retrieve_as_the_sweep_did(
+    run, indexes, endpoint, pattern_scripts
+):
     """headings with hyde, semantic with multi_query:2, every question: the chunks
     inference.py prints (after asking the writer for the passage or the paraphrases) are
     the ones the sweep retrieved."""
@@ -96,16 +98,17 @@ def test_pattern_scripts_chunk_transform_and_retrieve_as_the_sweep_did(run, inde
             checked[folder.name] = indexes[folder.name]
     assert len(checked) == len(CHECKED)
     llm = {"RAGSWEEP_LLM_BASE_URL": endpoint["RAGSWEEP_LLM_BASE_URL"]}
-    assert_scripts_reproduce(run, checked, llm)
+    assert_scripts_reproduce(pattern_scripts, run, checked, llm)
 
 
-def test_a_transforming_pattern_without_an_endpoint_says_what_to_set(run, indexes):
+def test_a_transforming_pattern_without_an_endpoint_says_what_to_set(run, indexes, pattern_scripts):
     folder = next(
         f
         for f in patterns_of(run)
         if json.loads((f / "pattern.json").read_text())["ragsweep"].get("query_transform") == "hyde"
     )
-    asked = script(folder / "inference.py", "--index", str(indexes[folder.name]), "question?")
+    index = str(indexes[folder.name])
+    asked = pattern_scripts.run(folder / "inference.py", "--index", index, "question?")
     assert asked.returncode != 0
     assert "query transform hyde: set RAGSWEEP_LLM_BASE_URL" in asked.stderr
     assert "Traceback" not in asked.stderr

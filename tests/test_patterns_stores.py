@@ -14,7 +14,6 @@ from test_patterns import (
     build,
     pattern_settings,
     patterns_of,
-    script,
     shared_index,
     sweep,
 )
@@ -23,7 +22,7 @@ from ragsweep.results.patterns import STORE_CODE, write_scripts
 from ragsweep.retrieval.vector_stores import IndexSpec, milvus_collection, oracle_sql, pgvector_sql
 from ragsweep.retrieval.vector_stores.oracle import OracleStore
 
-PGVECTOR_SEARCHES = {"similarity", "mmr", "hybrid"}
+SEARCHES = {"similarity", "mmr", "hybrid"}
 
 
 def assert_store_code(folder: Path, module) -> None:
@@ -32,25 +31,33 @@ def assert_store_code(folder: Path, module) -> None:
 
 
 @pytest.fixture(scope="module")
-def pgvector_run(pgvector_server, tmp_path_factory, embedding_cache) -> Path:
-    """One sweep in pgvector, exact and HNSW, similarity, MMR and hybrid: six patterns."""
-    space = tmp_path_factory.mktemp("pgvector-space") / "space.yaml"
-    space.write_text("vector_stores: [pgvector]\nindexes: {pgvector: [exact, hnsw]}\n")
-    out = tmp_path_factory.mktemp("pgvector-patterns") / "runs"
-    options = ["--space", str(space), "--search-types", ",".join(sorted(PGVECTOR_SEARCHES))]
-    env = {"RAGSWEEP_PGVECTOR_URL": pgvector_server}
-    return sweep(out, embedding_cache, *options, "--patterns", "6", env=env)
+def store_run(pgvector_server, tmp_path_factory, embedding_cache) -> Path:
+    """One sweep in pgvector (exact and HNSW) and Milvus Lite (a flat index), each searched
+    by similarity, MMR and hybrid: nine patterns."""
+    lite = tmp_path_factory.mktemp("milvus-lite")
+    space = lite / "space.yaml"
+    space.write_text(
+        "vector_stores: [pgvector, milvus]\nindexes: {pgvector: [exact, hnsw], milvus: [exact]}\n"
+    )
+    options = ["--space", str(space), "--search-types", ",".join(sorted(SEARCHES))]
+    env = {"RAGSWEEP_PGVECTOR_URL": pgvector_server, "RAGSWEEP_MILVUS_LITE_DIR": str(lite)}
+    return sweep(lite / "runs", embedding_cache, *options, "--patterns", "9", env=env)
+
+
+def stored_in(run: Path, store: str) -> list[Path]:
+    """The patterns of ``run`` searching ``store``."""
+    return [f for f in patterns_of(run) if pattern_settings(f)["vector_store"] == store]
 
 
 def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
-    pgvector_run, pgvector_server
+    store_run, pgvector_server, pattern_scripts
 ):
     """Each pattern's indexing.py builds its table and index in the server (HNSW with the
     sweep's parameters); inference.py, asked every question of the test set, prints the
     chunks the sweep retrieved, in its order: similarity, MMR over the table's candidates,
     and hybrid with PostgreSQL's full-text search."""
     env = {"PGVECTOR_URL": pgvector_server}
-    folders = patterns_of(pgvector_run)
+    folders = stored_in(store_run, "pgvector")
     by_kind: dict[str, list[Path]] = {}
     for folder in folders:
         settings = pattern_settings(folder)
@@ -58,11 +65,12 @@ def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
         assert_store_code(folder, pgvector_sql)
         by_kind.setdefault(settings["pgvector_index"]["kind"], []).append(folder)
     kinds = {(k, pattern_settings(f)["search_type"]) for k, fs in by_kind.items() for f in fs}
-    assert kinds == {(k, s) for k in ("exact", "hnsw") for s in PGVECTOR_SEARCHES}
+    assert len(folders) == 6
+    assert kinds == {(k, s) for k in ("exact", "hnsw") for s in SEARCHES}
     # a table per index kind, built by one of its patterns' indexing.py, serves its searches
     tables = {}
     for kind, same in by_kind.items():
-        tables.update(shared_index(same, f"pattern_{kind}", env))
+        tables.update(shared_index(pattern_scripts, same, f"pattern_{kind}", env))
     with psycopg.connect(pgvector_server) as conn:
         made = [d for (d,) in conn.execute("SELECT indexdef FROM pg_indexes").fetchall()]
     [hnsw] = [d for d in made if "pattern_hnsw_hnsw" in d]
@@ -70,84 +78,80 @@ def test_pgvector_pattern_scripts_retrieve_what_the_sweep_retrieved_in_pgvector(
     assert "WITH (m='16', ef_construction='64')" in hnsw
     exact = [d for d in made if "ON public.pattern_exact " in d]
     assert exact and not [d for d in exact if "USING hnsw" in d or "USING ivfflat" in d]
-    assert_scripts_reproduce(pgvector_run, tables, env)
+    assert_scripts_reproduce(pattern_scripts, store_run, tables, env)
 
 
 def test_pgvector_scripts_without_a_server_or_a_table_are_clear_errors(
-    pgvector_run, pgvector_server, tmp_path
+    store_run, pgvector_server, tmp_path, pattern_scripts
 ):
     """No URL, a server that refuses (its password never printed), a table not built: each
     one line naming what to do, exit 2, no traceback."""
-    folder = patterns_of(pgvector_run)[0]
+    folder = stored_in(store_run, "pgvector")[0]
     settings = pattern_settings(folder)
     write_scripts(tmp_path, settings, {STORE_CODE: folder / STORE_CODE})
     docs = ["--docs", str(EXAMPLES / "docs")]
     unset = {"PGVECTOR_URL": "", "RAGSWEEP_PGVECTOR_URL": ""}
-    result = script(tmp_path / "indexing.py", *docs, "--index", "t", env=unset)
+    result = pattern_scripts.run(tmp_path / "indexing.py", *docs, "--index", "t", env=unset)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "error: pgvector: set PGVECTOR_URL" in result.stderr
     refused = {"PGVECTOR_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/db"}
-    result = script(tmp_path / "inference.py", "--index", "t", "question?", env=refused)
+    result = pattern_scripts.run(
+        tmp_path / "inference.py", "--index", "t", "question?", env=refused
+    )
     assert result.returncode == 2
     assert "error: pgvector: the server in PGVECTOR_URL:" in result.stderr
     assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
     there = {"PGVECTOR_URL": pgvector_server}
-    result = script(tmp_path / "inference.py", "--index", "never_built", "question?", env=there)
+    result = pattern_scripts.run(
+        tmp_path / "inference.py", "--index", "never_built", "question?", env=there
+    )
     assert result.returncode == 2
     assert "no index there" in result.stderr and "Traceback" not in result.stderr
-    result = script(tmp_path / "indexing.py", *docs, "--index", "bad-name;", env=there)
+    result = pattern_scripts.run(tmp_path / "indexing.py", *docs, "--index", "bad-name;", env=there)
     assert result.returncode == 2
     assert "--index bad-name;: a table name" in result.stderr
 
 
 @pytest.fixture(scope="module")
-def milvus_run(tmp_path_factory, embedding_cache) -> Path:
-    """One sweep in Milvus Lite, a flat index, similarity, MMR and hybrid: three patterns."""
-    lite = tmp_path_factory.mktemp("milvus-lite")
-    space = lite / "space.yaml"
-    space.write_text("vector_stores: [milvus]\nindexes: {milvus: [exact]}\n")
-    options = ["--space", str(space), "--search-types", "similarity,mmr,hybrid"]
-    env = {"RAGSWEEP_MILVUS_LITE_DIR": str(lite)}
-    return sweep(lite / "runs", embedding_cache, *options, "--patterns", "3", env=env)
-
-
-@pytest.fixture(scope="module")
-def milvus_indexes(milvus_run, tmp_path_factory) -> dict[str, Path]:
+def milvus_indexes(store_run, tmp_path_factory, pattern_scripts) -> dict[str, Path]:
     """The collection of the sweep's one chunk set and index, built by a pattern's
     indexing.py (with Milvus's BM25 full-text search): it serves each of its patterns."""
     index = tmp_path_factory.mktemp("milvus-pattern") / "pattern.db"
-    return shared_index(patterns_of(milvus_run), index)
+    return shared_index(pattern_scripts, stored_in(store_run, "milvus"), index)
 
 
 def milvus_searching(run: Path, search_types: set[str]) -> list[Path]:
-    found = [f for f in patterns_of(run) if pattern_settings(f)["search_type"] in search_types]
+    stored = stored_in(run, "milvus")
+    found = [f for f in stored if pattern_settings(f)["search_type"] in search_types]
     assert {pattern_settings(f)["search_type"] for f in found} == search_types
     return found
 
 
 def test_milvus_pattern_scripts_retrieve_what_the_sweep_retrieved_in_milvus(
-    milvus_run, milvus_indexes
+    store_run, milvus_indexes, pattern_scripts
 ):
     """Milvus Lite, a flat index: the scripts load a collection with pymilvus and search it
     (similarity, and MMR over its candidates) as the sweep did."""
-    folders = milvus_searching(milvus_run, {"similarity", "mmr"})
+    folders = milvus_searching(store_run, {"similarity", "mmr"})
     for folder in folders:
         settings = pattern_settings(folder)
         assert (settings["vector_store"], settings["index"]) == ("milvus", "exact")
         assert_store_code(folder, milvus_collection)
         assert settings["milvus_index"]["index_type"] == "FLAT"
-    assert_scripts_reproduce(milvus_run, {f.name: milvus_indexes[f.name] for f in folders})
+    indexes = {f.name: milvus_indexes[f.name] for f in folders}
+    assert_scripts_reproduce(pattern_scripts, store_run, indexes)
 
 
 def test_milvus_hybrid_pattern_scripts_search_milvus_full_text_as_the_sweep_did(
-    milvus_run, milvus_indexes
+    store_run, milvus_indexes, pattern_scripts
 ):
     """Milvus Lite, hybrid search: the collection indexing.py builds has Milvus's BM25
     full-text search, and inference.py fuses its ranking with the vector search's as the
     sweep did, for every question."""
-    [folder] = milvus_searching(milvus_run, {"hybrid"})
+    [folder] = milvus_searching(store_run, {"hybrid"})
     assert pattern_settings(folder)["vector_store"] == "milvus"
-    assert_scripts_reproduce(milvus_run, {folder.name: milvus_indexes[folder.name]})
+    indexes = {folder.name: milvus_indexes[folder.name]}
+    assert_scripts_reproduce(pattern_scripts, store_run, indexes)
 
 
 @pytest.fixture
@@ -159,18 +163,18 @@ def oracle_scripts(tmp_path) -> Path:
     return tmp_path
 
 
-def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts):
+def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts, pattern_scripts):
     """No connect string, a listener that is not there (the password never printed): one
     line naming what to set, exit 2, no traceback; the server is tried before embedding."""
     unset = {f"{p}ORACLE_{n}": "" for p in ("", "RAGSWEEP_") for n in ("DSN", "USER", "PASSWORD")}
     docs = ["--docs", str(EXAMPLES / "docs")]
-    result = script(oracle_scripts / "indexing.py", *docs, "--index", "t", env=unset)
+    result = pattern_scripts.run(oracle_scripts / "indexing.py", *docs, "--index", "t", env=unset)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "error: oracle: set ORACLE_DSN, ORACLE_USER, ORACLE_PASSWORD" in result.stderr
     dead = {**unset, "ORACLE_DSN": "127.0.0.1:1/FREEPDB1", "ORACLE_USER": "me"}
     dead["RAGSWEEP_ORACLE_PASSWORD"] = "s3cret-pw"  # the fallback name is read too
     for name, args in (("indexing.py", docs), ("inference.py", ["question?"])):
-        result = script(oracle_scripts / name, *args, "--index", "t", env=dead)
+        result = pattern_scripts.run(oracle_scripts / name, *args, "--index", "t", env=dead)
         assert result.returncode == 2, result.stderr[-3000:]
         assert "error: oracle: cannot connect to 127.0.0.1:1/FREEPDB1 as me:" in result.stderr
         assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
@@ -180,7 +184,7 @@ def test_oracle_scripts_without_a_database_are_clear_errors(oracle_scripts):
     oracle_test_settings() is None, reason="set RAGSWEEP_TEST_ORACLE_DSN to test against Oracle"
 )
 def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(
-    tmp_path, embedding_cache
+    tmp_path, embedding_cache, pattern_scripts
 ):
     """Oracle, an exact index: the scripts build the table with its Oracle Text index and
     search it as the sweep did (similarity, MMR, hybrid), for every question."""
@@ -196,8 +200,8 @@ def test_oracle_pattern_scripts_retrieve_what_the_sweep_retrieved_in_oracle(
     tables = {f.name: f"RS_PATTERN_{f.name.split('-')[0]}" for f in folders}
     try:
         for folder in folders:
-            build(folder, tables[folder.name], env)
-        assert_scripts_reproduce(run, tables, env)
+            build(pattern_scripts, folder, tables[folder.name], env)
+        assert_scripts_reproduce(pattern_scripts, run, tables, env)
     finally:
         import oracledb
 

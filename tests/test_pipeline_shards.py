@@ -1,5 +1,7 @@
 """Sharded embedding, run by kfp.local: documents above the threshold are embedded by the
-shard loop's steps, and the chunk sets' own step embeds nothing they embedded."""
+shard loop's steps, and the chunk sets' own step embeds nothing they embedded. The vectors
+come from the scripted OpenAI-compatible endpoint (``openai:embedder``): the steps load no
+model, and where each text is embedded does not depend on which model embeds it."""
 
 import re
 from pathlib import Path
@@ -29,6 +31,7 @@ def sweep(tmp_path: Path, docs: Path, testset: Path, shard_bytes: int) -> Path:
         "run",
         *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"),
         *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
+        *("--embedding-models", "openai:embedder"),
         *("--embedding-shard-bytes", str(shard_bytes), "--output", str(output)),
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -36,7 +39,8 @@ def sweep(tmp_path: Path, docs: Path, testset: Path, shard_bytes: int) -> Path:
     return run_dir
 
 
-def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(tmp_path):
+def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(llm_server, tmp_path):
+    llm_server.models.append("embedder")
     docs, testset = example_subset(tmp_path)
     total = sum(len(p.read_text().encode()) for p in docs.rglob("*") if p.is_file())
     whole = sweep(tmp_path, docs, testset, 0)

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_patterns import EXAMPLES, RAGSWEEP, offline_env, script
+from test_patterns import RAGSWEEP, offline_env, script
+from test_pipeline import example_subset
 from test_platform import documents
 
 from ragsweep.core.errors import RagsweepError
@@ -58,19 +59,20 @@ def with_plugin(installed: Path, **env: str) -> dict[str, str]:
 
 
 def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ragsweep_edit(
-    installed, tmp_path
+    installed, embedding_cache, tmp_path
 ):
     """``ragsweep run`` (kfp.local) over the plugin's store and chunker beside the built-in
     ones, ranked by the plugin's lower-is-better metric; its patterns carry the plugin's
     pattern code and, run without ragsweep or the plugin installed, retrieve what the sweep
     retrieved."""
     out = tmp_path / "runs"
+    docs, testset = example_subset(tmp_path)
     result = subprocess.run(
-        [RAGSWEEP, "run", "--docs", str(EXAMPLES / "docs")]
-        + ["--testset", str(EXAMPLES / "testset.json"), "--chunk-sizes", "128", "--top-k", "3"]
+        [RAGSWEEP, "run", "--docs", str(docs)]
+        + ["--testset", str(testset), "--chunk-sizes", "128", "--top-k", "3"]
         + ["--chunkers", "sentence,paragraphs", "--vector-stores", "memory,filestore"]
         + ["--search-types", "similarity", "--metric", "answer_words", "--patterns", "4"]
-        + ["--output", str(out), "--no-store", "--cache", "none"],
+        + ["--output", str(out), "--no-store", "--cache", str(embedding_cache)],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -118,7 +120,7 @@ def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ra
         if (r["chunker"], r["vector_store"]) == ("paragraphs", "filestore")
     ]
     index = tmp_path / "index"
-    built = script(plugged / "indexing.py", "--docs", str(EXAMPLES / "docs"), "--index", str(index))
+    built = script(plugged / "indexing.py", "--docs", str(docs), "--index", str(index))
     assert built.returncode == 0, built.stderr[-3000:]
     assert (index / "vectors.npy").is_file()  # the plugin's write_index built it
     evaluated = json.loads((plugged / "evaluation_results.json").read_text())

@@ -10,10 +10,13 @@ import pty
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from scripted_llm import Step
+from conftest import TEST_API_KEY
+from scripted_llm import ScriptedLLM, Step
 from test_pipeline import example_subset
 
 from ragsweep.core import progress
@@ -229,40 +232,128 @@ def test_a_failed_step_shows_its_output_whole_and_where_the_log_is(tmp_path):
     assert "read 21 documents" not in shown and "executor_input" not in shown
 
 
-def ragsweep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+def ragsweep(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200, env=env)
 
 
-def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(tmp_path):
-    docs, testset = example_subset(tmp_path)
-    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
-    args += ["--output", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache")]
-    result = ragsweep(*args)
-    assert result.returncode == 0, result.stderr[-3000:]
-    [run_dir] = (tmp_path / "runs").iterdir()
-    steps = re.findall(r"^\[(\d+)/(\d+)\] ([\w-]+): peak memory", result.stdout, re.M)
-    assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 14) for i in range(1, 15)]
-    assert {"ingest", "chunk-embed", "retrieve", "evaluate", "rank", "publish"} <= {
-        name for _, _, name in steps
-    }
-    chunks = re.search(r"ragsweep: (\d+) chunks from", (run_dir / "pipeline.log").read_text())
-    embedded = re.findall(r"^  texts embedded (\d+)/(\d+)", result.stdout, re.M)
+@dataclass
+class Sweep:
+    """The module's sweep of the example subset, answered and judged by a scripted server
+    (which embeds too, as ``openai:embedder``); each run is a ``ragsweep run`` process."""
+
+    server: ScriptedLLM
+    args: list[str]
+    env: dict[str, str]
+    folder: Path
+
+    def run(self, output: str, *more: str) -> subprocess.CompletedProcess:
+        """A run answered and judged by the server's models."""
+        args = [*self.args, "--llm", "answerer", "--judge", "judge"]
+        args += ["--output", str(self.folder / output), *more]
+        return ragsweep(*args, env=self.env)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Iterator[Sweep]:
+    folder = tmp_path_factory.mktemp("sweep")
+    docs, testset = example_subset(folder)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    with ScriptedLLM() as server:
+        server.models.append("embedder")
+        env |= {
+            "RAGSWEEP_LLM_BASE_URL": server.url,
+            "RAGSWEEP_LLM_API_KEY": TEST_API_KEY,
+            "RAGSWEEP_CACHE_DIR": str(folder / "replies"),
+            "XDG_DATA_HOME": str(folder / "data-home"),
+        }
+        args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+        yield Sweep(server, args, env, folder)
+
+
+@dataclass
+class Failed:
+    result: subprocess.CompletedProcess
+    run_dir: Path
+    log: str  # its pipeline.log when it stopped
+
+
+@pytest.fixture(scope="module")
+def failed(sweep: Sweep) -> Failed:
+    """A run on a pipe (and a cold embedding cache) whose endpoint fails every request: it
+    stops at evaluate, after the steps before it."""
+    sweep.server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
+    result = sweep.run("runs", "--cache", str(sweep.folder / "embeddings"))
+    with sweep.server.lock:
+        sweep.server.script.clear()  # the endpoint answers again
+    [run_dir] = (sweep.folder / "runs").iterdir()
+    return Failed(result, run_dir, (run_dir / "pipeline.log").read_text())
+
+
+def test_a_run_on_a_pipe_prints_progress_lines_and_keeps_kfp_lines_in_its_log(failed):
+    stdout = failed.result.stdout
+    steps = re.findall(r"^\[(\d+)/(\d+)\] ([\w-]+): peak memory", stdout, re.M)
+    assert [(int(d), int(n)) for d, n, _ in steps] == [(i, 14) for i in range(1, len(steps) + 1)]
+    assert {"ingest", "chunk-embed", "retrieve"} <= {name for _, _, name in steps}
+    assert f"[{len(steps) + 1}/14] evaluate: failure\n" in stdout  # the steps before it ran
+    chunks = re.search(r"ragsweep: (\d+) chunks from", failed.log)
+    embedded = re.findall(r"^  texts embedded (\d+)/(\d+)", stdout, re.M)
     assert embedded and embedded[-1][0] == embedded[-1][1]  # all done at the end
     assert int(embedded[-1][1]) == int(chunks[1]) + 6  # the chunks, then the 6 questions
-    assert "Executing task" not in result.stdout and "KFP Executor" not in result.stdout
-    log = (run_dir / "pipeline.log").read_text()
-    assert log.count("Executing task") == 14 and "KFP Executor" in log
-
-    verbose = ragsweep(*args, "--verbose")
-    assert verbose.returncode == 0, verbose.stderr[-3000:]
-    assert verbose.stdout.count("Executing task") == 14 and "[14/14] " in verbose.stdout
-    assert "texts embedded" not in verbose.stdout  # the cache had them all
+    assert "Executing task" not in stdout and "KFP Executor" not in stdout
+    assert failed.log.count("Executing task") == len(steps) + 1 and "KFP Executor" in failed.log
 
 
-def run_in_terminal(argv: list[str]) -> tuple[int, str]:
+def test_a_failing_endpoint_prints_the_steps_error_whole_and_where_its_log_is(failed):
+    result, run_dir = failed.result, failed.run_dir
+    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
+    shown = result.stdout.split("] evaluate: failure\n", 1)[1]
+    assert shown.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
+    assert re.search(
+        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
+        r"first error: HTTP 500 after 3 call\(s\): .*scripted 500",  # the default 2 retries
+        shown,
+        re.M,
+    )
+    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
+        result.stderr
+    )
+
+
+@pytest.fixture(scope="module")
+def resumed(sweep: Sweep, failed: Failed) -> tuple[subprocess.CompletedProcess, int]:
+    """The failed run resumed with --verbose, the endpoint answering: its output, and the
+    LLM calls it made."""
+    calls = sweep.server.chat_calls
+    result = ragsweep(
+        "run", "--resume", failed.run_dir.name, "--output", str(failed.run_dir.parent),
+        "--no-store", "--verbose", env=sweep.env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, sweep.server.chat_calls - calls
+
+
+def test_a_resumed_run_counts_its_reused_steps_and_verbose_shows_kfp_lines_too(resumed):
+    stdout = resumed[0].stdout
+    reused = re.findall(r"^\[(\d+)/14\] ([\w-]+): reused$", stdout, re.M)
+    ran = re.findall(r"^\[(\d+)/14\] ([\w-]+): peak memory", stdout, re.M)
+    assert "chunk-embed" in {name for _, name in reused}  # finished before evaluate failed
+    assert {"evaluate", "rank", "publish"} <= {name for _, name in ran}
+    assert sorted(int(done) for done, _ in reused + ran) == list(range(1, 15))
+    # --verbose: kfp.local's own lines too, of a step run or of a step its cache held
+    assert stdout.count("Executing task") == len(ran)
+    assert len(re.findall(r"^  Task '?[\w-]+'? cache hit", stdout, re.M)) == len(reused)
+
+
+def test_llm_calls_are_counted(resumed):
+    result, made = resumed
+    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
+    assert calls[-1] == (str(made),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
+
+
+def run_in_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run ``argv`` with a pseudo-terminal as its stdin, stdout and stderr; its output."""
     primary, secondary = pty.openpty()
-    process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary)
+    process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary, env=env)
     os.close(secondary)
     chunks = []
     while True:
@@ -277,11 +368,12 @@ def run_in_terminal(argv: list[str]) -> tuple[int, str]:
     return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
 
 
-def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
-    docs, testset = example_subset(tmp_path)
+def test_a_run_in_a_terminal_renders_a_live_display(sweep, tmp_path):
+    """Embedded by the scripted endpoint: a cold cache without a model to load."""
     code, shown = run_in_terminal(
-        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset), "--no-store",
-         "--output", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"), *SMALL_GRID]
+        [RAGSWEEP, *sweep.args, "--output", str(tmp_path / "runs"),
+         "--embedding-models", "openai:embedder", "--cache", str(tmp_path / "cache")],
+        sweep.env,
     )  # fmt: skip
     assert code == 0, shown[-3000:]
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)  # colours and cursor moves
@@ -290,47 +382,3 @@ def test_a_run_in_a_terminal_renders_a_live_display(tmp_path):
     assert re.search(r"texts embedded +[━╺╸]+ +\d+/\d+", text)
     assert re.search(r"steps +━+ +14/14", text) and "[14/14] " in text
     assert "Executing task" not in text
-
-
-def test_llm_calls_are_counted_and_a_failing_endpoint_prints_the_error_whole(llm_server, tmp_path):
-    docs, testset = example_subset(tmp_path)
-    args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
-    args += ["--output", str(tmp_path / "runs"), "--llm", "answerer", "--judge", "judge"]
-    result = ragsweep(*args)
-    assert result.returncode == 0, result.stderr[-3000:]
-    calls = re.findall(r"^  LLM calls (\d+)/(\d+)", result.stdout, re.M)
-    assert calls[-1] == (str(llm_server.chat_calls),) * 2 == ("12", "12")  # 6 answers, 6 verdicts
-
-    # the endpoint fails every request: the evaluation stops, and says why
-    llm_server.then(*[Step(status=500, headers={"Retry-After": "0"})] * 100)
-    env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(tmp_path / "no-replies-cached")}
-    result = subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env)
-    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
-    run_dir = max((tmp_path / "runs").iterdir())
-    failed = result.stdout.split("] evaluate: failure\n", 1)[1]
-    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
-    assert re.search(
-        r"^    error: model 'answerer' at \S+ answered none of 6 questions; "
-        r"first error: HTTP 500 after 3 call\(s\): .*scripted 500",  # the default 2 retries
-        failed,
-        re.M,
-    )
-    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
-        result.stderr
-    )
-
-
-def test_a_failing_run_prints_the_steps_error_and_where_its_log_is(llm_server, tmp_path):
-    result = ragsweep(
-        "run", "--docs", str(ROOT / "examples" / "docs"),
-        "--testset", str(ROOT / "examples" / "testset.jsonl"), "--llm", "answerer",
-        "--max-llm-calls", "5", "--output", str(tmp_path / "runs"), "--no-store", *SMALL_GRID,
-    )  # fmt: skip
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    [run_dir] = (tmp_path / "runs").iterdir()
-    failed = result.stdout.split("plan: failure\n", 1)[1]
-    assert failed.startswith(f"  its output (all of it in {run_dir / 'pipeline.log'}):\n")
-    assert "    error: max_llm_calls=5 is too few for 1 configurations x 64 questions" in failed
-    assert f"the pipeline failed: see the message above and {run_dir}/pipeline.log" in (
-        result.stderr
-    )

@@ -1,5 +1,7 @@
 """Regression verdicts between two runs, from run folders and from the store."""
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -209,8 +211,22 @@ def write_run(folder: Path, run) -> Path:
     return folder
 
 
-def cli(*args):
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=120)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """``ragsweep *args`` run by its entry point in this process (a process of its own would
+    cost a second of imports per call): its exit status and what it printed."""
+    from ragsweep.cli import main
+
+    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
+    sys.argv = [RAGSWEEP, *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+        code = 0
+    except SystemExit as stopped:
+        code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
+    finally:
+        sys.argv = argv
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def test_two_runs_on_overlapping_questions_and_grids_compare_what_they_share(tmp_path):

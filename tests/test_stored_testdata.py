@@ -4,8 +4,6 @@ losslessly; its mistakes are one-line errors; and a kfp.local run of the pipelin
 published against the set and the versions it ran on."""
 
 import json
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from builders import configured
-from conftest import emptied
+from conftest import emptied, ragsweep_here
 from kfp import dsl, local
 
 from ragsweep.components.load_testset import load_testset
@@ -131,7 +129,7 @@ def test_a_stored_set_is_published_under_its_own_name():
 
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_versions(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, embedding_cache
 ):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -152,7 +150,9 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
     documents = read_documents(str(docs)).table
     testsets.save("tw", resolve_testset(read_testset(str(tmp_path / "tw.json")), documents))
     space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",))
-    arguments = RunSettings(docs=str(docs), testset="store:tw", space=space).pipeline_arguments()
+    arguments = RunSettings(
+        docs=str(docs), testset="store:tw", space=space, embedding_cache=str(embedding_cache)
+    ).pipeline_arguments()  # the second night reads the first's vectors
     monkeypatch.setenv(database.ENV, url)  # the results-store Secret, on a cluster
     local.init(
         runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "pipeline")
@@ -194,15 +194,8 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
     assert [h["version"] for h in testsets.history("tw", port)] == [2, 1]  # no run's version
 
 
-def test_a_local_run_names_a_stored_set_with_testset_name(tmp_path):
-    ragsweep = Path(sys.executable).parent / "ragsweep"
-    result = subprocess.run(
-        [str(ragsweep), "run", "--docs", str(EXAMPLES / "docs"), "--testset", "store:faq"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+def test_a_local_run_names_a_stored_set_with_testset_name():
+    result = ragsweep_here("run", "--docs", str(EXAMPLES / "docs"), "--testset", "store:faq")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "error: --testset 'store:faq': run a stored test set with --testset-name 'faq'" in (
         result.stderr

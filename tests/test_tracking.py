@@ -14,7 +14,9 @@ import pytest
 from builders import make_board
 from conftest import free_port
 from mlflow.tracking import MlflowClient
-from test_cli import assert_user_error, ragsweep
+from test_cli import assert_user_error
+from test_pipeline import example_subset
+from test_regression import cli
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
@@ -22,6 +24,7 @@ from ragsweep.results.tracking import log_sweep, safe_uri
 
 REPO = Path(__file__).resolve().parent.parent
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
+RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,11 @@ def mlflow_server(tmp_path_factory) -> str:
         yield uri
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine: its workers are slow to stop
+            server.kill()
+            server.wait(timeout=30)
         log.close()
 
 
@@ -165,19 +172,22 @@ EXAMPLES = [
 SMALL = ["--chunk-sizes", "64,128", "--top-k", "1", "--search-types", "similarity", "--no-store"]
 
 
-def test_ragsweep_run_with_mlflow_logs_the_sweep_to_a_real_server(mlflow_server, tmp_path):
-    result = ragsweep(
-        "run",
-        *EXAMPLES,
-        *SMALL,
-        "--output",
-        str(tmp_path),
-        "--mlflow",
-        mlflow_server,
+def test_ragsweep_run_with_mlflow_logs_the_sweep_to_a_real_server(
+    mlflow_server, embedding_cache, tmp_path, monkeypatch
+):
+    docs, testset = example_subset(tmp_path / "examples")
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))  # the session's
+    output = tmp_path / "runs"
+    result = subprocess.run(  # a whole pipeline: longer than test_cli's commands may take
+        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset), *SMALL]
+        + ["--output", str(output), "--mlflow", mlflow_server],
+        capture_output=True,
+        text=True,
         cwd=tmp_path,
+        timeout=1200,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    [run_dir] = [p for p in output.iterdir() if p.is_dir()]
     leaderboard = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     assert leaderboard.num_rows == 2
     parent, _ = assert_logged(MlflowClient(mlflow_server), run_dir.name, leaderboard)
@@ -188,7 +198,7 @@ def test_ragsweep_run_with_mlflow_logs_the_sweep_to_a_real_server(mlflow_server,
 
 def test_ragsweep_run_stops_before_the_sweep_when_mlflow_does_not_answer(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
-    result = ragsweep("run", *EXAMPLES, *SMALL, "--output", str(tmp_path), "--mlflow", dead)
+    result = cli("run", *EXAMPLES, *SMALL, "--output", str(tmp_path), "--mlflow", dead)
     assert_user_error(result, "MLflow tracking server", "unreachable")
     assert not any(tmp_path.iterdir())  # nothing ran, nothing to lose
 
@@ -204,20 +214,21 @@ def test_mlflow_failing_in_the_pipeline_is_a_warning_and_the_run_goes_on(board, 
     assert log_from_step(board, tmp_path / "report.html", "", "run-y") == ""  # no URI: skipped
 
 
-def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path):
+def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path, monkeypatch):
     from ragsweep.core.schemas import write_table
 
+    monkeypatch.chdir(tmp_path)  # MLflow puts a local store's artifacts in ./mlruns
     run_dir = tmp_path / "20261201-000000-000000"
     run_dir.mkdir()
     write_table(board, run_dir / "leaderboard.arrow", "leaderboard")
     (run_dir / "report.html").write_text("<html>r</html>")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
 
-    result = ragsweep("track", str(run_dir), "--mlflow", uri, cwd=tmp_path)
+    result = cli("track", str(run_dir), "--mlflow", uri)
 
     assert result.returncode == 0, result.stderr
     assert_logged(MlflowClient(uri), run_dir.name, board)
-    missing = ragsweep("track", str(tmp_path), "--mlflow", uri, cwd=tmp_path)
+    missing = cli("track", str(tmp_path), "--mlflow", uri)
     assert_user_error(missing, "not a run folder")
 
 

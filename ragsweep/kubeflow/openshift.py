@@ -102,7 +102,10 @@ class _Kube:
         from kubernetes import client, config
 
         self.configuration = client.Configuration()
-        try:  # no file given: KUBECONFIG, else ~/.kube/config
+        # no file given: KUBECONFIG, else ~/.kube/config, read now (the client reads it once,
+        # when it is imported)
+        kubeconfig = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        try:
             config.load_kube_config(kubeconfig, client_configuration=self.configuration)
             _, active = config.list_kube_config_contexts(kubeconfig)
         except (config.ConfigException, OSError) as exc:
