@@ -13,10 +13,10 @@ import yaml
 from builders import units_testset
 from conftest import TEST_API_KEY
 from scripted_llm import default_responder, free_port
+from test_labels import ragsweep as in_process
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
-from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
@@ -161,16 +161,19 @@ def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(llm_s
     assert "chunk-embed" not in result.stdout and llm_server.chat_calls == 0
 
 
-def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
+def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
-    result = ragsweep(
+    code, _, stderr = in_process(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.json"),
         "--llm", "answerer", "--output", str(tmp_path / "runs"),
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
     )  # fmt: skip
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr and TEST_API_KEY not in result.stderr
-    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert code == 2
+    assert "Traceback" not in stderr and TEST_API_KEY not in stderr
+    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert "llm endpoint http://127.0.0.1:" in line and "unreachable" in line
     assert not (tmp_path / "runs").exists()
 
@@ -183,10 +186,13 @@ def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_pat
         (["--testset", "t.json", "--llm", "m", "--prompt-template", "{question}"], "{context}"),
     ],
 )
-def test_model_option_mistakes_are_one_line(options, message):
-    result = ragsweep("run", "--docs", str(DOCS), *options)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert message in result.stderr.strip().splitlines()[-1]
+def test_model_option_mistakes_are_one_line(options, message, tmp_path, monkeypatch, capsys):
+    code, _, stderr = in_process(
+        "run", "--docs", str(DOCS), *options,
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 2 and "Traceback" not in stderr
+    assert message in stderr.strip().splitlines()[-1]
 
 
 FILLER = " ".join(f"filler{i}" for i in range(600)) + "."  # past the server's window
@@ -272,17 +278,23 @@ def test_answers_the_model_refuses_count_against_their_configuration(llm_server)
 
 def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
-    documents = pa.table(
-        {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": ["Port 9000."]}
-    )
     questions = pa.table({"question_id": ["q1"], "question": ["Which port?"]})
     space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
-    [chunk_config] = space.chunk_configs()
-    cache = EmbeddingCache()
-    chunks = steps.build_chunks(documents, chunk_config, cache)
-    retrievals = steps.retrieve(chunks, questions, space, chunk_config, cache)
+    configs = space.all_configs()
+    retrievals = pa.Table.from_pylist(  # what retrieval found: no embedding model needed
+        [
+            {
+                "config_id": config["config_id"],
+                "question_id": "q1",
+                "retrieved_chunk_ids": [0],
+                "retrieved_doc_ids": ["a.md"],
+                "passages": ["Port 9000."],
+            }
+            for config in configs
+        ]
+    )
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
-        steps.evaluate(retrievals, questions, space.all_configs(), "auto")
+        steps.evaluate(retrievals, questions, configs, "auto")
 
 
 def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():
