@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 SMALL_GRID = ["--chunk-sizes", "128", "--top-k", "1,3", "--search-types", "similarity"]
+LEAN = ["--no-store", "--patterns", "0"]  # where neither is what the test is about
 
 
 def ragsweep(*args: str) -> subprocess.CompletedProcess:
@@ -41,9 +42,9 @@ def files_under(folder: Path) -> list[Path]:
 def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judge(
     llm_server, tmp_path
 ):
-    runs = tmp_path / "runs"
+    runs, docs = tmp_path / "runs", DOCS / "admin"  # a few documents: Giskard embeds them all
     result = ragsweep(
-        "run", "--docs", str(DOCS), "--llm", "answerer", "--judge", "judge",
+        "run", "--docs", str(docs), "--llm", "answerer", "--judge", "judge",
         "--qa-llm", "writer", "--num-questions", "4", "--output", str(runs), *SMALL_GRID,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
@@ -83,8 +84,8 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     # the generated test set is usable by the next run, which finds every reply cached
     calls = llm_server.chat_calls
     rerun = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(run_dir / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+        "run", "--docs", str(docs), "--testset", str(run_dir / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID, *LEAN,
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert llm_server.chat_calls == calls  # zero calls
@@ -93,12 +94,14 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     assert again["correctness"].to_pylist() == ranked
 
 
-def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
+def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(
+    llm_server, tmp_path, monkeypatch, capsys
+):
     runs = tmp_path / "runs"
     result = ragsweep(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
         "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "300", "--output", str(runs),
-        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity",
+        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity", *LEAN,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     # the full grid would take 6 x 64 answers + 6 x 64 verdicts = 768 calls
@@ -114,12 +117,16 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_pat
     assert results.num_rows == 6 * 64 and results["context_correctness"].null_count == 0
     assert results["correctness"].null_count == 6 * 64 - (6 * 9 + 3 * 9 + 2 * 18 + 28)
     assert 'id="evaluation"' in (run_dir / "report.html").read_text()
-    shown = ragsweep("leaderboard", str(run_dir))
-    assert f"Successive halving under max_llm_calls=300: {rounds}" in shown.stdout
+    code, shown, err = in_process(
+        "leaderboard", str(run_dir),
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"Successive halving under max_llm_calls=300: {rounds}" in shown
     # every dropped configuration is marked, and compared with the best on what both answered
     assert board["eliminated"].to_pylist() == [False] + [True] * 5
-    assert shown.stdout.count("out after round 1") == 3
-    assert "5 configurations were eliminated by successive halving" in shown.stdout
+    assert shown.count("out after round 1") == 3
+    assert "5 configurations were eliminated by successive halving" in shown
 
 
 def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_server, tmp_path):
@@ -134,7 +141,7 @@ def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_se
     runs = tmp_path / "runs"
     result = ragsweep(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID, *LEAN,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     [run_dir] = runs.iterdir()
