@@ -10,13 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import yaml
-from builders import units_testset
+from builders import configured, make_testset, units_testset
 from conftest import TEST_API_KEY
+from kfp import dsl
 from scripted_llm import default_responder, free_port
 from test_labels import ragsweep as in_process
 
+from ragsweep.components.plan import plan
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
@@ -155,17 +157,38 @@ def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_se
     assert result.stdout.count("the judge's verdict could not be read") == 1
 
 
-def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(llm_server, tmp_path):
-    result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "50",
-        "--output", str(tmp_path / "runs"), *SMALL_GRID,
+def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(tmp_path, capsys):
+    """The plan step refuses a budget that the answers and the judge's verdicts overrun, and
+    nothing that embeds chunks or calls a model runs before it. (That a failing step stops a
+    local run with its message: tests/test_progress.py's failing run, on a budget too small.)"""
+    questions = dsl.Dataset(uri=str(tmp_path / "questions"))
+    write_table(make_testset([f"q{i}" for i in range(64)]), questions.path, "testset")
+    settings = configured(
+        tmp_path / "settings", input_data_key="docs", max_llm_calls=50,
+        **SearchSpace(
+            chunk_sizes=(128,), top_ks=(1, 3), search_types=("similarity",),
+            answerers=("llm:answerer",),
+        ).to_parameters(),
+        llm=LLMSettings(judge="judge").to_dict(),
     )  # fmt: skip
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    shown = result.stdout + result.stderr
-    assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in shown
-    assert "the pipeline failed" in result.stderr.strip().splitlines()[-1]
-    assert "chunk-embed" not in result.stdout and llm_server.chat_calls == 0
+    with pytest.raises(SystemExit) as stopped:
+        plan.python_func(settings=settings, questions=questions)
+    assert stopped.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in message
+    assert "the full grid needs 256 LLM calls" in message  # an answer and a verdict each
+    # the pipeline's graph: chunks are embedded (and models asked) only once it has planned
+    spec, _ = yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    tasks = spec["root"]["dag"]["tasks"]
+
+    def holds(task: dict, step: str) -> bool:
+        return step in spec["components"][task["componentRef"]["name"]].get("dag", {}).get(
+            "tasks", {}
+        )
+
+    [branches] = [name for name, task in tasks.items() if holds(task, "chunk-embed")]
+    assert "plan" in tasks[branches]["dependentTasks"]  # chunk-embed, retrieve: after plan
+    assert branches in tasks["evaluate"]["dependentTasks"]  # the answers and verdicts: after
 
 
 def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(
