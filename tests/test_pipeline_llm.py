@@ -16,10 +16,12 @@ from kfp import dsl
 from scripted_llm import default_responder, free_port
 from test_labels import ragsweep as in_process
 
+from ragsweep.cli import finish
 from ragsweep.components.plan import plan
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.kubeflow.closing import Outcome
 from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
 from ragsweep.results.report import render_html
@@ -131,7 +133,13 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(
     assert "5 configurations were eliminated by successive halving" in shown
 
 
-def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_server, tmp_path):
+def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(
+    llm_server, tmp_path, capsys
+):
+    """Evaluated and ranked in this process, then ended as ``ragsweep run`` ends a run
+    (``finish``). That the pipeline carries the judge's unreadable share into the run's
+    leaderboard: tests/test_real_model.py (``judge_unreadable``)."""
+
     def responder(request: dict) -> str:
         messages = request["messages"]
         judging = messages[0]["content"].startswith("You grade the answers")
@@ -140,21 +148,22 @@ def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_se
         return default_responder(request)
 
     llm_server.responder = responder
-    runs = tmp_path / "runs"
-    result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID, *LEAN,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    [run_dir] = runs.iterdir()
-    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
-    results = read_table(run_dir / "results.arrow", "results")
-    unread = sum(board["judge_errors"].to_pylist())
+    retrievals, testset, configs = overflowing_sweep()  # the scripted model's window: no limit
+    judge = LLMSettings(judge="judge", backoff_s=0.01)
+    answers, scores = steps.evaluate(retrievals, testset, configs, "auto", judge)
+    board = build_board(scores, answers, testset, configs, "auto")
+    run_dir = tmp_path / "run"
+    write_table(board.leaderboard, run_dir / "leaderboard.arrow", "leaderboard")
+    capsys.readouterr()
+    finish(Outcome(run_dir, "succeeded"), top=20, patterns=0)
+    stdout = capsys.readouterr().out
+    unread = sum(board.leaderboard["judge_errors"].to_pylist())
+    results = board.results
     assert unread == results["correctness"].null_count > 0.05 * results.num_rows
-    last = result.stdout.strip().splitlines()[-1]
+    last = stdout.strip().splitlines()[-1]
     share = unread / results.num_rows
     assert last.startswith(f"warning: the judge's verdict could not be read on {share:.1%}")
-    assert result.stdout.count("the judge's verdict could not be read") == 1
+    assert stdout.count("the judge's verdict could not be read") == 1
 
 
 def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(tmp_path, capsys):
