@@ -5,10 +5,12 @@ compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's n
 the concept is the same; ``ragsweep.kubeflow.tasks`` says how each step runs on OpenShift AI.
 """
 
+from functools import cache
 from typing import NamedTuple
 
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset
+from kfp.dsl.graph_component import GraphComponent
 
 from ragsweep.components.chunk_embed import chunk_embed
 from ragsweep.components.compare import compare
@@ -50,11 +52,10 @@ class Results(NamedTuple):
     run_id: str
 
 
-@dsl.pipeline(
-    name="ragsweep",
-    description="Evaluate a grid of RAG configurations on a document collection and rank them.",
-)
-def sweep_pipeline(
+DESCRIPTION = "Evaluate a grid of RAG configurations on a document collection and rank them."
+
+
+def sweep(
     input_data_key: str = "",
     test_data_key: str = "",
     input_data_bucket_name: str = "",
@@ -384,6 +385,21 @@ def sweep_pipeline(
     )
 
 
+@cache
+def _cluster_pipeline() -> GraphComponent:
+    """The pipeline for a cluster, with the steps' resources and retries."""
+    return dsl.pipeline(sweep, name=tasks.PIPELINE_NAME, description=DESCRIPTION)
+
+
+def __getattr__(name: str) -> GraphComponent:
+    # ``sweep_pipeline`` is built on first use, not on import: kfp reads the call stack's
+    # source for each resource it sets (~2 s of CPU), which a local run, built without
+    # resources by ``tasks.for_local_run``, never needs
+    if name == "sweep_pipeline":
+        return _cluster_pipeline()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 if __name__ == "__main__":
     import sys
     from pathlib import Path
@@ -391,4 +407,4 @@ if __name__ == "__main__":
     from kfp import compiler
 
     target = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).with_suffix(".yaml"))
-    compiler.Compiler().compile(sweep_pipeline, target)
+    compiler.Compiler().compile(_cluster_pipeline(), target)

@@ -200,10 +200,10 @@ def configured(path: Path, **parameters) -> dsl.Dataset:
     """The settings artifact the pipeline's ``configure`` step writes at ``path`` for the
     pipeline's default parameters and ``parameters``."""
     from ragsweep.components.configure import configure
-    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.pipelines.sweep_pipeline import sweep
 
     names = set(configure.component_spec.inputs)
-    signature = inspect.signature(sweep_pipeline.pipeline_func).parameters
+    signature = inspect.signature(sweep).parameters
     defaults = {name: signature[name].default for name in names}
     settings = dsl.Dataset(uri=str(path))
     configure.python_func(**{**defaults, **parameters}, settings=settings)

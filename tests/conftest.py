@@ -435,3 +435,24 @@ def demo_url(demo_engine, tmp_path_factory):
 
     with ui_demo.serving_store(demo_engine, tmp_path_factory.mktemp("runs")) as url:
         yield url
+
+
+# ---- one browser page per test module (the UI tests) ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module_page(browser):
+    """A page of the module's own browser context, shared by its tests: a new page costs
+    Chromium a renderer process (~1.2 CPU s), a navigation in this one ~0.3 s."""
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def shared_page(module_page):
+    """``module_page`` for one test: no cookies when it starts, a blank page once it ends
+    (a job page reloading itself stops). A test adding a listener removes it."""
+    module_page.context.clear_cookies()
+    yield module_page
+    module_page.goto("about:blank")

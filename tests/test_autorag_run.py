@@ -13,7 +13,7 @@ from test_pipeline import example_subset
 
 from ragsweep.core.schemas import read_table, settings_of
 from ragsweep.kubeflow.tasks import for_local_run
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.pipelines.sweep_pipeline import sweep
 
 
 def split(docs: Path, into: tuple[Path, Path]) -> None:
@@ -62,7 +62,7 @@ def test_an_autorag_runs_parameters_and_secret_keys_run_the_sweep(
         pipeline_root=str(tmp_path / "pipeline"),
         raise_on_error=True,
     )
-    task = for_local_run(sweep_pipeline)(**arguments)
+    task = for_local_run(sweep)(**arguments)
 
     board = read_table(task.outputs["leaderboard"].path, "leaderboard")
     # speed: 128, 256, 512 characters with overlaps 32, 64: 32/8 is kept, 32/16 pruned

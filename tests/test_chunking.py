@@ -94,9 +94,11 @@ def test_memoized_ids_and_chunks_equal_those_of_the_plain_tokenizer(documents, p
         assert memoized.equals(plain), (chunker, size, overlap)
 
 
-def test_built_chunks_embed_as_the_plain_llama_index_path_does(documents, plain_tokenize):
+def test_built_chunks_embed_as_the_plain_llama_index_path_does(
+    documents, plain_tokenize, embedding_cache
+):
     [config] = SearchSpace.from_dict({"chunk_sizes": [192], "chunk_overlaps": [0]}).chunk_configs()
-    chunks = build_chunks(documents, config, EmbeddingCache())
+    chunks = build_chunks(documents, config, EmbeddingCache(embedding_cache))
     plain = chunk_documents(documents, "sentence", 192, 0, plain_tokenize)
     assert chunks["text"].to_pylist() == plain["text"].to_pylist()
     # what HuggingFaceEmbedding returns for the texts, in llama-index's own batches

@@ -4,8 +4,9 @@ metadata stay, every change a version; exports in both formats; through the libr
 CLI."""
 
 import json
-import subprocess
+import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,7 +23,6 @@ from ragsweep.results.curation import DatabaseStore, add_question, delete_questi
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
 @pytest.fixture(scope="module")
@@ -206,11 +206,40 @@ def test_adding_a_question_derives_its_id_and_refuses_duplicates_and_blanks(gisk
         add_question(table, "Why?", ["x", " "], [])
 
 
-def ragsweep(*args, url: str):
-    import os
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
-    env = dict(os.environ, RAGSWEEP_STORE_URL=url)
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300)
+
+@pytest.fixture
+def ragsweep(monkeypatch, capsys):
+    """``ragsweep ARGS`` through its entry point, in this process (a process would import
+    ragsweep again, ~1 CPU s): exit status, stdout, and stderr with the log lines."""
+    from ragsweep.cli import main
+
+    def run(*args: str, url: str) -> Ran:
+        monkeypatch.setenv("RAGSWEEP_STORE_URL", url)
+        monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
+        capsys.readouterr()
+        logs = logging.StreamHandler(sys.stderr)  # the captured stderr, as the CLI logs
+        root = logging.getLogger()
+        level = root.level
+        root.addHandler(logs)
+        root.setLevel(logging.INFO)
+        try:
+            main()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        finally:
+            root.removeHandler(logs)
+            root.setLevel(level)
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
 
 
 def user_error(result, fragment: str) -> bool:
@@ -220,7 +249,7 @@ def user_error(result, fragment: str) -> bool:
     return True
 
 
-def test_testset_commands_curate_a_test_set_in_the_results_database(tmp_path):
+def test_testset_commands_curate_a_test_set_in_the_results_database(ragsweep, tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
 
     def run(*args):
@@ -261,7 +290,7 @@ def test_testset_commands_curate_a_test_set_in_the_results_database(tmp_path):
     assert len(autorag) == 64 and autorag[1]["question"] == "Sync port?"
 
 
-def test_every_command_refuses_a_test_set_name_that_could_be_a_path(tmp_path):
+def test_every_command_refuses_a_test_set_name_that_could_be_a_path(ragsweep, tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     testset = str(EXAMPLES / "testset.json")
     rule = "a test set needs a name of 1 to 100 letters, digits"
@@ -274,7 +303,7 @@ def test_every_command_refuses_a_test_set_name_that_could_be_a_path(tmp_path):
     assert not list(tmp_path.rglob("x*")) and not (tmp_path.parent / "somewhere").exists()
 
 
-def test_testset_mistakes_exit_2_with_a_clear_message(tmp_path):
+def test_testset_mistakes_exit_2_with_a_clear_message(ragsweep, tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     ragsweep("testset", "add", "tw", str(EXAMPLES / "testset.jsonl"), url=url)
     assert user_error(ragsweep("testset", "show", "nope", "q001", url=url), "no test set 'nope'")
@@ -302,7 +331,9 @@ def test_testset_mistakes_exit_2_with_a_clear_message(tmp_path):
     assert "secret" not in result.stderr
 
 
-def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(giskard_set, tmp_path):
+def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(
+    ragsweep, giskard_set, tmp_path
+):
     from ragsweep.core.schemas import write_table
 
     old = tmp_path / "testsets" / "tw.arrow"  # as the folder store of earlier ragsweep kept it
@@ -316,7 +347,10 @@ def test_a_folder_test_set_imports_losslessly_through_its_arrow_file(giskard_set
     assert load_testset(str(tmp_path / "again.arrow")).to_pylist() == giskard_set.to_pylist()
 
 
-def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
+def test_a_run_names_a_stored_test_set_or_a_file_and_an_unknown_name_is_clear(ragsweep, tmp_path):
+    """Refused before the pipeline starts. A run of a stored set (joined, none of it deleted)
+    is tests/test_ui.py's run started from the page: the same ``ragsweep run
+    --testset-name``."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
@@ -342,34 +376,15 @@ def test_a_run_of_a_stored_test_set_joins_it_and_deletes_none_of_it(tmp_path):
         "testset", "add", "tw", str(tmp_path / "set.json"), "--docs", str(docs), url=url
     )
     assert added.returncode == 0, added.stderr
+    assert [
+        r["gold_spans"] != [] for r in DatabaseStore(database.connect(url)).load("tw").to_pylist()
+    ] == [True, True]
     args = ["run", "--docs", str(docs), "--testset-name", "tw", "--max-questions", "1"]
-    args += ["--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"]
-    result = ragsweep(*args, "--output", str(tmp_path / "runs"), url=url)
-    assert result.returncode == 0, result.stderr
-
-    engine = database.connect(url)
-    testsets = DatabaseStore(engine)
-    assert testsets.names() == ["tw"]  # the run's test set is the stored one
-    assert testsets.load("tw").num_rows == 2  # the question left out of the sample stays
-    with engine.connect() as conn:
-        linked = (
-            conn.execute(
-                sa.select(database.testsets.c.name).join(
-                    database.runs, database.runs.c.testset_id == database.testsets.c.id
-                )
-            )
-            .scalars()
-            .all()
-        )
-        versions = conn.execute(sa.select(database.results.c.item_version)).scalars().all()
-    assert linked == ["tw"] and set(versions) == {1}
-    for question_id in testsets.load("tw")["question_id"].to_pylist():
-        assert [h["version"] for h in testsets.history("tw", question_id)] == [1]
-
     both = ragsweep(*args, "--testset", str(tmp_path / "set.json"), url=url)
     assert user_error(both, "--testset and --testset-name: give one of them")
     unknown = ragsweep("run", "--docs", str(docs), "--testset-name", "nope", url=url)
     assert user_error(unknown, "no test set 'nope'")
+    assert not (tmp_path / "runs").exists() and database.find_runs(database.connect(url)) == []
 
 
 def test_an_arrow_test_set_must_be_a_testset_artifact_with_its_columns(giskard_set, tmp_path):
@@ -426,7 +441,7 @@ def test_two_edits_of_one_question_stored_at_once_keep_the_first_and_refuse_the_
     assert db.load("tw")["question"].to_pylist() == ["Mine?", "What about q2?"]
 
 
-def test_generate_needs_a_file_or_a_name_to_keep_what_it_makes(tmp_path):
+def test_generate_needs_a_file_or_a_name_to_keep_what_it_makes(ragsweep, tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     result = ragsweep("generate", "--docs", str(EXAMPLES / "docs"), "--llm", "writer", url=url)
     assert user_error(result, "generate: give --out FILE and/or --name NAME")

@@ -72,14 +72,15 @@ def test_span_metrics_are_null_without_gold_spans_or_out_of_scope():
 
 
 @pytest.fixture(scope="module")
-def example_scores() -> pa.Table:
-    """Chunks of 64 and of 192 tokens of the example docs, Top 1 by similarity, scored."""
+def example_scores(embedding_cache: Path) -> pa.Table:
+    """Chunks of 64 and of 192 tokens of the example docs, Top 1 by similarity, scored (the
+    vectors through the session's embedding cache)."""
     documents = read_documents(str(EXAMPLES / "docs")).table
     testset = resolve_testset(load_testset(str(EXAMPLES / "testset.jsonl")), documents)
     space = SearchSpace(
         chunk_sizes=(64, 192), chunk_overlaps=(0,), top_ks=(1,), search_types=("similarity",)
     )
-    cache = EmbeddingCache()
+    cache = EmbeddingCache(embedding_cache)
     retrievals = pa.concat_tables(
         retrieve(build_chunks(documents, c, cache), testset, space, c, cache)
         for c in space.chunk_configs()

@@ -23,7 +23,7 @@ from ragsweep.kubeflow.tasks import (
     load_resources,
     vector_store_connection_keys,
 )
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.pipelines.sweep_pipeline import sweep, sweep_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "pipelines" / "sweep_pipeline.yaml"
@@ -174,7 +174,7 @@ def test_kfp_local_gets_the_same_secrets_without_resources_or_retries(tmp_path):
     from kfp import compiler
 
     target = tmp_path / "local.yaml"
-    compiler.Compiler().compile(for_local_run(sweep_pipeline), str(target))
+    compiler.Compiler().compile(for_local_run(sweep), str(target))
     pipeline, executors = documents(target)
     committed_pipeline, committed_executors = documents(COMMITTED)
     assert executors == committed_executors  # the Kubernetes config kfp.local must accept
@@ -292,11 +292,11 @@ def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_pat
 
     for parallelism in (1, 2):
         target = tmp_path / f"local-{parallelism}.yaml"
-        compiler.Compiler().compile(for_local_run(sweep_pipeline, parallelism), str(target))
+        compiler.Compiler().compile(for_local_run(sweep, parallelism), str(target))
         pipeline, _ = documents(target)
         for loop in loop_tasks(pipeline).values():
             assert loop["iteratorPolicy"] == {"parallelismLimit": parallelism}
         assert planned_groups(pipeline) == parallelism
     target = tmp_path / "local.yaml"
-    compiler.Compiler().compile(for_local_run(sweep_pipeline), str(target))
+    compiler.Compiler().compile(for_local_run(sweep), str(target))
     assert loop_task(documents(target)[0])["iteratorPolicy"] == {"parallelismLimit": 1}

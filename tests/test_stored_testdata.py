@@ -23,7 +23,7 @@ from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset as read_testset
 from ragsweep.documents.testsets import resolve_testset, stored_name
 from ragsweep.kubeflow.tasks import for_local_run
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.pipelines.sweep_pipeline import sweep
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore, delete_question, edit_question, load_test_data
 from ragsweep.sweep.settings import RunSettings
@@ -160,7 +160,7 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
 
     def night(run_id: str) -> dict:
         monkeypatch.setenv(database.RUN_ID_ENV, run_id)
-        task = for_local_run(sweep_pipeline)(**arguments)
+        task = for_local_run(sweep)(**arguments)
         assert task.outputs["run_id"] == run_id
         return database.run_info(engine, run_id)
 

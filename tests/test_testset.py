@@ -635,7 +635,7 @@ def test_a_name_made_from_a_file_name_is_always_valid(tmp_path: Path) -> None:
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> None:
+def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set(embedding_cache) -> None:
     """examples/testset-giskard-native.jsonl is what giskard's QATestset.save wrote for the
     example questions over another tool's paragraph chunks (examples/make_giskard_native.py):
     integer seeds, ``Document N:`` contexts, HTML and PDF text with white space collapsed."""
@@ -658,7 +658,7 @@ def test_example_giskard_native_set_finds_the_documents_of_the_keyed_set() -> No
 
     space = SearchSpace(chunk_sizes=(128,), top_ks=(3,), search_types=("similarity",))
     [chunk_config] = space.chunk_configs()
-    cache = EmbeddingCache()
+    cache = EmbeddingCache(embedding_cache)  # the session's: other tests embed these chunks
     chunks = build_chunks(docs, chunk_config, cache)
 
     def context_correctness(testset: pa.Table) -> float:

@@ -9,17 +9,21 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
+import sqlalchemy as sa
 import ui_demo
 from conftest import emptied, free_port, needs_chromium
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from ragsweep.documents.testsets import load_testset
+from ragsweep.core.errors import safe_url
+from ragsweep.documents.sources import read_documents
+from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
@@ -29,17 +33,39 @@ from ragsweep.ui.runlist import RUNS_PAGE
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def engine(request, tmp_path_factory):
-    """A store holding the demo runs, on each backend."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}"
-    else:
-        url = emptied(request.getfixturevalue("postgres_server"))
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> Path:
+    """The demo runs' documents, one folder for both stores."""
+    return tmp_path_factory.mktemp("docs")
+
+
+def filled(url: str, docs: Path):
     found = database.connect(url)
-    ui_demo.fill(found, tmp_path_factory.mktemp("docs"))
+    ui_demo.fill(found, docs)
+    return found
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, docs):
+    """A SQLite store holding the demo runs: the browser's."""
+    found = filled(f"sqlite:///{tmp_path_factory.mktemp('ui') / 'results.db'}", docs)
     yield found
     found.dispose()
+
+
+@pytest.fixture(scope="module")
+def pg_engine(postgres_server, docs):
+    """The same on the real PostgreSQL server: its pages are read without the browser
+    (test_every_page_reads_the_same_from_postgresql_as_from_sqlite)."""
+    found = filled(emptied(postgres_server), docs)
+    yield found
+    found.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def either_engine(request):
+    """``engine``, then ``pg_engine``."""
+    return request.getfixturevalue("engine" if request.param == "sqlite" else "pg_engine")
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +76,82 @@ def base_url(engine, tmp_path_factory):
         yield url
 
 
+@pytest.fixture
+def page(shared_page):
+    """The module's browser page (conftest): a new one costs Chromium more than most tests."""
+    return shared_page
+
+
+PAGES = [  # what the browser tests read, and more; {config} is night-1's best
+    "/",
+    "/?status=succeeded&since=2026-11-28",
+    "/?q=night-2",
+    "/runs/night-1",
+    "/runs/night-2?sort=context_correctness",
+    "/runs/night-2?sort=context_chars",
+    "/runs/night-1?search_type=mmr",
+    "/runs/night-3",
+    "/runs/night-1/configs/{config}",
+    "/runs/night-1/configs/{config}/questions/q001",
+    "/runs/night-1/matrix",
+    "/compare?baseline=night-2&candidate=night-3",
+    "/compare?runs=night-1&runs=night-2&runs=night-3",
+    "/questions/q001",
+    "/testsets",
+    "/testsets/curated.json",
+    "/testsets/curated.json/questions/q002",
+    "/start",
+]
+
+
+def pages_read(engine, runs_dir: Path) -> dict[str, str]:
+    """``PAGES`` as the app over ``engine`` renders them, what differs by store or moment
+    replaced: the store's URL, the session's CSRF token, times of the day, the runs'
+    durations (each fill stores its runs as finished then)."""
+    config = database.load_leaderboard(engine, "night-1")["config_id"][0].as_py()
+    client = TestClient(create_app(engine, runs_dir=runs_dir))
+    read = {}
+    for path in PAGES:
+        answer = client.get(path.format(config=config))
+        assert answer.status_code == 200, path
+        text = answer.text.replace(safe_url(engine.url), "<store>")
+        text = re.sub(r'name="csrf" value="[^"]+"', 'name="csrf"', text)
+        text = re.sub(r"\d\d:\d\d(:\d\d)?", "<time>", text)
+        read[path] = re.sub(r"\b\d+h \d\dm\b", "<duration>", text)
+    return read
+
+
+def test_every_page_reads_the_same_from_postgresql_as_from_sqlite(
+    pg_engine, docs, tmp_path, tmp_path_factory
+):
+    """The browser tests read the SQLite store; every page they read renders the same from
+    the real PostgreSQL server, its password hidden."""
+    sqlite = filled(f"sqlite:///{tmp_path / 'results.db'}", docs)  # as no test changed it
+    on_sqlite = pages_read(sqlite, tmp_path / "runs")
+    on_pg = pages_read(pg_engine, tmp_path / "pg-runs")
+    assert pg_engine.url.password and "***" in safe_url(pg_engine.url)
+    for path in PAGES:
+        assert pg_engine.url.password not in on_pg[path], path
+        assert on_pg[path] == on_sqlite[path], path
+
+
 def follow(page, selector: str) -> None:
     """Click what loads a new page, and wait until it has."""
     with page.expect_navigation():
         page.click(selector)
+
+
+def job_ended(page, timeout: float = 600) -> None:
+    """Wait off the job page the browser shows until its job has ended, then show it again:
+    while the job runs the page reloads itself every 3 s, each reload a navigation that
+    costs Chromium ~0.3 CPU s (for minutes of a pipeline run)."""
+    url = page.url
+    page.goto("about:blank")
+    deadline = time.monotonic() + timeout
+    while 'http-equiv="refresh"' in httpx.get(url, timeout=60).text:
+        assert time.monotonic() < deadline, f"{url}: the job has not ended"
+        time.sleep(3)  # as often as the page would reload
+    page.goto(url)
 
 
 def column(page, css: str) -> list[str]:
@@ -65,9 +163,7 @@ def test_runs_list_shows_every_run_newest_first_and_marks_the_regressed_night(
     page, base_url, engine
 ):
     page.goto(base_url)
-    if engine.url.password:  # the store URL is shown, its password hidden
-        assert engine.url.password not in page.content()
-        assert "***" in page.locator("nav .store").inner_text()
+    assert safe_url(engine.url) in page.locator("nav .store").inner_text()
     ids = column(page, "#runs tr.run-row td:first-child")
     assert ids == ["broken-night", "night-3", "night-2", "night-1"]
     assert column(page, "#runs tr.run-row td:nth-child(2)")[0] == "failed"
@@ -162,7 +258,8 @@ def test_drill_down_marks_the_retrieved_documents_holding_a_gold_span(page, base
     assert chunks.nth(0).locator("mark").count() == 0
 
 
-def test_drill_down_says_when_the_documents_cannot_be_read(engine, tmp_path):
+def test_drill_down_says_when_the_documents_cannot_be_read(either_engine, tmp_path):
+    engine = either_engine
     docs = database.run_info(engine, "night-1")["settings"]["docs"]
     moved = tmp_path / "moved"
     Path(docs).rename(moved)
@@ -256,17 +353,21 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
 
 @needs_chromium
 def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_warns_after_an_edit(
-    page, base_url, engine, tmp_path
+    page, base_url, engine, tmp_path, embedding_cache, monkeypatch
 ):
-    """A real run (kfp.local) of a stored set over a copy of the example documents; once a
-    document is edited, the drill-down says the text may not be what the run retrieved."""
-    from playwright.sync_api import expect
+    """A real run (kfp.local) of a stored set over a copy of the example documents: the run
+    joins the stored set (``ragsweep run --testset-name``), whose questions left out of its
+    sample stay; once a document is edited, the drill-down says the text may not be what the
+    run retrieved. The suite's one run started from the page (one store: kfp.local's run
+    is the same on each)."""
 
-    if engine.dialect.name != "sqlite":
-        pytest.skip("the pipeline run is the same on every store; kfp.local runs it once")
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))  # the job's too
     docs = tmp_path / "docs"
     shutil.copytree(ROOT / "examples" / "docs", docs)
-    DatabaseStore(engine).save("faq.json", load_testset(str(ROOT / "examples" / "testset.json")))
+    testsets = DatabaseStore(engine)  # stored resolved, as `ragsweep testset add --docs` does
+    stored = load_testset(str(ROOT / "examples" / "testset.json"))
+    testsets.save("faq.json", resolve_testset(stored, read_documents(str(docs)).table))
+    names = testsets.names()
     page.goto(f"{base_url}/start")
     page.fill("input[name=docs]", str(docs))
     page.select_option("select[name=testset]", "faq.json")
@@ -274,11 +375,26 @@ def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_w
         page.fill(f"input[name={field}]", value)
     page.fill("input[name=search_types]", "similarity")
     follow(page, "form.box button")
-    expect(page.locator("#job-status")).to_have_text("succeeded", timeout=600_000)
+    with page.expect_navigation(timeout=60_000):
+        pass  # the job page reloads itself while the run goes on
+    job_ended(page)
+    assert page.locator("#job-status").inner_text() == "succeeded"
     run = database.find_runs(engine, status="succeeded", limit=1)[0]  # the newest
     info = database.run_info(engine, run["run_id"])
     assert info["testset_name"] == "faq.json" and info["settings"]["docs"] == str(docs)
-    result = database.load_results(engine, run["run_id"]).to_pylist()[0]
+    assert testsets.names() == names  # the run's test set is the stored one
+    assert testsets.load("faq.json").num_rows == 64  # those left out of the sample stay
+    results = database.load_results(engine, run["run_id"])
+    with engine.connect() as conn:
+        versions = conn.execute(
+            sa.select(database.results.c.item_version)
+            .join(database.runs, database.runs.c.id == database.results.c.run_pk)
+            .where(database.runs.c.run_id == run["run_id"])
+        ).scalars()
+        assert set(versions) == {1}  # the stored questions' versions, as the run asked them
+    for question_id in set(results["question_id"].to_pylist()):
+        assert [h["version"] for h in testsets.history("faq.json", question_id)] == [1]
+    result = results.to_pylist()[0]
     drill_down = (
         f"{base_url}/runs/{run['run_id']}/configs/{result['config_id']}"
         f"/questions/{result['question_id']}"
@@ -332,7 +448,6 @@ def test_a_test_set_generated_from_the_page_is_stored_under_its_name(
 ):
     """Giskard RAGET in a background ``ragsweep generate`` (the scripted LLM writes the
     questions), followed on its job page, stored in the app's results database."""
-    from playwright.sync_api import expect
 
     name = f"generated-{engine.dialect.name}"
     page.goto(f"{base_url}/testsets")
@@ -341,7 +456,8 @@ def test_a_test_set_generated_from_the_page_is_stored_under_its_name(
     page.fill("#generate input[name=llm]", "writer")
     page.fill("#generate input[name=num_questions]", "4")
     follow(page, "#generate button")
-    expect(page.locator("#job-status")).to_have_text("succeeded", timeout=300_000)
+    job_ended(page)
+    assert page.locator("#job-status").inner_text() == "succeeded"
     assert f"stored 4 questions as '{name}'" in page.locator("#log").inner_text()
     follow(page, "#generated")
     assert page.locator("h1").inner_text().endswith(name)
@@ -353,7 +469,6 @@ def test_a_test_set_generated_from_the_page_is_stored_under_its_name(
 def test_a_run_submitted_from_the_page_reaches_openshift_and_links_its_page(
     page, base_url, monkeypatch
 ):
-    from playwright.sync_api import expect
     from scripted_servers import Pipelines
 
     page.goto(f"{base_url}/start")
@@ -368,7 +483,8 @@ def test_a_run_submitted_from_the_page_reaches_openshift_and_links_its_page(
         page.fill("#submit input[name=testset]", "s3://team-eval/testset.json")
         page.fill("#submit input[name=experiment]", "from-the-ui")
         follow(page, "#submit button")
-        expect(page.locator("#job-status")).to_have_text("succeeded", timeout=300_000)
+        job_ended(page)
+        assert page.locator("#job-status").inner_text() == "succeeded"
         [run] = server.runs.values()
         assert run["runtime_config"]["parameters"]["test_data_key"] == "testset.json"
         [experiment] = server.experiments.values()
@@ -378,8 +494,8 @@ def test_a_run_submitted_from_the_page_reaches_openshift_and_links_its_page(
         assert secret not in page.content()
 
 
-def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(engine):
-    app = create_app(engine)
+def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(either_engine):
+    app = create_app(either_engine)
     client = TestClient(app)
     client.get("/")  # the session's CSRF cookie
     posts = [r for r in app.routes if isinstance(r, Route) and "POST" in (r.methods or ())]
@@ -436,8 +552,8 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_the_cli_serves_loopback_only_to_loopback_host_names(engine):
-    env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
+def test_the_cli_serves_loopback_only_to_loopback_host_names(either_engine):
+    env = {"RAGSWEEP_STORE_URL": either_engine.url.render_as_string(hide_password=False)}
     process, url = ui_demo.serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
     try:
         assert "night-3" in httpx.get(url).text

@@ -35,6 +35,12 @@ FIRST = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 PAYLOAD = "<script>alert('run')</script><img src=x onerror=alert(1)>"
 
 
+@pytest.fixture
+def page(shared_page):
+    """The module's browser page (conftest): a new one costs Chromium more than most tests."""
+    return shared_page
+
+
 def fast_sqlite(engine: sa.Engine) -> sa.Engine:
     """The test's own SQLite file without a disk flush per commit: 500 publishes in seconds."""
     sa.event.listen(engine, "connect", lambda conn, _: conn.execute("PRAGMA synchronous=OFF"))
@@ -183,13 +189,21 @@ def test_an_empty_database_points_to_start_a_run_and_no_page_asks_for_a_missing_
 ):
     engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
     missing: list[str] = []
-    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
-    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
-        page.goto(url)
-        with page.expect_navigation():
-            page.click("#empty a#start-a-run")
-        assert page.url == f"{url}/start"
-        assert page.goto(f"{url}/favicon.ico").status == 200
+
+    def not_found(response) -> None:
+        if response.status == 404:
+            missing.append(response.url)
+
+    page.on("response", not_found)
+    try:
+        with ui_demo.serving_store(engine, tmp_path / "runs") as url:
+            page.goto(url)
+            with page.expect_navigation():
+                page.click("#empty a#start-a-run")
+            assert page.url == f"{url}/start"
+            assert page.goto(f"{url}/favicon.ico").status == 200
+    finally:
+        page.remove_listener("response", not_found)
     assert missing == []
 
 

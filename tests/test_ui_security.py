@@ -5,7 +5,6 @@ another loopback port plays the hostile page (cookies ignore ports)."""
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 import socket
@@ -65,6 +64,12 @@ def served(engine, runs_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def base_url(served) -> str:
     return served[1]
+
+
+@pytest.fixture
+def page(shared_page):
+    """The module's browser page (conftest): a new one costs Chromium more than most tests."""
+    return shared_page
 
 
 def submit(page, selector: str):
@@ -469,20 +474,38 @@ def test_the_cli_serves_and_accepts_forms_on_ipv6_loopback(page, engine):
         process.wait()
 
 
-def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", "from ragsweep.cli import main; main()", "ui"]
-        + ["--port", str(free_port()), "--docs-root", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"},
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"error: --docs-root {tmp_path / 'nope'}: no such folder" in done.stderr
+def test_the_cli_refuses_a_docs_root_that_is_no_folder(tmp_path, monkeypatch, capsys):
+    """Through the entry point, in this process: refused before anything is served."""
+    from ragsweep.cli import main
+
+    monkeypatch.setenv("RAGSWEEP_STORE_URL", f"sqlite:///{tmp_path / 'r.db'}")
+    args = ["ui", "--port", str(free_port()), "--docs-root", str(tmp_path / "nope")]
+    monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2
+    stderr = capsys.readouterr().err
+    assert f"error: --docs-root {tmp_path / 'nope'}: no such folder" in stderr
+    assert "Traceback" not in stderr
 
 
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('ui')</script>"
+
+
+class Dialogs(list):
+    """The messages of the dialogs a page opened (each dismissed)."""
+
+    def dismiss(self, dialog) -> None:
+        self.append(dialog.message)
+        dialog.dismiss()
+
+
+def watch_dialogs(page) -> Dialogs:
+    """Dialogs the page opens from now; ``page.remove_listener("dialog", d.dismiss)`` ends
+    it (the module's tests share the page)."""
+    dialogs = Dialogs()
+    page.on("dialog", dialogs.dismiss)
+    return dialogs
 
 
 @needs_chromium
@@ -495,8 +518,7 @@ def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_an
         label_run(engine, "night-3", title=PAYLOAD)
         with engine.begin() as conn:
             conn.execute(sa.update(database.results).values(answer=PAYLOAD))
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        dialogs = watch_dialogs(page)
         with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
             page.goto(f"{base_url}/compare?runs=night-1&runs=night-2&runs=night-3")
             assert page.locator("section.comparison").count() == 2
@@ -507,6 +529,7 @@ def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_an
             page.goto(f"{base_url}/questions/{PAYLOAD}")
             assert PAYLOAD in page.locator("h1").inner_text()
         assert page.locator("img").count() == 0 and dialogs == []
+        page.remove_listener("dialog", dialogs.dismiss)
 
 
 @needs_chromium
@@ -519,8 +542,7 @@ def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_pat
             store.load("curated.json"), "q001", question=PAYLOAD, topic=PAYLOAD, doc_ids=[PAYLOAD]
         )
         store.save("curated.json", edited, author=PAYLOAD, comment=PAYLOAD)
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        dialogs = watch_dialogs(page)
         with ui_demo.serving_store(engine, tmp_path / "runs") as base_url:
             page.goto(f"{base_url}/testsets/curated.json/questions/q001")
             latest = page.locator("#history tr.version-row").first
@@ -530,3 +552,4 @@ def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_pat
             page.goto(f"{base_url}/testsets/curated.json")
             assert PAYLOAD in page.locator("tr[data-question-id=q001]").inner_text()
         assert page.locator("img").count() == 0 and dialogs == []
+        page.remove_listener("dialog", dialogs.dismiss)

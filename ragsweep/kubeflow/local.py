@@ -143,7 +143,7 @@ def execute(
     from ragsweep.kubeflow.rundir import export_run, started_at, write_marker
     from ragsweep.kubeflow.tasks import for_local_run
     from ragsweep.kubeflow.terminal import StepTotal
-    from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+    from ragsweep.pipelines.sweep_pipeline import sweep
     from ragsweep.results import database, tracking
 
     marker = write_marker(run_dir, status="running", pid=os.getpid(), failed={}, stored=None)
@@ -166,8 +166,9 @@ def execute(
     env.update(thread_environment(marker.get("parallelism", 1)))
     (run_dir / "progress.jsonl").write_text("")  # counters start afresh on a resume
     branches = min(marker.get("parallelism", 1), LOCAL_MAX_BRANCHES)
+    pipeline = for_local_run(sweep, branches)
     steps = StepTotal(  # plan's groups; plan_shards' shards, 1 until it has listed them
-        sweep_pipeline.pipeline_spec,
+        pipeline.pipeline_spec,
         run_dir / "pipeline",
         {"plan": marker.get("groups", 1)},
         conditions=False,  # the one condition, a baseline, is compared by close_run
@@ -187,7 +188,7 @@ def execute(
                 monitor.start()
                 try:
                     with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-                        task = for_local_run(sweep_pipeline, branches)(**arguments)
+                        task = pipeline(**arguments)
                 finally:
                     monitor.stop()
             outputs = {

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # kfp is imported where used: the CLI's other commands never 
     from kfp.dsl import PipelineTask
     from kfp.dsl.graph_component import GraphComponent
 
+PIPELINE_NAME = "ragsweep"
 RESOURCES_ENV = "RAGSWEEP_RESOURCES"
 PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
 GPU_ENV = "RAGSWEEP_GPU"
@@ -305,19 +307,17 @@ def step(
     return task
 
 
-def for_local_run(pipeline: GraphComponent, parallelism: int = 1) -> GraphComponent:
-    """The same pipeline, built for kfp.local: secrets as on the cluster, no resources and
-    no retries; ``parallelism`` chunk configurations at once. Every step is cached: kfp.local's
-    cache lives in the run folder, so a hit is always a resume of the same run, whose steps
-    read what they read when it started."""
+def for_local_run(pipeline_func: Callable[..., Any], parallelism: int = 1) -> GraphComponent:
+    """The pipeline of ``pipeline_func``, built for kfp.local: secrets as on the cluster, no
+    resources and no retries; ``parallelism`` chunk configurations at once. Every step is
+    cached: kfp.local's cache lives in the run folder, so a hit is always a resume of the
+    same run, whose steps read what they read when it started."""
     from kfp import dsl
 
     token = _active.set(
         Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True)
     )
     try:
-        return dsl.pipeline(
-            pipeline.pipeline_func, name=pipeline.name, description=pipeline.description
-        )
+        return dsl.pipeline(pipeline_func, name=PIPELINE_NAME)
     finally:
         _active.reset(token)
