@@ -10,14 +10,18 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import yaml
-from builders import units_testset
+from builders import configured, make_testset, units_testset
 from conftest import TEST_API_KEY
+from kfp import dsl
 from scripted_llm import default_responder, free_port
+from test_labels import ragsweep as in_process
 
+from ragsweep.cli import finish
+from ragsweep.components.plan import plan
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import read_table, settings_of
-from ragsweep.embeddings.cache import EmbeddingCache
+from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.kubeflow.closing import Outcome
 from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
 from ragsweep.results.report import render_html
@@ -28,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 SMALL_GRID = ["--chunk-sizes", "128", "--top-k", "1,3", "--search-types", "similarity"]
+LEAN = ["--no-store", "--patterns", "0"]  # where neither is what the test is about
 
 
 def ragsweep(*args: str) -> subprocess.CompletedProcess:
@@ -41,9 +46,9 @@ def files_under(folder: Path) -> list[Path]:
 def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judge(
     llm_server, tmp_path
 ):
-    runs = tmp_path / "runs"
+    runs, docs = tmp_path / "runs", DOCS / "admin"  # a few documents: Giskard embeds them all
     result = ragsweep(
-        "run", "--docs", str(DOCS), "--llm", "answerer", "--judge", "judge",
+        "run", "--docs", str(docs), "--llm", "answerer", "--judge", "judge",
         "--qa-llm", "writer", "--num-questions", "4", "--output", str(runs), *SMALL_GRID,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
@@ -83,8 +88,8 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     # the generated test set is usable by the next run, which finds every reply cached
     calls = llm_server.chat_calls
     rerun = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(run_dir / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
+        "run", "--docs", str(docs), "--testset", str(run_dir / "testset.jsonl"),
+        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID, *LEAN,
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert llm_server.chat_calls == calls  # zero calls
@@ -93,12 +98,14 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     assert again["correctness"].to_pylist() == ranked
 
 
-def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
+def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(
+    llm_server, tmp_path, monkeypatch, capsys
+):
     runs = tmp_path / "runs"
     result = ragsweep(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
         "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "300", "--output", str(runs),
-        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity",
+        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity", *LEAN,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     # the full grid would take 6 x 64 answers + 6 x 64 verdicts = 768 calls
@@ -114,15 +121,25 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_pat
     assert results.num_rows == 6 * 64 and results["context_correctness"].null_count == 0
     assert results["correctness"].null_count == 6 * 64 - (6 * 9 + 3 * 9 + 2 * 18 + 28)
     assert 'id="evaluation"' in (run_dir / "report.html").read_text()
-    shown = ragsweep("leaderboard", str(run_dir))
-    assert f"Successive halving under max_llm_calls=300: {rounds}" in shown.stdout
+    code, shown, err = in_process(
+        "leaderboard", str(run_dir),
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"Successive halving under max_llm_calls=300: {rounds}" in shown
     # every dropped configuration is marked, and compared with the best on what both answered
     assert board["eliminated"].to_pylist() == [False] + [True] * 5
-    assert shown.stdout.count("out after round 1") == 3
-    assert "5 configurations were eliminated by successive halving" in shown.stdout
+    assert shown.count("out after round 1") == 3
+    assert "5 configurations were eliminated by successive halving" in shown
 
 
-def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_server, tmp_path):
+def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(
+    llm_server, tmp_path, capsys
+):
+    """Evaluated and ranked in this process, then ended as ``ragsweep run`` ends a run
+    (``finish``). That the pipeline carries the judge's unreadable share into the run's
+    leaderboard: tests/test_real_model.py (``judge_unreadable``)."""
+
     def responder(request: dict) -> str:
         messages = request["messages"]
         judging = messages[0]["content"].startswith("You grade the answers")
@@ -131,46 +148,71 @@ def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(llm_se
         return default_responder(request)
 
     llm_server.responder = responder
-    runs = tmp_path / "runs"
-    result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    [run_dir] = runs.iterdir()
-    board = read_table(run_dir / "leaderboard.arrow", "leaderboard")
-    results = read_table(run_dir / "results.arrow", "results")
-    unread = sum(board["judge_errors"].to_pylist())
+    retrievals, testset, configs = overflowing_sweep()  # the scripted model's window: no limit
+    judge = LLMSettings(judge="judge", backoff_s=0.01)
+    answers, scores = steps.evaluate(retrievals, testset, configs, "auto", judge)
+    board = build_board(scores, answers, testset, configs, "auto")
+    run_dir = tmp_path / "run"
+    write_table(board.leaderboard, run_dir / "leaderboard.arrow", "leaderboard")
+    capsys.readouterr()
+    finish(Outcome(run_dir, "succeeded"), top=20, patterns=0)
+    stdout = capsys.readouterr().out
+    unread = sum(board.leaderboard["judge_errors"].to_pylist())
+    results = board.results
     assert unread == results["correctness"].null_count > 0.05 * results.num_rows
-    last = result.stdout.strip().splitlines()[-1]
+    last = stdout.strip().splitlines()[-1]
     share = unread / results.num_rows
     assert last.startswith(f"warning: the judge's verdict could not be read on {share:.1%}")
-    assert result.stdout.count("the judge's verdict could not be read") == 1
+    assert stdout.count("the judge's verdict could not be read") == 1
 
 
-def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(llm_server, tmp_path):
-    result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "50",
-        "--output", str(tmp_path / "runs"), *SMALL_GRID,
+def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(tmp_path, capsys):
+    """The plan step refuses a budget that the answers and the judge's verdicts overrun, and
+    nothing that embeds chunks or calls a model runs before it. (That a failing step stops a
+    local run with its message: tests/test_progress.py's failing run, on a budget too small.)"""
+    questions = dsl.Dataset(uri=str(tmp_path / "questions"))
+    write_table(make_testset([f"q{i}" for i in range(64)]), questions.path, "testset")
+    settings = configured(
+        tmp_path / "settings", input_data_key="docs", max_llm_calls=50,
+        **SearchSpace(
+            chunk_sizes=(128,), top_ks=(1, 3), search_types=("similarity",),
+            answerers=("llm:answerer",),
+        ).to_parameters(),
+        llm=LLMSettings(judge="judge").to_dict(),
     )  # fmt: skip
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    shown = result.stdout + result.stderr
-    assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in shown
-    assert "the pipeline failed" in result.stderr.strip().splitlines()[-1]
-    assert "chunk-embed" not in result.stdout and llm_server.chat_calls == 0
+    with pytest.raises(SystemExit) as stopped:
+        plan.python_func(settings=settings, questions=questions)
+    assert stopped.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in message
+    assert "the full grid needs 256 LLM calls" in message  # an answer and a verdict each
+    # the pipeline's graph: chunks are embedded (and models asked) only once it has planned
+    spec, _ = yaml.safe_load_all((ROOT / "pipelines" / "sweep_pipeline.yaml").read_text())
+    tasks = spec["root"]["dag"]["tasks"]
+
+    def holds(task: dict, step: str) -> bool:
+        return step in spec["components"][task["componentRef"]["name"]].get("dag", {}).get(
+            "tasks", {}
+        )
+
+    [branches] = [name for name, task in tasks.items() if holds(task, "chunk-embed")]
+    assert "plan" in tasks[branches]["dependentTasks"]  # chunk-embed, retrieve: after plan
+    assert branches in tasks["evaluate"]["dependentTasks"]  # the answers and verdicts: after
 
 
-def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
+def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
-    result = ragsweep(
+    code, _, stderr = in_process(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.json"),
         "--llm", "answerer", "--output", str(tmp_path / "runs"),
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
     )  # fmt: skip
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr and TEST_API_KEY not in result.stderr
-    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert code == 2
+    assert "Traceback" not in stderr and TEST_API_KEY not in stderr
+    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert "llm endpoint http://127.0.0.1:" in line and "unreachable" in line
     assert not (tmp_path / "runs").exists()
 
@@ -183,10 +225,13 @@ def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_pat
         (["--testset", "t.json", "--llm", "m", "--prompt-template", "{question}"], "{context}"),
     ],
 )
-def test_model_option_mistakes_are_one_line(options, message):
-    result = ragsweep("run", "--docs", str(DOCS), *options)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert message in result.stderr.strip().splitlines()[-1]
+def test_model_option_mistakes_are_one_line(options, message, tmp_path, monkeypatch, capsys):
+    code, _, stderr = in_process(
+        "run", "--docs", str(DOCS), *options,
+        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 2 and "Traceback" not in stderr
+    assert message in stderr.strip().splitlines()[-1]
 
 
 FILLER = " ".join(f"filler{i}" for i in range(600)) + "."  # past the server's window
@@ -272,17 +317,23 @@ def test_answers_the_model_refuses_count_against_their_configuration(llm_server)
 
 def test_evaluation_fails_fast_on_a_dead_endpoint(monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
-    documents = pa.table(
-        {"doc_id": ["a.md"], "source": ["a.md"], "format": ["md"], "text": ["Port 9000."]}
-    )
     questions = pa.table({"question_id": ["q1"], "question": ["Which port?"]})
     space = SearchSpace(chunk_sizes=(64,), answerers=("llm:answerer",))
-    [chunk_config] = space.chunk_configs()
-    cache = EmbeddingCache()
-    chunks = steps.build_chunks(documents, chunk_config, cache)
-    retrievals = steps.retrieve(chunks, questions, space, chunk_config, cache)
+    configs = space.all_configs()
+    retrievals = pa.Table.from_pylist(  # what retrieval found: no embedding model needed
+        [
+            {
+                "config_id": config["config_id"],
+                "question_id": "q1",
+                "retrieved_chunk_ids": [0],
+                "retrieved_doc_ids": ["a.md"],
+                "passages": ["Port 9000."],
+            }
+            for config in configs
+        ]
+    )
     with pytest.raises(RagsweepError, match="llm endpoint .* is unreachable"):
-        steps.evaluate(retrievals, questions, space.all_configs(), "auto")
+        steps.evaluate(retrievals, questions, configs, "auto")
 
 
 def test_the_pipeline_takes_model_settings_as_parameters_and_no_secret():

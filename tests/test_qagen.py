@@ -3,39 +3,43 @@ formats with document IDs and spans, and Giskard's known failures as clear messa
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from conftest import TEST_API_KEY
+from test_labels import ragsweep
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.qagen import QASettings, generate_testset
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
+from ragsweep.results.curation import DatabaseStore
+from ragsweep.results.database import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
-RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
-def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, tmp_path):
+def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(
+    llm_server, tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "generated.jsonl"
-    result = subprocess.run(
-        [RAGSWEEP, "generate", "--docs", str(DOCS), "--out", str(out), "--llm", "writer"]
-        + ["--name", "gen", "--store", f"sqlite:///{tmp_path / 'results.db'}"]
-        + ["--num-questions", "6", "--question-types", "simple,complex,double"]
-        + ["--agent-description", "Tidewater's support assistant"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "wrote 6 questions" in result.stdout and "topics: " in result.stdout
-    assert "stored 6 questions as 'gen'" in result.stdout
-    assert TEST_API_KEY not in result.stdout + result.stderr
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+
+    def cli(*args: str) -> tuple[int, str, str]:  # in this process: one Giskard import
+        return ragsweep(*args, url=url, monkeypatch=monkeypatch, capsys=capsys)
+
+    code, stdout, stderr = cli(
+        "generate", "--docs", str(DOCS), "--out", str(out), "--llm", "writer",
+        "--name", "gen", "--store", url,
+        "--num-questions", "6", "--question-types", "simple,complex,double",
+        "--agent-description", "Tidewater's support assistant",
+    )  # fmt: skip
+    assert code == 0, stderr[-3000:]
+    assert "wrote 6 questions" in stdout and "topics: " in stdout
+    assert "stored 6 questions as 'gen'" in stdout
+    assert TEST_API_KEY not in stdout + stderr
     writer_calls = [r for r in llm_server.requests if r["model"] == "writer"]
     assert len(writer_calls) == llm_server.chat_calls >= 10  # topics, questions, rewrites
     assert any("Tidewater's support assistant" in r["messages"][0]["content"] for r in writer_calls)
@@ -44,10 +48,7 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
     texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
     generated = load_testset(str(out))
     assert generated.num_rows == 6
-    from ragsweep.results.curation import DatabaseStore
-    from ragsweep.results.database import connect
-
-    stored = DatabaseStore(connect(f"sqlite:///{tmp_path / 'results.db'}")).load("gen")
+    stored = DatabaseStore(connect(url)).load("gen")
     for field in ("question_id", "question", "reference_context", "topic", "question_type"):
         assert stored[field].to_pylist() == generated[field].to_pylist(), field
     assert set(generated["question_type"].to_pylist()) == {"simple", "complex", "double"}
@@ -64,12 +65,8 @@ def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, 
             assert f"Document {span['doc_id']}: {located}" in row["reference_context"]
 
     autorag = tmp_path / "generated.json"
-    convert = subprocess.run(
-        [RAGSWEEP, "testset", "convert", str(out), str(autorag), "--docs", str(DOCS)],
-        capture_output=True,
-        text=True,
-    )
-    assert convert.returncode == 0, convert.stderr
+    code, _, stderr = cli("testset", "convert", str(out), str(autorag), "--docs", str(DOCS))
+    assert code == 0, stderr
     again = resolve_testset(load_testset(str(autorag)), documents)
     assert again["question"].to_pylist() == resolved["question"].to_pylist()
     assert again["reference_doc_ids"].to_pylist() == resolved["reference_doc_ids"].to_pylist()

@@ -1,10 +1,12 @@
 """A real judge measured against people: questions of the example test set on part of the
 example docs, answered extractively and judged by SmolLM2-135M (the session fixture
-``real_llm``), stored in a results database; 40 labels entered on the UI's labelling pages
-in Chromium; then the UI, its report and the run folder's report show the judge's Cohen's
-kappa with its interval and that it is not shown to be reliable. The answers are extractive
-so that the real model is asked only for verdicts (40 distinct answers need 40 judgments,
-one call each)."""
+``real_llm``), stored in a results database; 30 labels (``MIN_LABELS``, the fewest on which
+a judge can be shown reliable: its verdict then rests on kappa, not on the count) entered on
+the UI's labelling pages in Chromium; then the UI, its report and the run folder's report
+show the judge's Cohen's kappa with its interval and that it is not shown to be reliable.
+The answers are extractive (one passage each, to keep the judge's prompts short) so that the
+real model is asked only for verdicts (30 distinct answers need 30 judgments, one call
+each)."""
 
 from __future__ import annotations
 
@@ -24,13 +26,14 @@ from test_labels import ragsweep
 from ui_demo import serving_store
 
 from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.evaluation.agreement import MIN_LABELS
 from ragsweep.evaluation.metrics import token_recall
 from ragsweep.results import database, labels
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
-LABELS = 40
-QUESTIONS = 41  # a verdict the model could not give is not labelled: one to spare
+LABELS = MIN_LABELS  # 30: fewer would make the judge unreliable for their count alone
+QUESTIONS = LABELS + 1  # a verdict the model could not give is not labelled: one to spare
 FOLDERS = ("admin", "guides", "faq", "release-notes")  # of examples/docs: 43 questions
 STATEMENT = re.compile(
     rf"{LABELS} labels, accuracy [\d.]+%, Cohen's kappa (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]"
@@ -64,7 +67,7 @@ def judged_run(real_llm, tmp_path_factory, embedding_cache):
     result = subprocess.run(
         [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset),
          "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
-         "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "2",
+         "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "1",
          "--search-types", "similarity", "--output", str(work / "runs"),
          "--cache", str(embedding_cache), "--patterns", "0"],
         capture_output=True, text=True, timeout=1800, env=env,
@@ -83,7 +86,7 @@ def person_says_correct(page) -> bool:
 
 
 @needs_chromium
-def test_forty_ui_labels_show_the_real_judges_kappa_and_unreliability_in_ui_and_reports(
+def test_thirty_ui_labels_show_the_real_judges_kappa_and_unreliability_in_ui_and_reports(
     page, judged_run, monkeypatch, capsys
 ):
     run, url = judged_run

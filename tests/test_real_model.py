@@ -25,7 +25,7 @@ QUESTIONS = [  # about examples/docs/guides/quickstart.txt
 
 
 @pytest.fixture(scope="module")
-def real_run(real_llm, tmp_path_factory):
+def real_run(real_llm, tmp_path_factory, embedding_cache):
     """One sweep answered and judged by the real model, ranked by AutoRAG's
     answer_relevance: the run folder and the command's output, shared by the tests here.
     One thread on a busy machine can take minutes per request: the deadlines are long, so
@@ -50,7 +50,7 @@ def real_run(real_llm, tmp_path_factory):
          "--max-tokens", "80", "--concurrency", "1", "--llm-timeout", "600",
          "--judge-timeout", "600", "--chunk-sizes", "64", "--top-k", "1",
          "--search-types", "similarity", "--output", str(work / "runs"), "--no-store",
-         "--cache", str(work / "embeddings"), "--patterns", "0"],
+         "--cache", str(embedding_cache), "--patterns", "0"],
         capture_output=True, text=True, timeout=1800, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]

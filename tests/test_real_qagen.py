@@ -12,7 +12,7 @@ from ragsweep.documents.sources import read_documents
 from ragsweep.models.llm import LLMSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTIONS = 3
+QUESTIONS = 2  # each one parsed is what is asserted: their number does not matter
 
 
 def test_the_real_model_writes_giskard_questions_through_the_json_schema(

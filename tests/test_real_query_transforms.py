@@ -19,7 +19,6 @@ DOC = "configuration.md"
 QUESTIONS = [  # about examples/docs/admin/configuration.md, a Markdown file with sections
     ("Which port does the web console listen on by default?", "8443"),
     ("Where is the configuration file of a package installation?", "/etc/tidewater/tidewater.toml"),
-    ("Which command checks the configuration file for mistakes?", "tide config check"),
 ]
 
 
@@ -67,4 +66,5 @@ def test_a_run_searches_the_passages_the_real_model_wrote_over_heading_chunks(
         assert searched and searched.strip() and searched != question[row["question_id"]], row
         assert row["retrieved_doc_ids"] == [DOC]
     log = (run / "pipeline.log").read_text()
-    assert f"query transform hyde by {real_llm.model}: 3 questions, 3 calls" in log
+    n = len(QUESTIONS)
+    assert f"query transform hyde by {real_llm.model}: {n} questions, {n} calls" in log
