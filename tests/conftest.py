@@ -30,26 +30,27 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 # The files that take minutes (whole pipelines, a real model), measured with --durations:
 # started first, so that pytest-xdist's workers (one file at a time each) finish together
 # rather than one running a long file alone at the end.
-LONGEST_FILES = (  # seconds each took in a parallel run of the whole suite, longest first
-    "test_onnx_backend.py",  # 436
-    "test_patterns_stores.py",  # 321
-    "test_ui.py",  # 285
-    "test_patterns.py",  # 233
-    "test_patterns_chunkers_queries.py",  # 216
-    "test_pipeline_llm.py",  # 207
-    "test_real_judge_labels.py",  # 157
-    "test_progress.py",  # 146
-    "test_plugins.py",  # 140
-    "test_openshift.py",  # 138
-    "test_embedcache.py",  # 122
-    "test_tracking.py",  # 110
-    "test_failures.py",  # 110
-    "test_qagen.py",  # 95
-    "test_pipeline_shards.py",  # 85
-    "test_nightly.py",  # 81
-    "test_pipeline.py",  # 75
-    "test_real_model.py",  # 52
-    "test_real_query_transforms.py",  # 40
+LONGEST_FILES = (  # CPU seconds each took alone (pytest -n 0, loaded machine), longest first
+    "test_patterns_chunkers_queries.py",  # 217
+    "test_onnx_backend.py",  # 216
+    "test_ui.py",  # 181
+    "test_pipeline_llm.py",  # 177
+    "test_real_judge_labels.py",  # 146
+    "test_failures.py",  # 138
+    "test_patterns.py",  # 118
+    "test_patterns_stores.py",  # 114
+    "test_embedcache.py",  # 103
+    "test_tracking.py",  # 98
+    "test_progress.py",  # 90
+    "test_nightly.py",  # 88
+    "test_pipeline_shards.py",  # 75
+    "test_search_model.py",  # 73
+    "test_plugins.py",  # 73
+    "test_real_qagen.py",  # 68
+    "test_real_model.py",  # 68
+    "test_qagen.py",  # 62
+    "test_stored_testdata.py",  # 57
+    "test_real_query_transforms.py",  # 53
 )
 
 
