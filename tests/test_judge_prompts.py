@@ -45,9 +45,7 @@ def test_a_judge_with_its_own_prompt_sends_and_records_it(llm_server):
     assert settings.sweep_dict()["judge_system_prompt"] == LENIENT
 
 
-def test_judges_compare_ranks_each_model_with_each_prompt_version(
-    llm_server, tmp_path: Path, monkeypatch, capsys
-):
+def test_judges_compare_ranks_each_model_with_each_prompt_version(llm_server, tmp_path: Path):
     llm_server.models.append("exact")
     llm_server.responder = by_prompt
     (tmp_path / "strict.txt").write_text(JUDGE_SYSTEM_PROMPT)
@@ -56,7 +54,7 @@ def test_judges_compare_ranks_each_model_with_each_prompt_version(
         "judges", "compare", "--judges", "exact", "--labels",
         str(labelled_file(tmp_path / "l.jsonl", count=6)),
         "--prompt", f"@{tmp_path / 'lenient.txt'}", "--prompt", f"@{tmp_path / 'strict.txt'}",
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 0, err
     first, second = out.splitlines()[:2]
@@ -66,12 +64,12 @@ def test_judges_compare_ranks_each_model_with_each_prompt_version(
     assert systems == {JUDGE_SYSTEM_PROMPT, LENIENT}
 
 
-def test_a_missing_prompt_file_is_one_line_naming_it(tmp_path: Path, monkeypatch, capsys):
+def test_a_missing_prompt_file_is_one_line_naming_it(tmp_path: Path):
     missing = tmp_path / "nope.txt"
     code, _, err = ragsweep(
         "judges", "compare", "--judges", "exact", "--labels", str(tmp_path / "l.jsonl"),
         "--prompt", f"@{missing}",
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 2 and f"--prompt: {missing}: No such file or directory" in err
     assert "Traceback" not in err

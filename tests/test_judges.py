@@ -64,13 +64,13 @@ def test_judges_are_ranked_by_kappa_on_the_labelled_answers(llm_server, tmp_path
     assert {r["response_format"]["type"] for r in llm_server.requests} == {"json_schema"}
 
 
-def test_judges_compare_command_prints_the_ranking(llm_server, tmp_path, monkeypatch, capsys):
+def test_judges_compare_command_prints_the_ranking(llm_server, tmp_path):
     llm_server.models += ["exact", "yes"]
     llm_server.responder = by_model
     path = labelled_file(tmp_path / "l.jsonl", count=6)
     code, out, err = ragsweep(
         "judges", "compare", "--judges", "yes,exact", "--labels", str(path),
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 0, err
     first, second = out.splitlines()[:2]

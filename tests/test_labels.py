@@ -5,14 +5,13 @@ judge's agreement, the corrected scores, and the `ragsweep labels` / `leaderboar
 from __future__ import annotations
 
 import json
-import sys
+import os
 
 import numpy as np
 import pytest
-from conftest import emptied
+from conftest import emptied, ragsweep_here
 from judged_runs import store_judged_run
 
-from ragsweep.cli import main
 from ragsweep.core.errors import RagsweepError
 from ragsweep.results import database, labels
 
@@ -182,30 +181,20 @@ def test_corrected_scores_follow_the_labels_not_the_judge(engine):
     assert np.isnan(board[1]["correctness_corrected"]) and board[1]["correctness"] == 1.0
 
 
-def ragsweep(*args: str, url: str, monkeypatch, capsys) -> tuple[int, str, str]:
-    """``ragsweep ARGS`` through its entry point, in this process: (exit status, out, err)."""
-    monkeypatch.setenv(database.ENV, url)
-    monkeypatch.setattr(sys, "argv", ["ragsweep", *args])
-    capsys.readouterr()
-    try:
-        main()
-        code = 0
-    except SystemExit as exit:
-        code = exit.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+def ragsweep(*args: str, url: str) -> tuple[int, str, str]:
+    """``ragsweep ARGS`` in this process, on the store ``url``: (exit status, out, err)."""
+    ran = ragsweep_here(*args, env={**os.environ, database.ENV: url})
+    return ran.returncode, ran.stdout, ran.stderr
 
 
-def test_labels_commands_add_and_import_and_the_leaderboard_shows_agreement(
-    tmp_path, monkeypatch, capsys
-):
+def test_labels_commands_add_and_import_and_the_leaderboard_shows_agreement(tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
     engine = database.connect(url)
     store_judged_run(engine, "r1", verdicts(configs=2, questions=4))
     judged, _ = labels.judged_of(engine, "r1")
 
     def cli(*args: str) -> tuple[int, str, str]:
-        return ragsweep(*args, url=url, monkeypatch=monkeypatch, capsys=capsys)
+        return ragsweep(*args, url=url)
 
     code, out, err = cli(
         "labels", "add", "r1", "--config", judged.config_id[0], "--question", "q000",

@@ -98,9 +98,7 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     assert again["correctness"].to_pylist() == ranked
 
 
-def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(
-    llm_server, tmp_path, monkeypatch, capsys
-):
+def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
     runs = tmp_path / "runs"
     result = ragsweep(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
@@ -123,7 +121,7 @@ def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(
     assert 'id="evaluation"' in (run_dir / "report.html").read_text()
     code, shown, err = in_process(
         "leaderboard", str(run_dir),
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 0, err
     assert f"Successive halving under max_llm_calls=300: {rounds}" in shown
@@ -200,15 +198,13 @@ def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(tmp_p
     assert branches in tasks["evaluate"]["dependentTasks"]  # the answers and verdicts: after
 
 
-def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(
-    tmp_path, monkeypatch, capsys
-):
+def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
     code, _, stderr = in_process(
         "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.json"),
         "--llm", "answerer", "--output", str(tmp_path / "runs"),
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 2
     assert "Traceback" not in stderr and TEST_API_KEY not in stderr
@@ -225,10 +221,10 @@ def test_a_dead_endpoint_stops_the_run_before_it_starts_with_one_message(
         (["--testset", "t.json", "--llm", "m", "--prompt-template", "{question}"], "{context}"),
     ],
 )
-def test_model_option_mistakes_are_one_line(options, message, tmp_path, monkeypatch, capsys):
+def test_model_option_mistakes_are_one_line(options, message, tmp_path):
     code, _, stderr = in_process(
         "run", "--docs", str(DOCS), *options,
-        url=f"sqlite:///{tmp_path / 'results.db'}", monkeypatch=monkeypatch, capsys=capsys,
+        url=f"sqlite:///{tmp_path / 'results.db'}",
     )  # fmt: skip
     assert code == 2 and "Traceback" not in stderr
     assert message in stderr.strip().splitlines()[-1]

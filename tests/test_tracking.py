@@ -12,11 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from builders import make_board
-from conftest import free_port
+from conftest import free_port, ragsweep_here
 from mlflow.tracking import MlflowClient
 from test_cli import assert_user_error
 from test_pipeline import example_subset
-from test_regression import cli
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
@@ -198,7 +197,7 @@ def test_ragsweep_run_with_mlflow_logs_the_sweep_to_a_real_server(
 
 def test_ragsweep_run_stops_before_the_sweep_when_mlflow_does_not_answer(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
-    result = cli("run", *EXAMPLES, *SMALL, "--output", str(tmp_path), "--mlflow", dead)
+    result = ragsweep_here("run", *EXAMPLES, *SMALL, "--output", str(tmp_path), "--mlflow", dead)
     assert_user_error(result, "MLflow tracking server", "unreachable")
     assert not any(tmp_path.iterdir())  # nothing ran, nothing to lose
 
@@ -224,11 +223,11 @@ def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path, monkeypatch)
     (run_dir / "report.html").write_text("<html>r</html>")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
 
-    result = cli("track", str(run_dir), "--mlflow", uri)
+    result = ragsweep_here("track", str(run_dir), "--mlflow", uri)
 
     assert result.returncode == 0, result.stderr
     assert_logged(MlflowClient(uri), run_dir.name, board)
-    missing = cli("track", str(tmp_path), "--mlflow", uri)
+    missing = ragsweep_here("track", str(tmp_path), "--mlflow", uri)
     assert_user_error(missing, "not a run folder")
 
 
