@@ -21,14 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
 
 
-def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(
-    llm_server, tmp_path, monkeypatch, capsys
-):
+def test_ragsweep_generate_writes_a_test_set_usable_in_both_formats(llm_server, tmp_path):
     out = tmp_path / "generated.jsonl"
     url = f"sqlite:///{tmp_path / 'results.db'}"
 
     def cli(*args: str) -> tuple[int, str, str]:  # in this process: one Giskard import
-        return ragsweep(*args, url=url, monkeypatch=monkeypatch, capsys=capsys)
+        return ragsweep(*args, url=url)
 
     code, stdout, stderr = cli(
         "generate", "--docs", str(DOCS), "--out", str(out), "--llm", "writer",

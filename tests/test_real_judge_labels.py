@@ -87,7 +87,7 @@ def person_says_correct(page) -> bool:
 
 @needs_chromium
 def test_thirty_ui_labels_show_the_real_judges_kappa_and_unreliability_in_ui_and_reports(
-    page, judged_run, monkeypatch, capsys
+    page, judged_run
 ):
     run, url = judged_run
     settings = settings_of(read_table(run / "leaderboard.arrow", "leaderboard"))
@@ -115,7 +115,7 @@ def test_thirty_ui_labels_show_the_real_judges_kappa_and_unreliability_in_ui_and
     # the run folder's report, from the stored labels
     code, out, err = ragsweep(
         "labels", "agreement", run.name, "--report", str(run / "report.html"),
-        url=url, monkeypatch=monkeypatch, capsys=capsys,
+        url=url,
     )  # fmt: skip
     assert code == 0, err
     assert STATEMENT.search(out)
