@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -38,19 +37,6 @@ def exports(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _exports_here(exports: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx_backend, "exports_dir", lambda: exports)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _torch_on_one_thread() -> Iterator[None]:
-    """PyTorch on one thread here: its second thread spins while waiting, and on a loaded
-    machine that costs more CPU than it saves (measured: -26% CPU per text on one thread,
-    at load average 22)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +164,17 @@ def test_an_export_is_reused_and_a_corrupt_one_exported_again(exports, caplog):
     assert "checksum mismatch" in caplog.text
     assert onnx_backend._verified(path)
     assert not list(exports.glob(".*.tmp"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize(("budget", "threads"), [("1", 1), ("3", 3), (None, 0)])
+def test_the_encoder_takes_the_steps_thread_budget_as_torch_does(budget, threads, monkeypatch):
+    # a pod's CPU limit reaches a step as OMP_NUM_THREADS; its core count is the node's
+    if budget is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", budget)
+    encoder = onnx_backend.OnnxEncoder(embedding.model_path(MODEL), "onnx-int8")
+    assert encoder.session.get_session_options().intra_op_num_threads == threads
 
 
 @pytest.mark.parametrize(

@@ -250,7 +250,7 @@ class OnnxEncoder:
         self.pooling = _pooling(model)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads  # 0: one per physical core, as torch's default
+        options.intra_op_num_threads = threads or step_threads()
         options.inter_op_num_threads = 1
         # waiting threads sleep instead of spinning: on a shared machine or a pod's CPU
         # limit, spinning threads take the cores the others need
@@ -289,6 +289,14 @@ def _pooling(model: Path) -> str:
         f"embedding model {model}: the ONNX backend pools by mean or CLS token only; "
         "use the torch backend for this model"
     )
+
+
+def step_threads() -> int:
+    """The threads torch would take here: ``OMP_NUM_THREADS`` (a step's share of the cores,
+    or a pod's CPU limit, which a pod's core count does not show), else 0 (ONNX Runtime's
+    default: one per physical core)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else 0
 
 
 @lru_cache(maxsize=4)
