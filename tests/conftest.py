@@ -520,3 +520,19 @@ def pattern_scripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     runner = PatternScripts(offline_env(), tmp_path_factory.mktemp("scripts") / "log")
     yield runner
     runner.close()
+
+
+# ---- embeddings with no model to load (the real model's runs) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def scripted_embedder() -> Iterator:
+    """A scripted OpenAI-compatible server embedding the module's runs' texts
+    (``--embedding-models openai:embedder`` with RAGSWEEP_EMBEDDING_BASE_URL at its ``url``;
+    bag-of-words vectors): their steps load no model. Its vectors are no one else's: give
+    the runs a cache of their own."""
+    from scripted_llm import ScriptedLLM
+
+    with ScriptedLLM() as server:
+        server.models.append("embedder")
+        yield server

@@ -1,7 +1,8 @@
 """A real model in the suite: SmolLM2-135M behind llama.cpp's OpenAI-compatible server (the
 session fixture ``real_llm``) writes the passage each question is searched by (HyDE, over
 heading-aware chunks), answers and judges a sweep end to end through ``ragsweep run``: one
-run for every model call the suite makes of it outside the judge's labels.
+run for every model call the suite makes of it outside the judge's labels. Its texts are
+embedded by a scripted endpoint (``scripted_embedder``): no step loads an embedding model.
 A 135M model is a test of the plumbing, not of quality: its passages are poor and its
 verdicts are about chance, so the tests assert that every passage was written, searched,
 counted and kept, and that every answer, token count, latency and verdict was recorded and
@@ -27,12 +28,14 @@ QUESTIONS = [  # about examples/docs/admin/configuration.md, a Markdown file wit
 
 
 @pytest.fixture(scope="module")
-def real_run(real_llm, tmp_path_factory, embedding_cache):
+def real_run(real_llm, tmp_path_factory, scripted_embedder):
     """One sweep whose questions are searched by the passage the real model wrote, answered
     and judged by it, ranked by AutoRAG's answer_relevance: the run folder and the command's
     output, shared by the tests here. The command runs in this process (its steps are
-    processes of their own). One thread on a busy machine can take minutes per request: the
-    deadlines are long, so a rating is missing only when it could not be read."""
+    processes of their own); the texts are embedded by the scripted endpoint, so that no
+    step loads an embedding model. One thread on a busy machine can take minutes per
+    request: the deadlines are long, so a rating is missing only when it could not be
+    read."""
     work = tmp_path_factory.mktemp("real-model")
     docs = work / "docs"
     docs.mkdir()
@@ -51,14 +54,15 @@ def real_run(real_llm, tmp_path_factory, embedding_cache):
         **os.environ,
         "RAGSWEEP_LLM_BASE_URL": real_llm.url,
         "RAGSWEEP_CACHE_DIR": str(work / "cache"),  # the replies: this run's own
+        "RAGSWEEP_EMBEDDING_BASE_URL": scripted_embedder.url,
     }
     result = ragsweep_here(
         "run", "--docs", str(docs), "--testset", str(testset), "--space", str(space),
         "--llm", real_llm.model, "--judge", real_llm.model,
         "--optimization-metric", "answer_relevance", "--max-tokens", "80",
         "--concurrency", "1", "--llm-timeout", "600", "--judge-timeout", "600",
-        "--output", str(work / "runs"), "--no-store", "--cache", str(embedding_cache),
-        "--patterns", "0",
+        "--embedding-models", "openai:embedder", "--output", str(work / "runs"),
+        "--no-store", "--cache", str(work / "vectors"), "--patterns", "0",
         env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
