@@ -14,14 +14,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from html import unescape
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import needs_chromium
+from conftest import needs_chromium, ragsweep_here
 from test_labels import ragsweep
 from ui_demo import serving_store
 
@@ -31,7 +29,6 @@ from ragsweep.evaluation.metrics import token_recall
 from ragsweep.results import database, labels
 
 ROOT = Path(__file__).resolve().parent.parent
-RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 LABELS = MIN_LABELS  # 30: fewer would make the judge unreliable for their count alone
 QUESTIONS = LABELS + 1  # a verdict the model could not give is not labelled: one to spare
 FOLDERS = ("admin", "guides", "faq", "release-notes")  # of examples/docs: 43 questions
@@ -45,7 +42,7 @@ STATEMENT = re.compile(
 def judged_run(real_llm, tmp_path_factory, embedding_cache):
     """The first QUESTIONS questions of examples/testset.jsonl on the FOLDERS of
     examples/docs, answered extractively, judged by the real model and stored: (run folder,
-    store URL)."""
+    store URL). The command runs in this process (its steps are processes of their own)."""
     work = tmp_path_factory.mktemp("real-judge")
     docs = work / "docs"
     for folder in FOLDERS:
@@ -64,13 +61,13 @@ def judged_run(real_llm, tmp_path_factory, embedding_cache):
         "RAGSWEEP_CACHE_DIR": str(work / "cache"),
         database.ENV: url,
     }
-    result = subprocess.run(
-        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset),
-         "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
-         "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "1",
-         "--search-types", "similarity", "--output", str(work / "runs"),
-         "--cache", str(embedding_cache), "--patterns", "0"],
-        capture_output=True, text=True, timeout=1800, env=env,
+    result = ragsweep_here(
+        "run", "--docs", str(docs), "--testset", str(testset),
+        "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
+        "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "1",
+        "--search-types", "similarity", "--output", str(work / "runs"),
+        "--cache", str(embedding_cache), "--patterns", "0",
+        env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     [run] = (work / "runs").iterdir()
