@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_patterns import RAGSWEEP, offline_env, script
+from pattern_scripts import offline_env
+from test_patterns import RAGSWEEP
 from test_pipeline import example_subset
 from test_platform import documents
 
@@ -59,12 +60,13 @@ def with_plugin(installed: Path, **env: str) -> dict[str, str]:
 
 
 def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ragsweep_edit(
-    installed, embedding_cache, tmp_path
+    installed, tmp_path, pattern_scripts, scripted_embedder
 ):
     """``ragsweep run`` (kfp.local) over the plugin's store and chunker beside the built-in
     ones, ranked by the plugin's lower-is-better metric; its patterns carry the plugin's
     pattern code and, run without ragsweep or the plugin installed, retrieve what the sweep
-    retrieved."""
+    retrieved. The sweep and the scripts embed through the scripted endpoint
+    (``openai:embedder``): no embedding model is loaded."""
     out = tmp_path / "runs"
     docs, testset = example_subset(tmp_path)
     result = subprocess.run(
@@ -72,11 +74,16 @@ def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ra
         + ["--testset", str(testset), "--chunk-sizes", "128", "--top-k", "3"]
         + ["--chunkers", "sentence,paragraphs", "--vector-stores", "memory,filestore"]
         + ["--search-types", "similarity", "--metric", "answer_words", "--patterns", "4"]
-        + ["--output", str(out), "--no-store", "--cache", str(embedding_cache)],
+        + ["--embedding-models", "openai:embedder", "--cache", str(tmp_path / "vectors")]
+        + ["--output", str(out), "--no-store"],
         capture_output=True,
         text=True,
         timeout=1800,
-        env=with_plugin(installed, FILESTORE_DIR=str(tmp_path / "filestore")),
+        env=with_plugin(
+            installed,
+            FILESTORE_DIR=str(tmp_path / "filestore"),
+            RAGSWEEP_EMBEDDING_BASE_URL=scripted_embedder.url,
+        ),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     [run] = out.iterdir()
@@ -120,12 +127,19 @@ def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ra
         if (r["chunker"], r["vector_store"]) == ("paragraphs", "filestore")
     ]
     index = tmp_path / "index"
-    built = script(plugged / "indexing.py", "--docs", str(docs), "--index", str(index))
+    endpoint = {"RAGSWEEP_EMBEDDING_BASE_URL": scripted_embedder.url}
+    built = pattern_scripts.run(
+        plugged / "indexing.py", "--docs", str(docs), "--index", str(index), env=endpoint
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     assert (index / "vectors.npy").is_file()  # the plugin's write_index built it
     evaluated = json.loads((plugged / "evaluation_results.json").read_text())
-    asked = script(
-        plugged / "inference.py", "--index", str(index), *[e["question"] for e in evaluated]
+    asked = pattern_scripts.run(
+        plugged / "inference.py",
+        "--index",
+        str(index),
+        *[e["question"] for e in evaluated],
+        env=endpoint,
     )
     assert asked.returncode == 0, asked.stderr[-3000:]
     found: list[list[dict]] = []
@@ -138,17 +152,17 @@ def test_a_third_party_store_metric_and_chunker_sweep_rank_and_deploy_with_no_ra
 
 
 def test_the_compiled_pipeline_mounts_a_plugin_stores_secret_keys_on_the_retrieve_step(
-    installed, tmp_path
+    example, tmp_path
 ):
+    """Compiled in this process, the plugin's entry points registered: the pipeline is built
+    again (not the one this process may have built before), reading the stores now
+    registered."""
+    from kfp import compiler
+
+    from ragsweep.pipelines import sweep_pipeline
+
     target = tmp_path / "pipeline.yaml"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "pipelines" / "sweep_pipeline.py"), str(target)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=with_plugin(installed),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    compiler.Compiler().compile(sweep_pipeline._cluster_pipeline.__wrapped__(), str(target))
     _, executors = documents(target)
     [secret] = [
         s
@@ -156,7 +170,8 @@ def test_the_compiled_pipeline_mounts_a_plugin_stores_secret_keys_on_the_retriev
         if s["secretNameParameter"]["componentInputParameter"].endswith("vector_store_secret_name")
     ]
     keys = [k["secretKey"] for k in secret["keyToEnv"]]
-    assert sorted(keys) == sorted([*connection_keys(), "FILESTORE_DIR"])  # built-ins', plugin's
+    assert "FILESTORE_DIR" in keys  # the plugin's, beside the built-ins'
+    assert sorted(keys) == sorted(connection_keys())  # every store registered here
     assert "FILESTORE_DIR" not in (ROOT / "pipelines" / "sweep_pipeline.yaml").read_text()
 
 
