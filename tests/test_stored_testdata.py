@@ -129,8 +129,12 @@ def test_a_stored_set_is_published_under_its_own_name():
 
 @pytest.mark.filterwarnings("ignore:You may be attemping to run a task:RuntimeWarning")
 def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_versions(
-    tmp_path, monkeypatch, embedding_cache
+    tmp_path, monkeypatch, llm_server
 ):
+    """Two nights on a stored set curated between them. The texts are embedded by the
+    scripted endpoint (``openai:embedder``, into this test's own cache): no step loads a
+    model."""
+    llm_server.models.append("embedder")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
@@ -149,9 +153,14 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
     testsets = DatabaseStore(engine)
     documents = read_documents(str(docs)).table
     testsets.save("tw", resolve_testset(read_testset(str(tmp_path / "tw.json")), documents))
-    space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",))
+    space = SearchSpace(
+        chunk_sizes=(64,),
+        top_ks=(1,),
+        search_types=("similarity",),
+        embedding_models=("openai:embedder",),
+    )
     arguments = RunSettings(
-        docs=str(docs), testset="store:tw", space=space, embedding_cache=str(embedding_cache)
+        docs=str(docs), testset="store:tw", space=space, embedding_cache=str(tmp_path / "vectors")
     ).pipeline_arguments()  # the second night reads the first's vectors
     monkeypatch.setenv(database.ENV, url)  # the results-store Secret, on a cluster
     local.init(
