@@ -39,10 +39,11 @@ STATEMENT = re.compile(
 
 
 @pytest.fixture(scope="module")
-def judged_run(real_llm, tmp_path_factory, embedding_cache):
+def judged_run(real_llm, tmp_path_factory, scripted_embedder):
     """The first QUESTIONS questions of examples/testset.jsonl on the FOLDERS of
     examples/docs, answered extractively, judged by the real model and stored: (run folder,
-    store URL). The command runs in this process (its steps are processes of their own)."""
+    store URL). The command runs in this process (its steps are processes of their own);
+    the texts are embedded by the scripted endpoint, so that no step loads a model."""
     work = tmp_path_factory.mktemp("real-judge")
     docs = work / "docs"
     for folder in FOLDERS:
@@ -60,13 +61,14 @@ def judged_run(real_llm, tmp_path_factory, embedding_cache):
         "RAGSWEEP_LLM_BASE_URL": real_llm.url,
         "RAGSWEEP_CACHE_DIR": str(work / "cache"),
         database.ENV: url,
+        "RAGSWEEP_EMBEDDING_BASE_URL": scripted_embedder.url,
     }
     result = ragsweep_here(
         "run", "--docs", str(docs), "--testset", str(testset),
         "--judge", real_llm.model, "--max-tokens", "128", "--concurrency", "1",
         "--judge-timeout", "600", "--chunk-sizes", "128", "--top-k", "1",
-        "--search-types", "similarity", "--output", str(work / "runs"),
-        "--cache", str(embedding_cache), "--patterns", "0",
+        "--search-types", "similarity", "--embedding-models", "openai:embedder",
+        "--output", str(work / "runs"), "--cache", str(work / "vectors"), "--patterns", "0",
         env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
