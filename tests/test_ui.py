@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,10 +19,14 @@ import pytest
 import sqlalchemy as sa
 import ui_demo
 from conftest import emptied, free_port, needs_chromium, ragsweep_here
+from mlflow.tracking import MlflowClient
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from test_pipeline import example_subset
+from test_tracking import assert_logged, serving_mlflow
 
 from ragsweep.core.errors import safe_url
+from ragsweep.core.schemas import read_table
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.results import database
@@ -69,11 +74,24 @@ def either_engine(request):
 
 
 @pytest.fixture(scope="module")
-def base_url(engine, tmp_path_factory):
+def runs_dir(tmp_path_factory) -> Path:
+    """Where the runs started from the page write their folders."""
+    return tmp_path_factory.mktemp("ui-runs")
+
+
+@pytest.fixture(scope="module")
+def base_url(engine, runs_dir, tmp_path_factory):
     roots = DocRoots.of([str(tmp_path_factory.getbasetemp()), str(ROOT / "examples")])
-    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"), docs_roots=roots)
+    app = create_app(engine, runs_dir=runs_dir, docs_roots=roots)
     with ui_demo.serving(app, free_port()) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory) -> Iterator[str]:
+    """A real MLflow tracking server, for the run started from the page."""
+    with serving_mlflow(tmp_path_factory.mktemp("mlflow-server")) as uri:
+        yield uri
 
 
 @pytest.fixture
@@ -352,20 +370,22 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
 
 
 @needs_chromium
-def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_warns_after_an_edit(
-    page, base_url, engine, tmp_path, embedding_cache, monkeypatch
+def test_a_page_run_stores_its_set_by_name_logs_to_mlflow_and_its_drill_down_warns_after_an_edit(
+    page, base_url, engine, runs_dir, tmp_path, embedding_cache, monkeypatch, mlflow_server
 ):
-    """A real run (kfp.local) of a stored set over a copy of the example documents: the run
-    joins the stored set (``ragsweep run --testset-name``), whose questions left out of its
-    sample stay; once a document is edited, the drill-down says the text may not be what the
-    run retrieved. The suite's one run started from the page (one store: kfp.local's run
-    is the same on each)."""
+    """A real run (kfp.local) of a stored set, the example set's first questions over the
+    documents they cite: the run joins the stored set (``ragsweep run --testset-name``),
+    whose questions left out of its sample stay; it logs its sweep to a real MLflow server
+    (``MLFLOW_TRACKING_URI``, the suite's one whole run doing so: tests/test_tracking.py
+    checks the rest); once a document is edited, the drill-down says the text may not be
+    what the run retrieved. The suite's one run started from the page (one store:
+    kfp.local's run is the same on each)."""
 
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))  # the job's too
-    docs = tmp_path / "docs"
-    shutil.copytree(ROOT / "examples" / "docs", docs)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # the job's
+    docs, first_questions = example_subset(tmp_path, questions=6)
     testsets = DatabaseStore(engine)  # stored resolved, as `ragsweep testset add --docs` does
-    stored = load_testset(str(ROOT / "examples" / "testset.json"))
+    stored = load_testset(str(first_questions))
     testsets.save("faq.json", resolve_testset(stored, read_documents(str(docs)).table))
     names = testsets.names()
     page.goto(f"{base_url}/start")
@@ -383,7 +403,14 @@ def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_w
     info = database.run_info(engine, run["run_id"])
     assert info["testset_name"] == "faq.json" and info["settings"]["docs"] == str(docs)
     assert testsets.names() == names  # the run's test set is the stored one
-    assert testsets.load("faq.json").num_rows == 64  # those left out of the sample stay
+    assert testsets.load("faq.json").num_rows == 6  # those left out of the sample (4) stay
+    run_dir = runs_dir / run["run_id"]
+    leaderboard = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    parent, _ = assert_logged(MlflowClient(mlflow_server), run_dir.name, leaderboard)
+    # logged once the run folder was complete, by the run itself (not a pipeline step)
+    logged = f"run {parent.info.run_id} with {leaderboard.num_rows} configurations"
+    assert logged in page.locator("#log").inner_text()
+    assert mlflow_server not in (run_dir / "settings.json").read_text()
     results = database.load_results(engine, run["run_id"])
     with engine.connect() as conn:
         versions = conn.execute(
