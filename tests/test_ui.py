@@ -581,8 +581,10 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_the_cli_serves_loopback_only_to_loopback_host_names(either_engine):
-    env = {"RAGSWEEP_STORE_URL": either_engine.url.render_as_string(hide_password=False)}
+def test_the_cli_serves_loopback_only_to_loopback_host_names(pg_engine):
+    """From the PostgreSQL server (the CLI serves the SQLite store in the next test, and
+    over IPv6 in tests/test_ui_security.py)."""
+    env = {"RAGSWEEP_STORE_URL": pg_engine.url.render_as_string(hide_password=False)}
     process, url = ui_demo.serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
     try:
         assert "night-3" in httpx.get(url).text
