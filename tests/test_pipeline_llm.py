@@ -121,11 +121,38 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     assert rebuilt.leaderboard["correctness"].to_pylist() == ranked
 
 
+def admin_testset(path: Path, questions: int = 64) -> Path:
+    """A test set (Red Hat AutoRAG's .json) of ``questions`` questions on the admin
+    documents, each answered by a line of one, spread over all five: for a run whose plan
+    depends on how many questions it has, not on which."""
+    lines = [
+        (source.relative_to(DOCS / "admin").as_posix(), line.strip())
+        for source in sorted((DOCS / "admin").rglob("*"))
+        if source.suffix in (".md", ".txt")
+        for line in source.read_text().splitlines()
+        if len(line.split()) >= 8
+    ]
+    picked = [lines[i * len(lines) // questions] for i in range(questions)]
+    records = [
+        {
+            "question": f"Question {i}: what do the docs say about {line[:60]}?",
+            "correct_answers": [line],
+            "correct_answer_document_ids": [doc_id],
+        }
+        for i, (doc_id, line) in enumerate(picked)
+    ]
+    assert len(records) == questions
+    path.write_text(json.dumps(records))
+    return path
+
+
 def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
-    """Six configurations of one chunk set (one chunk-embed step, one retrieve step)."""
-    runs = tmp_path / "runs"
+    """Six configurations of one chunk set (one chunk-embed step, one retrieve step), over
+    the admin documents, whose chunks the session's embedding cache holds once the run
+    above has run."""
+    runs, testset = tmp_path / "runs", admin_testset(tmp_path / "testset.json")
     result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
+        "run", "--docs", str(DOCS / "admin"), "--testset", str(testset),
         "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "300", "--output", str(runs),
         "--chunk-sizes", "128", "--top-k", "1,2,3,4,5,6", "--search-types", "similarity",
         *LEAN,
