@@ -277,21 +277,21 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
 
 
 def test_over_the_cap_the_least_recently_used_shards_are_evicted(endpoint, location):
-    batches = [texts(i * 1000, 1000) for i in range(5)]
+    batches = [texts(i * 200, 200) for i in range(5)]  # a shard each
     for batch in batches[:4]:  # shards A, B, C, D, written in this order
-        EmbeddingCache(location, flush=1000).embed(ENDPOINT_MODEL, batch)
+        EmbeddingCache(location, flush=200).embed(ENDPOINT_MODEL, batch)
     EmbeddingCache(location).embed(ENDPOINT_MODEL, batches[0][:10])  # A is used again
     cache = EmbeddingCache(location)
     sizes = [e.size for e in cache.files.list(cache.files.folders()[0]) if "/used/" not in e.name]
     shard = sum(sizes) / 4  # a shard and its index
-    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9, flush=1000)
+    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9, flush=200)
     capped.embed(ENDPOINT_MODEL, batches[4])  # E: five shards over a cap of three and a half
 
     assert sum(n.endswith(".arrow") for n in stored_files(location)) == 3
     for batch, kept in zip(batches, [True, False, False, True, True], strict=True):
         probe = EmbeddingCache(location)
         probe.embed(ENDPOINT_MODEL, batch)
-        assert probe.encoded == (0 if kept else 1000), batch[0]
+        assert probe.encoded == (0 if kept else 200), batch[0]
 
 
 def test_without_a_cap_nothing_is_evicted_and_a_negative_cap_is_refused(endpoint, tmp_path):
