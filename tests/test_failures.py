@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import ragsweep_here
+from scripted_llm import ScriptedLLM
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
@@ -41,15 +43,26 @@ TIMED = ("latency", "_s", "_ms")  # columns that measure time: they differ betwe
 
 
 def swept(cache: Path) -> list[str]:
-    """The examples' small sweep, its embeddings kept in the session's ``cache`` (the
-    vectors of the examples are the same from run to run, and no run writes to the
-    developer's own cache)."""
-    return [
-        *EXAMPLES,
-        *SMALL,
-        "--cache",
-        str(cache),
-    ]  # columns that measure time: they differ between runs
+    """The examples' small sweep, embedded by the module's scripted endpoint
+    (``embedder``) and its vectors kept in ``cache`` (the module's: the vectors of the
+    examples are the same from run to run, and no run writes to the developer's cache)."""
+    return [*EXAMPLES, *SMALL, "--embedding-models", "openai:embedder", "--cache", str(cache)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embedder() -> Iterator[str]:
+    """A scripted OpenAI-compatible endpoint embedding the module's runs: no step loads a
+    model (RAGSWEEP_EMBEDDING_BASE_URL points at it for the module)."""
+    with ScriptedLLM() as server, pytest.MonkeyPatch.context() as patch:
+        server.models.append("embedder")
+        patch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def scripted_cache(tmp_path_factory) -> Path:
+    """The module's embedding cache (the scripted vectors are the module's own)."""
+    return tmp_path_factory.mktemp("embeddings")
 
 
 def ragsweep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -73,10 +86,10 @@ def untimed(table):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, embedding_cache) -> Path:
+def reference(tmp_path_factory, scripted_cache) -> Path:
     """One uninterrupted run of the examples (two configurations), not stored."""
     out = tmp_path_factory.mktemp("reference")
-    result = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out), cwd=out)
+    result = ragsweep("run", *swept(scripted_cache), "--no-store", "--output", str(out), cwd=out)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
@@ -233,12 +246,12 @@ def kilobytes(path: Path) -> int:
 
 
 def test_a_run_folder_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
-    reference, tmp_path, embedding_cache
+    reference, tmp_path, scripted_cache
 ):
     # room for the steps' artifacts and log, not for the exports besides them
     room = kilobytes(reference / "pipeline") + kilobytes(reference / "pipeline.log") + 400
     with mounted("tmpfs", tmp_path / "small", "-t", "tmpfs", "-o", f"size={room}k") as out:
-        full = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out))
+        full = ragsweep("run", *swept(scripted_cache), "--no-store", "--output", str(out))
 
         assert full.returncode == 2 and "Traceback" not in full.stderr
         [run_dir] = [p for p in out.iterdir() if p.is_dir()]
@@ -308,10 +321,10 @@ def wait_for_step(process: subprocess.Popen, function: str) -> list[psutil.Proce
     ids=["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run (kill)"],
 )
 def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
-    tmp_path, signum, group, embedding_cache
+    tmp_path, signum, group, scripted_cache
 ):
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    process = start_run(tmp_path / "runs", embedding_cache, "--store", url)
+    process = start_run(tmp_path / "runs", scripted_cache, "--store", url)
     children = wait_for_step(process, "ingest")  # or a later step, which reads its output
 
     if group:
@@ -333,10 +346,10 @@ def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
 
 
 def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(
-    reference, tmp_path, embedding_cache
+    reference, tmp_path, scripted_cache
 ):
     out = tmp_path / "runs"
-    process = start_run(out, embedding_cache, "--no-store")
+    process = start_run(out, scripted_cache, "--no-store")
     wait_for_step(process, "chunk_embed")
     os.killpg(process.pid, signal.SIGKILL)  # the machine went down: no handler runs
     process.communicate(timeout=60)
