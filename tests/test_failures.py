@@ -297,7 +297,7 @@ def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
 ):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     process = start_run(tmp_path / "runs", scripted_cache, "--store", url)
-    children = wait_for_step(process, "ingest")  # or a later step, which reads its output
+    children = wait_for_step(process, "configure")  # or a later step: each reads its output
 
     if group:
         os.killpg(process.pid, signum)
