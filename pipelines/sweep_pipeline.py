@@ -5,6 +5,7 @@ compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's n
 the concept is the same; ``ragsweep.kubeflow.tasks`` says how each step runs on OpenShift AI.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import NamedTuple
 
@@ -387,8 +388,16 @@ def sweep(
 
 @cache
 def _cluster_pipeline() -> GraphComponent:
-    """The pipeline for a cluster, with the steps' resources and retries."""
-    return dsl.pipeline(sweep, name=tasks.PIPELINE_NAME, description=DESCRIPTION)
+    """The pipeline for a cluster, with the steps' resources and retries.
+
+    Built on a thread of its own: for each resource it sets, kfp reads the call stack
+    (``inspect.stack``), and each frame of no module's file (an import's, ``runpy``'s)
+    costs a scan of every loaded module. A new thread's stack holds a few frames, all of
+    known modules: 0.3 CPU s instead of 1.4 at a 40-frame depth (8.5 s inside pytest's
+    collection)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        built = pool.submit(dsl.pipeline, sweep, name=tasks.PIPELINE_NAME, description=DESCRIPTION)
+        return built.result()
 
 
 def __getattr__(name: str) -> GraphComponent:
