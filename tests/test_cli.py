@@ -1,6 +1,11 @@
-"""User mistakes on the command line: one clear line, a non-zero exit, no traceback."""
+"""User mistakes on the command line: one clear line, a non-zero exit, no traceback.
+
+The mistakes found before a pipeline starts are run through the CLI's entry point in this
+process (conftest's ``ragsweep_here``); the runs that fail or succeed in the pipeline are
+``ragsweep`` processes, and one run failing in ingest serves the module."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -8,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import load_testset
@@ -15,8 +21,8 @@ from ragsweep.documents.testsets import load_testset
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
-def ragsweep(*args, cwd=None):
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+def ragsweep(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def assert_user_error(result, *fragments):
@@ -30,25 +36,27 @@ def assert_user_error(result, *fragments):
 
 def test_missing_docs_folder(kb):
     tmp, _, good = kb
-    result = ragsweep("run", "--docs", str(tmp / "nope"), "--testset", str(good))
+    result = ragsweep_here("run", "--docs", str(tmp / "nope"), "--testset", str(good))
     assert_user_error(result, "--docs", "no such file or folder")
 
 
 def test_bad_list_option(kb):
     tmp, docs, good = kb
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--top-k", "1,x")
+    result = ragsweep_here("run", "--docs", str(docs), "--testset", str(good), "--top-k", "1,x")
     assert_user_error(result, "field 'top_ks'", "'x'")
 
 
 def test_unknown_search_type(kb):
     tmp, docs, good = kb
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--search-types", "x")
+    result = ragsweep_here(
+        "run", "--docs", str(docs), "--testset", str(good), "--search-types", "x"
+    )
     assert_user_error(result, "search_types", "'x'")
 
 
 def test_unknown_vector_store(kb):
     tmp, docs, good = kb
-    result = ragsweep(
+    result = ragsweep_here(
         "run", "--docs", str(docs), "--testset", str(good), "--vector-stores", "memory,faiss"
     )
     assert_user_error(result, "field 'vector_stores'", "unknown value 'faiss'", "memory")
@@ -56,19 +64,19 @@ def test_unknown_vector_store(kb):
 
 def test_unknown_metric(kb):
     tmp, docs, good = kb
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--metric", "speed")
+    result = ragsweep_here("run", "--docs", str(docs), "--testset", str(good), "--metric", "speed")
     assert_user_error(result, "unknown metric 'speed'")
 
 
 def test_a_grid_larger_than_max_configs_is_refused(kb):
     tmp, docs, good = kb
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(good), "--max-configs", "5")
+    result = ragsweep_here("run", "--docs", str(docs), "--testset", str(good), "--max-configs", "5")
     assert_user_error(result, "holds 18 configurations, more than the budget of 5 (--max-configs)")
     assert "optimization_max_rag_patterns" not in result.stderr  # a name the user did not type
 
 
 def test_leaderboard_of_a_folder_that_is_no_run(tmp_path):
-    assert_user_error(ragsweep("leaderboard", str(tmp_path)), "no leaderboard.arrow")
+    assert_user_error(ragsweep_here("leaderboard", str(tmp_path)), "no leaderboard.arrow")
 
 
 def test_a_malformed_test_set_stops_the_run_before_the_pipeline_with_the_loaders_message(kb):
@@ -79,7 +87,9 @@ def test_a_malformed_test_set_stops_the_run_before_the_pipeline_with_the_loaders
         load_testset(str(bad))
 
     started = time.perf_counter()
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
+    result = ragsweep_here(
+        "run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r")
+    )
     print(f"malformed test set refused in {time.perf_counter() - started:.2f} s")
 
     assert_user_error(result, str(loader.value))
@@ -92,7 +102,9 @@ def test_an_unknown_document_id_stops_the_run_before_the_pipeline(kb):
     bad.write_text(
         '[{"question": "Q?", "correct_answers": ["A"], "correct_answer_document_ids": ["b.md"]}]'
     )
-    result = ragsweep("run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r"))
+    result = ragsweep_here(
+        "run", "--docs", str(docs), "--testset", str(bad), "--output", str(tmp / "r")
+    )
     assert_user_error(result, "(item 1, 'Q?'): reference document 'b.md' matches no document")
     assert not (tmp / "r").exists()
 
@@ -101,7 +113,7 @@ def test_a_docs_folder_without_documents_stops_the_run_before_the_pipeline(kb):
     tmp, _, good = kb
     (tmp / "empty").mkdir()
     (tmp / "empty" / "notes.xyz").write_text("not a document type")
-    result = ragsweep("run", "--docs", str(tmp / "empty"), "--testset", str(good))
+    result = ragsweep_here("run", "--docs", str(tmp / "empty"), "--testset", str(good))
     assert_user_error(result, "no documents found among 1 files", "supported types")
 
 
@@ -127,49 +139,78 @@ def giskard_testset(path: Path, contexts: dict[str, str]) -> Path:
     return path
 
 
-def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(kb):
-    tmp, docs, _ = kb
-    contexts = {
-        "found": "Document 0: Tidewater listens on port 8443.",
-        "lost": "Document 1: Nothing like this is in the documents.",
-    }
-    native = giskard_testset(tmp / "native.jsonl", contexts)
-    args = ["run", "--docs", str(docs), "--testset", str(native), "--top-k", "1"]
-    args += ["--chunk-sizes", "64", "--search-types", "similarity", "--output", str(tmp / "r")]
+CONTEXTS = {
+    "found": "Document 0: Tidewater listens on port 8443.",
+    "lost": "Document 1: Nothing like this is in the documents.",
+}
 
-    failed = ragsweep(*args)
+
+@pytest.fixture(scope="module")
+def lost_context(tmp_path_factory):
+    """A run whose Giskard test set holds a context found in no document: it fails in ingest.
+    Its data folder (and so the default results store) is the module's: (the test's
+    environment, the run's arguments but --output, its result, its run folder)."""
+    tmp = tmp_path_factory.mktemp("lost-context")
+    docs = tmp / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
+    native = giskard_testset(tmp / "native.jsonl", CONTEXTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    env["XDG_DATA_HOME"] = str(tmp / "data-home")
+    args = ["run", "--docs", str(docs), "--testset", str(native), "--top-k", "1"]
+    args += ["--chunk-sizes", "64", "--search-types", "similarity"]
+    failed = ragsweep(*args, "--output", str(tmp / "r"), env=env)
+    [run_dir] = (tmp / "r").iterdir()
+    return env, args, failed, run_dir
+
+
+def test_a_context_found_in_no_document_fails_in_ingest_unless_skipped(
+    lost_context, endpoint, tmp_path
+):
+    """The run that skips the question embeds through the scripted endpoint: no model."""
+    env, args, failed, run_dir = lost_context
     assert_user_error(failed, "the pipeline failed")
     assert "question lost (item 2, 'Which port?'): reference document '1' matches no" in (
         failed.stdout
     )
-    [run_dir] = (tmp / "r").iterdir()
-    listed = ragsweep("runs").stdout  # the default store, in the test's data folder
+    listed = ragsweep_here("runs", env=env).stdout  # the default store, in the run's data folder
     assert f"{run_dir.name:<28} failed" in listed
 
-    skipped = ragsweep(*args, "--skip-unresolved")
+    args += ["--embedding-models", "openai:embedder", "--skip-unresolved"]
+    skipped = ragsweep(*args, "--output", str(tmp_path / "r"))
     assert skipped.returncode == 0, skipped.stderr
     assert "skipped 1 of 2 questions whose references match no document" in skipped.stdout
-    [run_dir] = set((tmp / "r").iterdir()) - {run_dir}
+    [run_dir] = (tmp_path / "r").iterdir()
     assert (run_dir / "testset.jsonl").read_text().count("\n") == 1
 
 
-def test_a_local_run_never_shards_unless_asked(kb):
+def pipeline_arguments(*args: str) -> dict:
+    """The pipeline's arguments ``ragsweep run ARGS`` writes to its run folder's
+    settings.json, from the options as the CLI parses and composes them (no run)."""
+    import typer.main
+
+    from ragsweep.cli import app
+    from ragsweep.sweep.options import run_settings
+
+    command = typer.main.get_command(app).get_command(None, "run")
+    with command.make_context("run", list(args)) as context:
+        return run_settings(context.params).pipeline_arguments()
+
+
+def test_a_local_run_never_shards_unless_asked(lost_context, kb):
     """`ragsweep run` passes the pipeline embedding_shard_bytes 0 unless the option is given;
     the pipeline's own default, for the cluster, stays DEFAULT_SHARD_BYTES. A run folder's
-    settings.json holds the pipeline's arguments, written before the pipeline starts: a test
-    set that fails in ingest ends each run at its first step."""
+    settings.json holds the pipeline's arguments, written before the pipeline starts (the
+    module's run failed in ingest, after it)."""
     from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 
-    tmp, docs, _ = kb
-    lost = giskard_testset(tmp / "lost.jsonl", {"lost": "Document 9: In no document."})
-    args = ["run", "--docs", str(docs), "--testset", str(lost), "--no-store", "--cache", "none"]
-    given = {"default": [], "given": ["--embedding-shard-bytes", "5000"]}
-    for name, option in given.items():
-        result = ragsweep(*args, "--output", str(tmp / name), *option)
-        assert_user_error(result, "the pipeline failed")
-        [run_dir] = (tmp / name).iterdir()
-        given[name] = json.loads((run_dir / "settings.json").read_text())["embedding_shard_bytes"]
-    assert given == {"default": 0, "given": 5000}
+    run_dir = lost_context[3]
+    assert json.loads((run_dir / "settings.json").read_text())["embedding_shard_bytes"] == 0
+    _, docs, good = kb
+    args = ["--docs", str(docs), "--testset", str(good), "--no-store", "--cache", "none"]
+    assert pipeline_arguments(*args)["embedding_shard_bytes"] == 0
+    given = pipeline_arguments(*args, "--embedding-shard-bytes", "5000")
+    assert given["embedding_shard_bytes"] == 5000
     # submit and schedule run the compiled pipeline with its own default: shards on a cluster
     root = Path(__file__).resolve().parent.parent
     spec, *_ = yaml.safe_load_all((root / "pipelines/sweep_pipeline.yaml").read_text())
@@ -180,25 +221,27 @@ def test_a_local_run_never_shards_unless_asked(kb):
 def test_convert_reports_malformed_json_with_its_position(tmp_path):
     bad = tmp_path / "t.json"
     bad.write_text('[{"question": "Q?",\n "correct_answers": [}]')
-    assert_user_error(ragsweep("testset", "convert", str(bad), str(tmp_path / "o.jsonl")), "t.json")
+    assert_user_error(
+        ragsweep_here("testset", "convert", str(bad), str(tmp_path / "o.jsonl")), "t.json"
+    )
 
 
 def test_convert_writes_the_other_format(kb):
     tmp, docs, good = kb
     out = tmp / "out.jsonl"
-    result = ragsweep("testset", "convert", str(good), str(out), "--docs", str(docs))
+    result = ragsweep_here("testset", "convert", str(good), str(out), "--docs", str(docs))
     assert result.returncode == 0, result.stderr
     assert '"seed_document_id": "a.md"' in out.read_text()
 
 
 def test_leaderboard_of_an_unknown_run_id_names_it(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    assert_user_error(ragsweep("leaderboard", "nope", "--store", url), "no run 'nope'")
-    assert_user_error(ragsweep("best", "nope", "--store", url), "no run 'nope'")
+    assert_user_error(ragsweep_here("leaderboard", "nope", "--store", url), "no run 'nope'")
+    assert_user_error(ragsweep_here("best", "nope", "--store", url), "no run 'nope'")
 
 
 def test_runs_of_an_empty_store_says_so(tmp_path):
-    result = ragsweep("runs", "--store", f"sqlite:///{tmp_path / 'r.db'}")
+    result = ragsweep_here("runs", "--store", f"sqlite:///{tmp_path / 'r.db'}")
     assert result.returncode == 0 and "no runs in sqlite:///" in result.stdout
 
 
@@ -206,7 +249,7 @@ def test_a_dead_store_stops_the_run_before_the_sweep(kb):
     tmp, docs, good = kb
     url = "postgresql+psycopg://u:hunter2@127.0.0.1:9/x"  # the discard port: nothing listens
     args = ["--docs", str(docs), "--testset", str(good), "--output", str(tmp / "runs")]
-    result = ragsweep("run", *args, "--store", url)
+    result = ragsweep_here("run", *args, "--store", url)
     assert_user_error(result, "cannot connect")
     assert "hunter2" not in result.stderr + result.stdout
     assert not (tmp / "runs").exists()
@@ -214,7 +257,7 @@ def test_a_dead_store_stops_the_run_before_the_sweep(kb):
 
 def test_baseline_without_a_store_is_refused(kb):
     tmp, docs, good = kb
-    result = ragsweep(
+    result = ragsweep_here(
         "run", "--docs", str(docs), "--testset", str(good), "--no-store", "--baseline", "latest"
     )
     assert_user_error(result, "--baseline reads the results database")

@@ -133,10 +133,13 @@ def stored_files(location: str) -> list[str]:
 
 def test_a_lookup_reads_only_the_rows_and_shards_it_needs(endpoint, location):
     written = {}
-    for shard in range(5):  # 10,000 vectors in 5 shards
+    random = np.random.default_rng(0)
+    for shard in range(5):  # 10,000 vectors in 5 shards, made here: the lookups are the test
         batch = texts(shard * 2000, 2000)
-        cache = EmbeddingCache(location, flush=2000)
-        written.update(zip(batch, cache.embed(ENDPOINT_MODEL, batch), strict=True))
+        vectors = random.standard_normal((2000, 64)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        EmbeddingCache(location).save(ENDPOINT_MODEL, batch, vectors)
+        written.update(zip(batch, vectors, strict=True))
     asked = texts(0, 10_000)[::100]  # 100 texts spread over every shard
     rerun = EmbeddingCache(location)
     vectors = rerun.embed(ENDPOINT_MODEL, asked)
@@ -152,7 +155,7 @@ def test_a_lookup_reads_only_the_rows_and_shards_it_needs(endpoint, location):
     again = one_shard.index_bytes_read
     one_shard.embed(ENDPOINT_MODEL, texts(9000, 10))  # the same cache reads no index again
     assert one_shard.index_bytes_read == again and one_shard.vectors_read == 1010
-    assert len(endpoint.embedded) == 10_000
+    assert one_shard.encoded == 0 and endpoint.embedded == []
 
 
 def first_format_shard(hashes: list[str], vectors: np.ndarray) -> bytes:
@@ -274,21 +277,21 @@ def test_compaction_beside_concurrent_writers_and_readers_loses_no_vector(endpoi
 
 
 def test_over_the_cap_the_least_recently_used_shards_are_evicted(endpoint, location):
-    batches = [texts(i * 1000, 1000) for i in range(5)]
+    batches = [texts(i * 200, 200) for i in range(5)]  # a shard each
     for batch in batches[:4]:  # shards A, B, C, D, written in this order
-        EmbeddingCache(location, flush=1000).embed(ENDPOINT_MODEL, batch)
+        EmbeddingCache(location, flush=200).embed(ENDPOINT_MODEL, batch)
     EmbeddingCache(location).embed(ENDPOINT_MODEL, batches[0][:10])  # A is used again
     cache = EmbeddingCache(location)
     sizes = [e.size for e in cache.files.list(cache.files.folders()[0]) if "/used/" not in e.name]
     shard = sum(sizes) / 4  # a shard and its index
-    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9, flush=1000)
+    capped = EmbeddingCache(location, max_gb=3.5 * shard / 1e9, flush=200)
     capped.embed(ENDPOINT_MODEL, batches[4])  # E: five shards over a cap of three and a half
 
     assert sum(n.endswith(".arrow") for n in stored_files(location)) == 3
     for batch, kept in zip(batches, [True, False, False, True, True], strict=True):
         probe = EmbeddingCache(location)
         probe.embed(ENDPOINT_MODEL, batch)
-        assert probe.encoded == (0 if kept else 1000), batch[0]
+        assert probe.encoded == (0 if kept else 200), batch[0]
 
 
 def test_without_a_cap_nothing_is_evicted_and_a_negative_cap_is_refused(endpoint, tmp_path):
@@ -386,14 +389,26 @@ def test_writer_processes_beside_a_compacting_one_lose_no_vector(endpoint, locat
     import time
     from pathlib import Path
 
+    # Each writer stores what an embed call with 30 new texts stores: a shard, the record
+    # of its use, then a compaction if the small shards are many. Its vectors are its own
+    # (unit length): making them by the endpoint would cost each writer the import of an
+    # HTTP embedding client (~3 CPU s), which adds nothing to the race.
     script = (
         "import sys\n"
+        "import numpy as np\n"
         "from ragsweep.embeddings.cache import EmbeddingCache\n"
         "first = int(sys.argv[1])\n"
+        "random = np.random.default_rng(first)\n"
         "for step in range(10):\n"
         "    texts = [f'chunk {i} says word{i}' for i in range(first + step * 30, "
         "first + step * 30 + 30)]\n"
-        f"    EmbeddingCache(sys.argv[2]).embed({ENDPOINT_MODEL!r}, texts)\n"
+        "    vectors = random.standard_normal((30, 64)).astype(np.float32)\n"
+        "    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)\n"
+        f"    EmbeddingCache(sys.argv[2]).save({ENDPOINT_MODEL!r}, texts, vectors)\n"
+        "    cache = EmbeddingCache(sys.argv[2])\n"
+        f"    cache.embed({ENDPOINT_MODEL!r}, texts)  # found, and its use recorded\n"
+        "    assert cache.encoded == 0\n"
+        f"    cache.maintain({ENDPOINT_MODEL!r})\n"
     )
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}

@@ -13,7 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import ragsweep_here
+from scripted_llm import ScriptedLLM
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
@@ -41,15 +44,26 @@ TIMED = ("latency", "_s", "_ms")  # columns that measure time: they differ betwe
 
 
 def swept(cache: Path) -> list[str]:
-    """The examples' small sweep, its embeddings kept in the session's ``cache`` (the
-    vectors of the examples are the same from run to run, and no run writes to the
-    developer's own cache)."""
-    return [
-        *EXAMPLES,
-        *SMALL,
-        "--cache",
-        str(cache),
-    ]  # columns that measure time: they differ between runs
+    """The examples' small sweep, embedded by the module's scripted endpoint
+    (``embedder``) and its vectors kept in ``cache`` (the module's: the vectors of the
+    examples are the same from run to run, and no run writes to the developer's cache)."""
+    return [*EXAMPLES, *SMALL, "--embedding-models", "openai:embedder", "--cache", str(cache)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embedder() -> Iterator[str]:
+    """A scripted OpenAI-compatible endpoint embedding the module's runs: no step loads a
+    model (RAGSWEEP_EMBEDDING_BASE_URL points at it for the module)."""
+    with ScriptedLLM() as server, pytest.MonkeyPatch.context() as patch:
+        server.models.append("embedder")
+        patch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def scripted_cache(tmp_path_factory) -> Path:
+    """The module's embedding cache (the scripted vectors are the module's own)."""
+    return tmp_path_factory.mktemp("embeddings")
 
 
 def ragsweep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -73,10 +87,10 @@ def untimed(table):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, embedding_cache) -> Path:
+def reference(tmp_path_factory, scripted_cache) -> Path:
     """One uninterrupted run of the examples (two configurations), not stored."""
     out = tmp_path_factory.mktemp("reference")
-    result = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out), cwd=out)
+    result = ragsweep("run", *swept(scripted_cache), "--no-store", "--output", str(out), cwd=out)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
@@ -232,35 +246,6 @@ def kilobytes(path: Path) -> int:
     )
 
 
-def test_a_run_folder_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
-    reference, tmp_path, embedding_cache
-):
-    # room for the steps' artifacts and log, not for the exports besides them
-    room = kilobytes(reference / "pipeline") + kilobytes(reference / "pipeline.log") + 400
-    with mounted("tmpfs", tmp_path / "small", "-t", "tmpfs", "-o", f"size={room}k") as out:
-        full = ragsweep("run", *swept(embedding_cache), "--no-store", "--output", str(out))
-
-        assert full.returncode == 2 and "Traceback" not in full.stderr
-        [run_dir] = [p for p in out.iterdir() if p.is_dir()]
-        line = last_line(full.stderr)
-        # (the write that found the disk full may be pyarrow's, which words it its own way)
-        assert f"cannot write the run folder {run_dir}: " in line
-        assert "No space left on device" in line
-        assert f"ragsweep run --resume {run_dir.name}" in line
-        assert not (run_dir / "report.html").exists() and not (run_dir / ".exporting").exists()
-        assert read_marker(run_dir)["status"] == "failed"
-
-        subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
-        resumed = ragsweep("run", "--resume", run_dir.name, "--output", str(out), "--no-store")
-
-        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
-        # every step but rank (kfp.local's cache finds no file for its metrics output) and
-        # the two that name the pipeline's job (publish, track) was reused: none embeds
-        reused = [line for line in resumed.stdout.splitlines() if line.endswith(": reused")]
-        assert len(reused) == 11 and "chunk-embed: reused" in resumed.stdout, resumed.stdout
-        assert is_complete(run_dir) and read_marker(run_dir)["status"] == "succeeded"
-
-
 def test_a_run_stored_with_results_is_never_replaced_by_a_failure_note(reference, tmp_path):
     run_dir = copy_run(reference, tmp_path)
     url = f"sqlite:///{tmp_path / 'store.db'}"
@@ -308,11 +293,11 @@ def wait_for_step(process: subprocess.Popen, function: str) -> list[psutil.Proce
     ids=["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run (kill)"],
 )
 def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
-    tmp_path, signum, group, embedding_cache
+    tmp_path, signum, group, scripted_cache
 ):
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    process = start_run(tmp_path / "runs", embedding_cache, "--store", url)
-    children = wait_for_step(process, "ingest")  # or a later step, which reads its output
+    process = start_run(tmp_path / "runs", scripted_cache, "--store", url)
+    children = wait_for_step(process, "configure")  # or a later step: each reads its output
 
     if group:
         os.killpg(process.pid, signum)
@@ -332,29 +317,80 @@ def test_a_signal_stops_the_run_and_its_steps_and_records_it_as_interrupted(
     assert row["run_id"] == run_dir.name and row["status"] == "interrupted"
 
 
-def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(
-    reference, tmp_path, embedding_cache
+@dataclass
+class KilledOnAFullDisk:
+    run_dir: Path
+    stopped: subprocess.CompletedProcess  # the resume that found the disk full
+    left: list[str]  # what the run folder held then
+    status: str  # and the status it was marked with
+    resumed: subprocess.CompletedProcess  # the resume once there was room
+
+
+@pytest.fixture(scope="module")
+def killed_on_a_full_disk(reference, tmp_path_factory, scripted_cache):
+    """A run killed (SIGKILL: the machine went down) while its chunk_embed step ran, on a
+    disk with room for the steps' artifacts and log but not for the exports beside them;
+    resumed there (its steps finish, its export finds the disk full), then resumed again
+    once there is room. One run serves both faults: each would otherwise cost a run of
+    its own."""
+    # the killed chunk_embed may leave its outputs half written: room for them too
+    [chunk_embed] = (reference / "pipeline").glob("*/*/chunk-embed")
+    steps = kilobytes(reference / "pipeline") + kilobytes(chunk_embed)
+    room = steps + kilobytes(reference / "pipeline.log") + 400
+    small = tmp_path_factory.mktemp("full-disk") / "small"
+    with mounted("tmpfs", small, "-t", "tmpfs", "-o", f"size={room}k") as out:
+        process = start_run(out, scripted_cache, "--no-store")
+        wait_for_step(process, "chunk_embed")
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate(timeout=60)
+        [run_dir] = out.iterdir()
+
+        stopped = ragsweep("run", "--resume", "--output", str(out), "--no-store")
+        left = sorted(p.name for p in run_dir.iterdir())
+        status = read_marker(run_dir)["status"]
+
+        subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
+        resumed = ragsweep("run", "--resume", run_dir.name, "--output", str(out), "--no-store")
+        yield KilledOnAFullDisk(run_dir, stopped, left, status, resumed)
+
+
+def test_a_run_folder_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
+    killed_on_a_full_disk,
 ):
-    out = tmp_path / "runs"
-    process = start_run(out, embedding_cache, "--no-store")
-    wait_for_step(process, "chunk_embed")
-    os.killpg(process.pid, signal.SIGKILL)  # the machine went down: no handler runs
-    process.communicate(timeout=60)
+    run = killed_on_a_full_disk
+    full, run_dir = run.stopped, run.run_dir
+    assert full.returncode == 2 and "Traceback" not in full.stderr
+    line = last_line(full.stderr)
+    # (the write that found the disk full may be pyarrow's, which words it its own way)
+    assert f"cannot write the run folder {run_dir}: " in line
+    assert "No space left on device" in line
+    assert f"ragsweep run --resume {run_dir.name}" in line
+    assert "report.html" not in run.left and ".exporting" not in run.left
+    assert run.status == "failed"
 
-    resumed = ragsweep("run", "--resume", "--output", str(out), "--no-store")
-
+    resumed = run.resumed
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
-    [run_dir] = out.iterdir()
-    reused = resumed.stdout.count(": reused")
-    assert (
-        reused >= 5
-    )  # configure, load-testset, ingest, generate-qa, plan ... chunk_embed's inputs
-    assert "chunk-embed: reused" not in resumed.stdout  # it was killed: it ran again
+    # every step but rank (kfp.local's cache finds no file for its metrics output) and
+    # the two that name the pipeline's job (publish, track) was reused: none embeds
+    reused = [line for line in resumed.stdout.splitlines() if line.endswith(": reused")]
+    assert len(reused) == 11 and "chunk-embed: reused" in resumed.stdout, resumed.stdout
+    assert is_complete(run_dir) and read_marker(run_dir)["status"] == "succeeded"
+
+
+def test_a_killed_run_resumes_to_the_results_of_an_uninterrupted_one(
+    killed_on_a_full_disk, reference
+):
+    run = killed_on_a_full_disk
+    # the first resume ran what the kill left undone (then its export found the disk full)
+    reused = run.stopped.stdout.count(": reused")
+    assert reused >= 5  # configure, load-testset, ingest, generate-qa, plan ... its inputs
+    assert "chunk-embed: reused" not in run.stopped.stdout  # it was killed: it ran again
+    assert run.resumed.returncode == 0, run.resumed.stderr[-2000:]
     for kind in ("leaderboard", "results"):
-        got = untimed(read_table(run_dir / f"{kind}.arrow", kind))
+        got = untimed(read_table(run.run_dir / f"{kind}.arrow", kind))
         want = untimed(read_table(reference / f"{kind}.arrow", kind))
         assert got.equals(want), kind
-    assert read_marker(run_dir)["status"] == "succeeded"
+    assert read_marker(run.run_dir)["status"] == "succeeded"
 
 
 def test_resume_refuses_a_finished_run(reference):

@@ -4,14 +4,17 @@ sweep key; the second night still finds the first as its baseline (by the sweep'
 says what changed, and gives a verdict. One pair of runs serves every test here."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from conftest import ragsweep_here
+from scripted_llm import ScriptedLLM
 
 from ragsweep.core.schemas import read_table, settings_of
 from ragsweep.results import database
@@ -23,15 +26,26 @@ RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 ADDED = [f"added/new-{i}.md" for i in range(1, 6)]
 
 
-def ragsweep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=900)
+def ragsweep(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, env=env, timeout=900)
 
 
 @pytest.fixture(scope="module")
-def nights(tmp_path_factory, embedding_cache):
+def scripted_embedder() -> Iterator[dict[str, str]]:
+    """The environment of the nights: their embeddings come from a scripted
+    OpenAI-compatible endpoint (``openai:embedder``), so that no step loads a model (the
+    5 added documents and the edited question are new to any cache)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    with ScriptedLLM() as server:
+        server.models.append("embedder")
+        yield env | {"RAGSWEEP_EMBEDDING_BASE_URL": server.url}
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory, scripted_embedder):
     """Night 1 and night 2 of sweep ``kb-nightly`` over a copy of examples/docs and a
     stored test set of its first 6 questions; before night 2, 5 documents are added and
-    one question is edited in the store. The embeddings are kept in the session's cache."""
+    one question is edited in the store."""
     tmp = tmp_path_factory.mktemp("nightly")
     docs = tmp / "docs"
     shutil.copytree(EXAMPLES / "docs", docs)
@@ -43,9 +57,9 @@ def nights(tmp_path_factory, embedding_cache):
     night = ["run", "--docs", str(docs), "--testset-name", "faq", "--sweep", "kb-nightly"]
     night += ["--baseline", "latest", "--store", url, "--output", str(tmp / "runs")]
     night += ["--chunk-sizes", "64", "--top-k", "1,3", "--search-types", "similarity"]
-    night += ["--cache", str(embedding_cache)]
+    night += ["--embedding-models", "openai:embedder", "--cache", str(tmp / "embeddings")]
 
-    first = ragsweep(*night)
+    first = ragsweep(*night, env=scripted_embedder)
     assert first.returncode == 0, first.stderr[-3000:]
     for i, name in enumerate(ADDED, start=1):
         (docs / name).parent.mkdir(exist_ok=True)
@@ -53,7 +67,7 @@ def nights(tmp_path_factory, embedding_cache):
     edited = DatabaseStore(database.connect(url)).load("faq")["question_id"][0].as_py()
     edit = ragsweep_here("testset", "edit", "faq", edited, "--question", "How?", "--store", url)
     assert edit.returncode == 0, edit.stderr
-    second = ragsweep(*night)
+    second = ragsweep(*night, env=scripted_embedder)
     runs = sorted(p for p in (tmp / "runs").iterdir() if p.name != "testsets")
     return {"first": first, "second": second, "runs": runs, "url": url, "edited": edited}
 

@@ -17,15 +17,18 @@ from scripted_llm import default_responder, free_port
 from test_labels import ragsweep as in_process
 
 from ragsweep.cli import finish
+from ragsweep.components.evaluate import evaluate
 from ragsweep.components.plan import plan
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of, write_table
+from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.kubeflow.closing import Outcome
 from ragsweep.models.llm import LLMSettings
 from ragsweep.results.exports import render
 from ragsweep.results.report import render_html
 from ragsweep.sweep import steps
+from ragsweep.sweep.settings import read_settings
 from ragsweep.sweep.space import SearchSpace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +40,11 @@ LEAN = ["--no-store", "--patterns", "0"]  # where neither is what the test is ab
 
 def ragsweep(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([RAGSWEEP, *args], capture_output=True, text=True, timeout=1200)
+
+
+def artifact(path: Path) -> dsl.Dataset:
+    """A step's input or output at ``path``, as kfp.local hands it to the step."""
+    return dsl.Dataset(uri=str(path))
 
 
 def files_under(folder: Path) -> list[Path]:
@@ -85,25 +93,69 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     leaks = [p for p in files_under(run_dir) if TEST_API_KEY.encode() in p.read_bytes()]
     assert leaks == []
 
-    # the generated test set is usable by the next run, which finds every reply cached
+    # the generated test set is usable by the next run: read as --testset reads it, it asks
+    # the same questions, so it retrieves what this run retrieved; evaluated from that by the
+    # evaluate step in this process (a second run's steps before it add nothing to check),
+    # it finds every reply cached and ranks the configurations alike
+    [root] = (run_dir / "pipeline").glob("ragsweep-*")  # beside it: kfp.local's cache
+    documents = artifact(root / "ingest" / "documents")
+    again = resolve_testset(
+        load_testset(str(run_dir / "testset.jsonl")), read_table(documents.path, "documents")
+    )
+    for field in ("question_id", "question", "reference_answers", "gold_spans"):
+        assert again[field].to_pylist() == testset[field].to_pylist(), field
+    questions, answers, scores = (artifact(tmp_path / n) for n in ("q", "answers", "scores"))
+    write_table(again, questions.path, "testset")
     calls = llm_server.chat_calls
-    rerun = ragsweep(
-        "run", "--docs", str(docs), "--testset", str(run_dir / "testset.jsonl"),
-        "--llm", "answerer", "--judge", "judge", "--output", str(runs), *SMALL_GRID, *LEAN,
+    evaluate.python_func(
+        settings=artifact(root / "configure" / "settings"),
+        retrievals=[artifact(p) for p in root.glob("for-loop-*/retrieve/retrievals")],
+        questions=questions, documents=documents, answers=answers, scores=scores,
     )  # fmt: skip
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert llm_server.chat_calls == calls  # zero calls
-    [second] = [d for d in runs.iterdir() if d != run_dir]
-    again = read_table(second / "leaderboard.arrow", "leaderboard")
-    assert again["correctness"].to_pylist() == ranked
+    configs = read_settings(root / "configure" / "settings").space.all_configs()
+    rebuilt = build_board(
+        read_table(scores.path, "scores"), read_table(answers.path, "answers"), again,
+        configs, "correctness",
+    )  # fmt: skip
+    assert rebuilt.leaderboard["correctness"].to_pylist() == ranked
+
+
+def admin_testset(path: Path, questions: int = 64) -> Path:
+    """A test set (Red Hat AutoRAG's .json) of ``questions`` questions on the admin
+    documents, each answered by a line of one, spread over all five: for a run whose plan
+    depends on how many questions it has, not on which."""
+    lines = [
+        (source.relative_to(DOCS / "admin").as_posix(), line.strip())
+        for source in sorted((DOCS / "admin").rglob("*"))
+        if source.suffix in (".md", ".txt")
+        for line in source.read_text().splitlines()
+        if len(line.split()) >= 8
+    ]
+    picked = [lines[i * len(lines) // questions] for i in range(questions)]
+    records = [
+        {
+            "question": f"Question {i}: what do the docs say about {line[:60]}?",
+            "correct_answers": [line],
+            "correct_answer_document_ids": [doc_id],
+        }
+        for i, (doc_id, line) in enumerate(picked)
+    ]
+    assert len(records) == questions
+    path.write_text(json.dumps(records))
+    return path
 
 
 def test_a_budgeted_run_halves_the_grid_within_its_llm_calls(llm_server, tmp_path):
-    runs = tmp_path / "runs"
+    """Six configurations of one chunk set (one chunk-embed step, one retrieve step), over
+    the admin documents, whose chunks the session's embedding cache holds once the run
+    above has run."""
+    runs, testset = tmp_path / "runs", admin_testset(tmp_path / "testset.json")
     result = ragsweep(
-        "run", "--docs", str(DOCS), "--testset", str(ROOT / "examples" / "testset.jsonl"),
+        "run", "--docs", str(DOCS / "admin"), "--testset", str(testset),
         "--llm", "answerer", "--judge", "judge", "--max-llm-calls", "300", "--output", str(runs),
-        "--chunk-sizes", "64,128,192", "--top-k", "1,3", "--search-types", "similarity", *LEAN,
+        "--chunk-sizes", "128", "--top-k", "1,2,3,4,5,6", "--search-types", "similarity",
+        *LEAN,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     # the full grid would take 6 x 64 answers + 6 x 64 verdicts = 768 calls

@@ -267,6 +267,7 @@ def sweep(tmp_path_factory) -> Iterator[Sweep]:
             "XDG_DATA_HOME": str(folder / "data-home"),
         }
         args = ["run", "--docs", str(docs), "--testset", str(testset), "--no-store", *SMALL_GRID]
+        args += ["--embedding-models", "openai:embedder"]  # no step loads a model
         yield Sweep(server, args, env, folder)
 
 
@@ -369,10 +370,10 @@ def run_in_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 
 
 def test_a_run_in_a_terminal_renders_a_live_display(sweep, tmp_path):
-    """Embedded by the scripted endpoint: a cold cache without a model to load."""
+    """A cold cache, embedded by the scripted endpoint: no model to load."""
     code, shown = run_in_terminal(
         [RAGSWEEP, *sweep.args, "--output", str(tmp_path / "runs"),
-         "--embedding-models", "openai:embedder", "--cache", str(tmp_path / "cache")],
+         "--cache", str(tmp_path / "cache")],
         sweep.env,
     )  # fmt: skip
     assert code == 0, shown[-3000:]

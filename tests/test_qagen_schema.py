@@ -1,6 +1,6 @@
 """Q&A generation sends each Giskard question generator's reply shape as a JSON schema
 (``response_format``), where the endpoint accepts one: SmolLM2-135M writes JSON Giskard can
-read only so (tests/test_real_qagen.py). Prose requests (topic names) carry none."""
+read only so (tests/test_qagen.py). Prose requests (topic names) carry none."""
 
 import pytest
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from builders import unit_retrieval, units_testset
+from test_pipeline import example_subset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
@@ -24,7 +25,6 @@ from ragsweep.sweep import steps
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 
-ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 QUESTIONS = 10
 LAMBDAS = tuple(round(0.04 * i, 2) for i in range(1, 24))  # 23 MMR settings
@@ -198,20 +198,21 @@ def test_max_configs_caps_the_grid_but_bounds_only_the_answered_with_the_model()
 
 def test_a_run_with_the_model_strategy_answers_16_of_500_configurations(llm_server, tmp_path):
     """The one kfp.local run: --strategy model --max-configs 16 over 500 configurations of
-    the example docs, answered by the scripted LLM."""
+    the documents cited by 8 questions of the examples (the example subset), answered by the
+    scripted LLM."""
     space = tmp_path / "space.yaml"
     space.write_text(
         "chunk_sizes: [128]\ntop_ks: [" + ", ".join(map(str, range(1, 21))) + "]\n"
         "search_types: [similarity, mmr, hybrid]\n"
         f"mmr_lambdas: [{', '.join(map(str, LAMBDAS))}]\nmmr_fetch_k: 20\n"
     )
+    docs, testset = example_subset(tmp_path, questions=8)
     runs = tmp_path / "runs"
     result = subprocess.run(
         [
-            RAGSWEEP, "run", "--docs", str(ROOT / "examples" / "docs"),
-            "--testset", str(ROOT / "examples" / "testset.jsonl"), "--space", str(space),
-            "--llm", "answerer", "--strategy", "model", "--max-configs", "16",
-            "--max-questions", "8", "--output", str(runs),
+            RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset),
+            "--space", str(space), "--llm", "answerer", "--strategy", "model",
+            "--max-configs", "16", "--output", str(runs), "--no-store", "--patterns", "0",
         ],
         capture_output=True, text=True, timeout=1200,
     )  # fmt: skip

@@ -1,10 +1,15 @@
 """MLflow: a sweep is one parent run with a nested child per configuration, checked in real
-tracking stores (a SQLite backend, and `mlflow server` on loopback) with MlflowClient."""
+tracking stores (a SQLite backend, and `mlflow server` on loopback) with MlflowClient. A
+whole `ragsweep run` logging to the server is tests/test_ui.py's run started from the page
+(one pipeline run for both)."""
 
 import json
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,7 +20,6 @@ from builders import make_board
 from conftest import free_port, ragsweep_here
 from mlflow.tracking import MlflowClient
 from test_cli import assert_user_error
-from test_pipeline import example_subset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
@@ -23,20 +27,20 @@ from ragsweep.results.tracking import log_sweep, safe_uri
 
 REPO = Path(__file__).resolve().parent.parent
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
-RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
 
-@pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory) -> str:
-    """A real MLflow tracking server on a free port of 127.0.0.1 (SQLite backend, artifacts
-    served from a temporary folder); its URI."""
-    root = tmp_path_factory.mktemp("mlflow-server")
+@contextmanager
+def serving_mlflow(root: Path) -> Iterator[str]:
+    """A real MLflow tracking server on a free port of 127.0.0.1 (SQLite backend in ``root``,
+    artifacts served from there); its URI. Without its job runner (a Huey consumer for
+    MLflow's GenAI jobs, which ragsweep never submits): ~6 CPU s of imports saved."""
     port = free_port()
     command = [MLFLOW, "server", "--backend-store-uri", f"sqlite:///{root}/mlflow.db"]
     command += ["--artifacts-destination", str(root / "artifacts")]
     command += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     log = (root / "server.log").open("w")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env)
     uri = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
@@ -59,6 +63,12 @@ def mlflow_server(tmp_path_factory) -> str:
             server.kill()
             server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory) -> Iterator[str]:
+    with serving_mlflow(tmp_path_factory.mktemp("mlflow-server")) as uri:
+        yield uri
 
 
 def the_sweep(client: MlflowClient, run_name: str):
@@ -171,30 +181,6 @@ EXAMPLES = [
 SMALL = ["--chunk-sizes", "64,128", "--top-k", "1", "--search-types", "similarity", "--no-store"]
 
 
-def test_ragsweep_run_with_mlflow_logs_the_sweep_to_a_real_server(
-    mlflow_server, embedding_cache, tmp_path, monkeypatch
-):
-    docs, testset = example_subset(tmp_path / "examples")
-    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))  # the session's
-    output = tmp_path / "runs"
-    result = subprocess.run(  # a whole pipeline: longer than test_cli's commands may take
-        [RAGSWEEP, "run", "--docs", str(docs), "--testset", str(testset), *SMALL]
-        + ["--output", str(output), "--mlflow", mlflow_server],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=1200,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    [run_dir] = [p for p in output.iterdir() if p.is_dir()]
-    leaderboard = read_table(run_dir / "leaderboard.arrow", "leaderboard")
-    assert leaderboard.num_rows == 2
-    parent, _ = assert_logged(MlflowClient(mlflow_server), run_dir.name, leaderboard)
-    # logged once the run folder was complete, by the run itself (not a pipeline step)
-    assert f"run {parent.info.run_id} with 2 configurations" in result.stderr
-    assert mlflow_server not in (run_dir / "settings.json").read_text()
-
-
 def test_ragsweep_run_stops_before_the_sweep_when_mlflow_does_not_answer(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
     result = ragsweep_here("run", *EXAMPLES, *SMALL, "--output", str(tmp_path), "--mlflow", dead)
@@ -213,33 +199,31 @@ def test_mlflow_failing_in_the_pipeline_is_a_warning_and_the_run_goes_on(board, 
     assert log_from_step(board, tmp_path / "report.html", "", "run-y") == ""  # no URI: skipped
 
 
-def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path, monkeypatch):
+def test_ragsweep_track_logs_a_finished_run_folder(board, tmp_path, mlflow_server):
+    """To the module's server (a new SQLite store costs its ~2 CPU s of migrations)."""
     from ragsweep.core.schemas import write_table
 
-    monkeypatch.chdir(tmp_path)  # MLflow puts a local store's artifacts in ./mlruns
     run_dir = tmp_path / "20261201-000000-000000"
     run_dir.mkdir()
     write_table(board, run_dir / "leaderboard.arrow", "leaderboard")
     (run_dir / "report.html").write_text("<html>r</html>")
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
 
-    result = ragsweep_here("track", str(run_dir), "--mlflow", uri)
+    result = ragsweep_here("track", str(run_dir), "--mlflow", mlflow_server)
 
     assert result.returncode == 0, result.stderr
-    assert_logged(MlflowClient(uri), run_dir.name, board)
-    missing = ragsweep_here("track", str(tmp_path), "--mlflow", uri)
+    assert_logged(MlflowClient(mlflow_server), run_dir.name, board)
+    missing = ragsweep_here("track", str(tmp_path), "--mlflow", mlflow_server)
     assert_user_error(missing, "not a run folder")
 
 
 def test_track_step_skips_without_a_uri_and_logs_with_the_secrets_variable(
-    board, tmp_path, monkeypatch
+    board, tmp_path, monkeypatch, mlflow_server
 ):
     from kfp import dsl
 
     from ragsweep.components.track import track
     from ragsweep.core.schemas import write_table
 
-    monkeypatch.chdir(tmp_path)
     leaderboard = dsl.Dataset(uri=str(tmp_path / "leaderboard"))
     write_table(board, leaderboard.path, "leaderboard")
     report = dsl.HTML(uri=str(tmp_path / "report"))
@@ -247,8 +231,7 @@ def test_track_step_skips_without_a_uri_and_logs_with_the_secrets_variable(
     step = {"leaderboard": leaderboard, "report": report, "pipeline_run_id": "kfp-run-7"}
 
     assert track.python_func(**step, mlflow_tracking_uri="") == ""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # as the Secret sets it on a cluster
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # as the Secret sets it on a cluster
     parent = track.python_func(**step, mlflow_tracking_uri="")
 
-    assert assert_logged(MlflowClient(uri), "kfp-run-7", board)[0].info.run_id == parent
+    assert assert_logged(MlflowClient(mlflow_server), "kfp-run-7", board)[0].info.run_id == parent

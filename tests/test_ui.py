@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,11 +18,15 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 import ui_demo
-from conftest import emptied, free_port, needs_chromium
+from conftest import emptied, free_port, needs_chromium, ragsweep_here
+from mlflow.tracking import MlflowClient
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from test_pipeline import example_subset
+from test_tracking import assert_logged, serving_mlflow
 
 from ragsweep.core.errors import safe_url
+from ragsweep.core.schemas import read_table
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.results import database
@@ -69,11 +74,24 @@ def either_engine(request):
 
 
 @pytest.fixture(scope="module")
-def base_url(engine, tmp_path_factory):
+def runs_dir(tmp_path_factory) -> Path:
+    """Where the runs started from the page write their folders."""
+    return tmp_path_factory.mktemp("ui-runs")
+
+
+@pytest.fixture(scope="module")
+def base_url(engine, runs_dir, tmp_path_factory):
     roots = DocRoots.of([str(tmp_path_factory.getbasetemp()), str(ROOT / "examples")])
-    app = create_app(engine, runs_dir=tmp_path_factory.mktemp("ui-runs"), docs_roots=roots)
+    app = create_app(engine, runs_dir=runs_dir, docs_roots=roots)
     with ui_demo.serving(app, free_port()) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory) -> Iterator[str]:
+    """A real MLflow tracking server, for the run started from the page."""
+    with serving_mlflow(tmp_path_factory.mktemp("mlflow-server")) as uri:
+        yield uri
 
 
 @pytest.fixture
@@ -352,20 +370,22 @@ def test_a_run_started_from_the_page_runs_in_the_background_and_shows_its_log(
 
 
 @needs_chromium
-def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_warns_after_an_edit(
-    page, base_url, engine, tmp_path, embedding_cache, monkeypatch
+def test_a_page_run_stores_its_set_by_name_logs_to_mlflow_and_its_drill_down_warns_after_an_edit(
+    page, base_url, engine, runs_dir, tmp_path, embedding_cache, monkeypatch, mlflow_server
 ):
-    """A real run (kfp.local) of a stored set over a copy of the example documents: the run
-    joins the stored set (``ragsweep run --testset-name``), whose questions left out of its
-    sample stay; once a document is edited, the drill-down says the text may not be what the
-    run retrieved. The suite's one run started from the page (one store: kfp.local's run
-    is the same on each)."""
+    """A real run (kfp.local) of a stored set, the example set's first questions over the
+    documents they cite: the run joins the stored set (``ragsweep run --testset-name``),
+    whose questions left out of its sample stay; it logs its sweep to a real MLflow server
+    (``MLFLOW_TRACKING_URI``, the suite's one whole run doing so: tests/test_tracking.py
+    checks the rest); once a document is edited, the drill-down says the text may not be
+    what the run retrieved. The suite's one run started from the page (one store:
+    kfp.local's run is the same on each)."""
 
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))  # the job's too
-    docs = tmp_path / "docs"
-    shutil.copytree(ROOT / "examples" / "docs", docs)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # the job's
+    docs, first_questions = example_subset(tmp_path, questions=6)
     testsets = DatabaseStore(engine)  # stored resolved, as `ragsweep testset add --docs` does
-    stored = load_testset(str(ROOT / "examples" / "testset.json"))
+    stored = load_testset(str(first_questions))
     testsets.save("faq.json", resolve_testset(stored, read_documents(str(docs)).table))
     names = testsets.names()
     page.goto(f"{base_url}/start")
@@ -383,7 +403,14 @@ def test_a_run_started_from_the_page_stores_its_set_by_name_and_its_drill_down_w
     info = database.run_info(engine, run["run_id"])
     assert info["testset_name"] == "faq.json" and info["settings"]["docs"] == str(docs)
     assert testsets.names() == names  # the run's test set is the stored one
-    assert testsets.load("faq.json").num_rows == 64  # those left out of the sample stay
+    assert testsets.load("faq.json").num_rows == 6  # those left out of the sample (4) stay
+    run_dir = runs_dir / run["run_id"]
+    leaderboard = read_table(run_dir / "leaderboard.arrow", "leaderboard")
+    parent, _ = assert_logged(MlflowClient(mlflow_server), run_dir.name, leaderboard)
+    # logged once the run folder was complete, by the run itself (not a pipeline step)
+    logged = f"run {parent.info.run_id} with {leaderboard.num_rows} configurations"
+    assert logged in page.locator("#log").inner_text()
+    assert mlflow_server not in (run_dir / "settings.json").read_text()
     results = database.load_results(engine, run["run_id"])
     with engine.connect() as conn:
         versions = conn.execute(
@@ -442,16 +469,27 @@ def test_the_runs_list_pages_through_every_run(page, tmp_path):
         assert page.goto(f"{url}/?page=0").status == 400
 
 
+GENERATED_FROM = ["guides/quickstart.txt", "guides/mobile/mobile-apps.md", "api/webhooks.txt"]
+
+
 @needs_chromium
 def test_a_test_set_generated_from_the_page_is_stored_under_its_name(
-    page, base_url, engine, llm_server
+    page, base_url, engine, llm_server, tmp_path, monkeypatch
 ):
     """Giskard RAGET in a background ``ragsweep generate`` (the scripted LLM writes the
-    questions), followed on its job page, stored in the app's results database."""
+    questions), followed on its job page, stored in the app's results database. Over three
+    of the example documents (Giskard's topics need 4 chunks; they make ~15), with numba's
+    JIT off in the job: compiling UMAP's functions costs a new process ~10 CPU s, more than
+    running them as Python on so few chunks, and is no part of what the page does."""
 
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for doc in GENERATED_FROM:
+        shutil.copy(ROOT / "examples" / "docs" / doc, docs)
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")  # the job's environment
     name = f"generated-{engine.dialect.name}"
     page.goto(f"{base_url}/testsets")
-    page.fill("#generate input[name=docs]", str(ROOT / "examples" / "docs"))
+    page.fill("#generate input[name=docs]", str(docs))
     page.fill("#generate input[name=name]", name)
     page.fill("#generate input[name=llm]", "writer")
     page.fill("#generate input[name=num_questions]", "4")
@@ -533,27 +571,20 @@ def test_with_a_token_every_request_needs_it(page, engine):
         assert page.locator("#leaderboard").count() == 1
 
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from ragsweep.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
-    env = {"RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
+    """Through the entry point, in this process: refused before anything is served."""
+    env = {**os.environ, "RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
     env = {**env, "RAGSWEEP_UI_TOKEN": ""}
-    done = run_cli("ui", "--host", "0.0.0.0", "--port", str(free_port()), env=env)
+    done = ragsweep_here("ui", "--host", "0.0.0.0", "--port", str(free_port()), env=env)
     assert done.returncode == 2
     assert "--host 0.0.0.0 exposes the results to the network" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_the_cli_serves_loopback_only_to_loopback_host_names(either_engine):
-    env = {"RAGSWEEP_STORE_URL": either_engine.url.render_as_string(hide_password=False)}
+def test_the_cli_serves_loopback_only_to_loopback_host_names(pg_engine):
+    """From the PostgreSQL server (the CLI serves the SQLite store in the next test, and
+    over IPv6 in tests/test_ui_security.py)."""
+    env = {"RAGSWEEP_STORE_URL": pg_engine.url.render_as_string(hide_password=False)}
     process, url = ui_demo.serve_cli(env={**env, "RAGSWEEP_UI_TOKEN": ""})
     try:
         assert "night-3" in httpx.get(url).text

@@ -333,6 +333,7 @@ def run(
     if docs is None:
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     from ragsweep.kubeflow.local import preflight, run_local
+    from ragsweep.pipelines.sweep_pipeline import sweep
     from ragsweep.sweep.options import run_settings
 
     testset = resolved_testset(testset, testset_name, store, output)
@@ -342,7 +343,7 @@ def run(
     check_endpoints(settings)
     tracking_uri = checked_tracking_uri(mlflow)
     check_writable(output)
-    finish(run_local(settings, output, url, verbose, tracking_uri), top, patterns)
+    finish(run_local(sweep, settings, output, url, verbose, tracking_uri), top, patterns)
 
 
 def resolved_testset(testset: str, testset_name: str, store: str | None, output: Path) -> str:
@@ -389,6 +390,7 @@ def resume_run(
     """``ragsweep run --resume``: the run, continued, with what the store and MLflow checks
     say before it starts."""
     from ragsweep.kubeflow.local import resume_local
+    from ragsweep.pipelines.sweep_pipeline import sweep
     from ragsweep.results import database as results_store
 
     url = None if no_store else results_store.resolve_url(store)
@@ -396,7 +398,7 @@ def resume_run(
         results_store.connect(url)
     tracking_uri = checked_tracking_uri(mlflow)
     which = None if run_id == LAST_INTERRUPTED else run_id
-    outcome = resume_local(output, which, url, verbose, tracking_uri)
+    outcome = resume_local(sweep, output, which, url, verbose, tracking_uri)
     finish(outcome, top, patterns=int((outcome.run_dir / "patterns").is_dir()))
 
 

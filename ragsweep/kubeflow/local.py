@@ -23,12 +23,12 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragsweep.core.errors import RagsweepError
 
@@ -61,13 +61,15 @@ def preflight(docs: str, testset: str, skip_unresolved: bool = False) -> None:
 
 
 def run_local(
+    pipeline: Callable[..., Any],
     settings: RunSettings,
     output: Path,
     store_url: str | None = None,
     verbose: bool = False,
     tracking_uri: str = "",
 ) -> Outcome:
-    """Run the pipeline locally in a new run folder under ``output``; see ``execute``."""
+    """Run ``pipeline`` (the sweep's pipeline function, which the caller brings: the library
+    imports no pipeline) locally in a new run folder under ``output``; see ``execute``."""
     from ragsweep.kubeflow.rundir import write_marker
 
     settings = replace(
@@ -95,10 +97,11 @@ def run_local(
     )
     n = len(settings.space.all_configs())
     log.info("sweeping %d configurations; run folder %s", n, run_dir)
-    return execute(run_dir, store_url, verbose, tracking_uri)
+    return execute(pipeline, run_dir, store_url, verbose, tracking_uri)
 
 
 def resume_local(
+    pipeline: Callable[..., Any],
     output: Path,
     run_id: str | None,
     store_url: str | None = None,
@@ -112,10 +115,11 @@ def resume_local(
 
     run_dir = find_run(output, run_id)
     log.info("resuming run %s in %s: the steps that finished are reused", run_dir.name, run_dir)
-    return execute(run_dir, store_url, verbose, tracking_uri, resumed=True)
+    return execute(pipeline, run_dir, store_url, verbose, tracking_uri, resumed=True)
 
 
 def execute(
+    pipeline: Callable[..., Any],
     run_dir: Path,
     store_url: str | None,
     verbose: bool,
@@ -143,7 +147,6 @@ def execute(
     from ragsweep.kubeflow.rundir import export_run, started_at, write_marker
     from ragsweep.kubeflow.tasks import for_local_run
     from ragsweep.kubeflow.terminal import StepTotal
-    from ragsweep.pipelines.sweep_pipeline import sweep
     from ragsweep.results import database, tracking
 
     marker = write_marker(run_dir, status="running", pid=os.getpid(), failed={}, stored=None)
@@ -166,9 +169,9 @@ def execute(
     env.update(thread_environment(marker.get("parallelism", 1)))
     (run_dir / "progress.jsonl").write_text("")  # counters start afresh on a resume
     branches = min(marker.get("parallelism", 1), LOCAL_MAX_BRANCHES)
-    pipeline = for_local_run(sweep, branches)
+    local_pipeline = for_local_run(pipeline, branches)
     steps = StepTotal(  # plan's groups; plan_shards' shards, 1 until it has listed them
-        pipeline.pipeline_spec,
+        local_pipeline.pipeline_spec,
         run_dir / "pipeline",
         {"plan": marker.get("groups", 1)},
         conditions=False,  # the one condition, a baseline, is compared by close_run
@@ -188,7 +191,7 @@ def execute(
                 monitor.start()
                 try:
                     with redirect_stdout(step_log), root_logging_to(step_log), environment(env):
-                        task = pipeline(**arguments)
+                        task = local_pipeline(**arguments)
                 finally:
                     monitor.stop()
             outputs = {
