@@ -30,27 +30,27 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 # The files that take minutes (whole pipelines, a real model), measured with --durations:
 # started first, so that pytest-xdist's workers (one file at a time each) finish together
 # rather than one running a long file alone at the end.
-LONGEST_FILES = (  # CPU seconds each took alone (pytest -n 0, loaded machine), longest first
-    "test_patterns_chunkers_queries.py",  # 217
-    "test_onnx_backend.py",  # 216
-    "test_ui.py",  # 181
-    "test_pipeline_llm.py",  # 177
-    "test_real_judge_labels.py",  # 146
-    "test_failures.py",  # 138
-    "test_patterns.py",  # 118
-    "test_patterns_stores.py",  # 114
-    "test_embedcache.py",  # 103
-    "test_tracking.py",  # 98
-    "test_progress.py",  # 90
-    "test_nightly.py",  # 88
-    "test_pipeline_shards.py",  # 75
-    "test_search_model.py",  # 73
-    "test_plugins.py",  # 73
-    "test_real_qagen.py",  # 68
-    "test_real_model.py",  # 68
-    "test_qagen.py",  # 62
-    "test_stored_testdata.py",  # 57
-    "test_real_query_transforms.py",  # 53
+LONGEST_FILES = (  # seconds in the suite's parallel run (--durations summed), longest first
+    "test_onnx_backend.py",  # 182
+    "test_ui.py",  # 134
+    "test_patterns_chunkers_queries.py",  # 132
+    "test_pipeline_llm.py",  # 114
+    "test_real_judge_labels.py",  # 97
+    "test_patterns_stores.py",  # 75
+    "test_real_model.py",  # 70
+    "test_plugins.py",  # 67
+    "test_patterns.py",  # 56
+    "test_tracking.py",  # 50
+    "test_progress.py",  # 50
+    "test_search_model.py",  # 47
+    "test_pipeline_shards.py",  # 45
+    "test_openshift.py",  # 42
+    "test_qagen.py",  # 39
+    "test_embedcache.py",  # 37
+    "test_failures.py",  # 35
+    "test_statistics.py",  # 35
+    "test_embedcache_faults.py",  # 34
+    "test_stored_testdata.py",  # 33
 )
 
 
