@@ -114,6 +114,26 @@ def test_shard_vectors_serve_every_chunk_and_the_model_embeds_nothing_more(tmp_p
             assert a == pytest.approx(b, abs=1e-5)
 
 
+def test_chunk_sets_sharing_texts_embed_each_distinct_text_once(tmp_path):
+    # Chunk sets are built one at a time, the vectors of earlier ones dropped: a text an
+    # earlier set embedded is read back from the cache. It was embedded again (the cache's
+    # own shards were never indexed): 3,413 texts embedded for 2,426 distinct ones on the
+    # Click docs' six chunk sets.
+    configs = SearchSpace(chunk_sizes=(16, 32), chunk_overlaps=(0, 4)).chunk_configs()
+    cache = EmbeddingCache(tmp_path / "cache")
+    build_chunk_sets(DOCS, configs, cache, tmp_path / "chunks")
+    texts = [
+        text
+        for config in configs
+        for text in fanout.read_chunk_set(tmp_path / "chunks", config["chunk_config_id"])[
+            "text"
+        ].to_pylist()
+    ]
+    assert len(set(texts)) < len(texts)  # the sets share texts
+    assert cache.encoded == len(set(texts))
+    assert cache.shards_read > 0
+
+
 def test_an_empty_merge_is_an_empty_tier(tmp_path, space):
     merged = tmp_path / "merged"
     assert fanout.merge_folders([], merged) == 0

@@ -378,8 +378,11 @@ class EmbeddingCache:
         if not self.files or not self.writable:
             return
         name = f"{_model_key(model)}/{uuid.uuid4().hex}.arrow"
-        if self._store(name, *encode(np.array(keys, dtype=KEY), vectors)):
-            self.indexes.setdefault(model, _Index()).seen.add(name)
+        shard, index = encode(np.array(keys, dtype=KEY), vectors)
+        if self._store(name, shard, index):
+            # indexed, not only seen: once ``known`` is cleared (build_chunk_sets holds one
+            # chunk set's vectors at a time), a later lookup reads these rows back
+            self.indexes.setdefault(model, _Index()).add(name, decode_index(index))
             self.used.setdefault(model, set()).add(name)
 
     def _store(self, name: str, shard: bytes, index: bytes) -> bool:
@@ -499,7 +502,7 @@ class _Index:
     """Where each stored key of a model is: its shard's name and row, for sorted lookups."""
 
     def __init__(self) -> None:
-        self.seen: set[str] = set()  # shards indexed, read whole, or written by this cache
+        self.seen: set[str] = set()  # shards indexed (those this cache wrote too) or read whole
         self.layout: dict[str, ShardIndex] = {}
         self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
