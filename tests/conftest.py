@@ -136,6 +136,30 @@ def embedding_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
     return folder
 
 
+@pytest.fixture(scope="session")
+def ragsweep_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """ragsweep's cache folder for the session (``RAGSWEEP_CACHE_DIR``: replies, ONNX
+    exports), shared by pytest-xdist's workers, so that the default embedding backend's
+    export is made once and not in the user's home."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if worker_id != "master" else root) / "ragsweep-cache"
+    (folder / "onnx").mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _session_cache(ragsweep_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(ragsweep_cache))
+
+
+def own_cache(folder: Path, session_cache: Path) -> str:
+    """A cache folder of a test's own (its replies apart) that shares the session's ONNX
+    exports (``session_cache``: the ``ragsweep_cache`` fixture)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "onnx").symlink_to(session_cache / "onnx")
+    return str(folder)
+
+
 @pytest.fixture(autouse=True)
 def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test writes to the user's results database or MLflow: the default SQLite file
@@ -298,9 +322,14 @@ TEST_API_KEY = "sk-test-do-not-leak-8d41"
 
 
 @pytest.fixture
-def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path, embedding_cache: Path) -> Iterator:
+def llm_server(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    embedding_cache: Path,
+    ragsweep_cache: Path,
+) -> Iterator:
     """A scripted OpenAI-compatible server; RAGSWEEP_LLM_* point at it (the judge defaults
-    to the same), and the reply cache lives in the test's folder. The runs' embedding cache
+    to the same), and the reply cache is the test's own. The runs' embedding cache
     (``ragsweep run --cache``'s default) is the session's: the replies differ from test to
     test, the vectors of the bundled model do not."""
     from scripted_llm import ScriptedLLM
@@ -310,7 +339,9 @@ def llm_server(monkeypatch: pytest.MonkeyPatch, tmp_path, embedding_cache: Path)
     monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", TEST_API_KEY)
     monkeypatch.delenv("RAGSWEEP_JUDGE_BASE_URL", raising=False)
     monkeypatch.delenv("RAGSWEEP_JUDGE_API_KEY", raising=False)
-    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    # the reply cache: the test's own, outside its tmp_path (which tests list)
+    replies = own_cache(tmp_path_factory.mktemp("replies"), ragsweep_cache)
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", replies)
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", str(embedding_cache))
     yield server
     server.stop()

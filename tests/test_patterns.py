@@ -387,6 +387,8 @@ def test_the_scripts_copy_ragsweeps_constants():
     ragsweep uses; extraction, tokenizer and prompts are ragsweep's modules, copied."""
     indexing, inference = template_constants("indexing.py"), template_constants("inference.py")
     assert indexing["BATCH"] == embedding.BATCH
+    assert indexing["LOCAL_BATCH"] == embedding.LOCAL_BATCH
+    assert indexing["RUNTIMES"] == embedding.BACKENDS
     assert indexing["STORES"] == patterns.SCRIPT_STORES
     assert inference["FUSION_DEPTH"] == search.FUSION_DEPTH
     assert inference["CROSS_ENCODER_BATCH"] == reranking.CROSS_ENCODER_BATCH

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import own_cache
 from markupsafe import escape
 from scripted_llm import ScriptedLLM
 from test_patterns import EXAMPLES, assert_scripts_reproduce, patterns_of, questions, sweep
@@ -23,9 +24,9 @@ def writer():
 
 
 @pytest.fixture(scope="module")
-def endpoint(writer, tmp_path_factory) -> dict[str, str]:
-    cache = tmp_path_factory.mktemp("replies")  # the sweep's reply cache, not the user's
-    return {"RAGSWEEP_LLM_BASE_URL": writer.url, "RAGSWEEP_CACHE_DIR": str(cache)}
+def endpoint(writer, tmp_path_factory, ragsweep_cache) -> dict[str, str]:
+    cache = own_cache(tmp_path_factory.mktemp("replies") / "cache", ragsweep_cache)  # own replies
+    return {"RAGSWEEP_LLM_BASE_URL": writer.url, "RAGSWEEP_CACHE_DIR": cache}
 
 
 @pytest.fixture(scope="module")

