@@ -180,6 +180,7 @@ def benchmark(rounds: int, before: Path | None, testset: Path, backends: list[st
     kinds += [(f"pipeline {b}" if b else "pipeline", ROOT, b) for b in backends or [""]]
     kinds += [("before", before, "")] if before else []
     print(f"Click 8.1.8 docs, {rounds} rounds of {', '.join(k for k, _, _ in kinds)}")
+    export(backends)
     runs: dict[str, list] = {kind: [] for kind, _, _ in kinds}
     for _ in range(rounds):
         for kind, code, backend in kinds:
@@ -187,6 +188,16 @@ def benchmark(rounds: int, before: Path | None, testset: Path, backends: list[st
             runs[kind].append(run(measured, corpus, code, backend))
             RESULTS.write_text(json.dumps(summarise(runs), indent=2))  # so far, if stopped
     return summarise(runs)
+
+
+def export(backends: list[str]) -> None:
+    """Make the ONNX files the runs use before timing them: an export is once per machine
+    (kept in ragsweep's cache folder; ``bench_backends.py`` times it), not part of a run."""
+    from ragsweep.models import embedding, onnx_backend
+
+    for backend in {embedding.backend(f"{MODEL}@{b}" if b else MODEL) for b in backends or [""]}:
+        if backend != "torch":
+            onnx_backend.exported(embedding.model_path(MODEL), backend)
 
 
 def summarise(runs: dict[str, list]) -> dict:
@@ -220,7 +231,8 @@ def report(results: dict) -> str:
         f"{fastest[kind]['seconds'] / b['seconds']:.2f}x"
         for kind in pipelines
     ]
-    lines += ["", f"**(a)/(b) = {', '.join(ratios)}** (target ≤ 1.25x)"]
+    target = "(issue 27's target: ≤ 0.8x on the default backend)"
+    lines += ["", f"**(a)/(b) = {', '.join(ratios)}** {target}"]
     if "before" in fastest:
         before = fastest["before"]["seconds"]
         lines[-1] += f"; before this change {before / b['seconds']:.2f}x."
