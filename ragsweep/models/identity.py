@@ -1,0 +1,110 @@
+"""What a model or an endpoint *is*, by content: the key of everything made with it.
+
+A local model's identity is the SHA-256 of its files' contents (weights, tokenizer,
+configuration), with the runtime that runs it: a model retrained in place (same path, same
+file names, same sizes) is another model. Hashing weights costs a read of each file, so a
+file's digest is remembered by (path, size, mtime, inode) in ``identity/digests.json`` in
+ragsweep's cache folder and costs nothing on the next run; a changed file is hashed again.
+
+An endpoint's identity is its base URL without credentials and the model name it serves:
+the same model name at two URLs is two models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+CHUNK = 1 << 20  # bytes hashed at a time
+SHORT = 16  # hex digits of an identity kept in names and records
+# the files of a model folder that hold no part of what it computes (docs, licences)
+IGNORED_SUFFIXES = (".md", ".txt", ".lock", ".gitattributes")
+_lock = threading.Lock()
+
+
+def _memo_path() -> Path:
+    from ragsweep.models.replies import cache_dir
+
+    return cache_dir() / "identity" / "digests.json"
+
+
+def _read_memo(path: Path) -> dict[str, str]:
+    try:
+        memo = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # missing or damaged: digests are computed again, nothing is trusted
+    return memo if isinstance(memo, dict) else {}
+
+
+def _write_memo(path: Path, memo: dict[str, str]) -> None:
+    """Written whole under a temporary name; a cache that cannot be written costs a re-hash
+    next time, never a wrong digest."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(json.dumps(memo, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of the file's contents, remembered by path, size, mtime and inode."""
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+    memo_path = _memo_path()
+    with _lock:
+        memo = _read_memo(memo_path)
+        if key in memo:
+            return memo[key]
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            digest.update(block)
+    value = digest.hexdigest()
+    with _lock:
+        memo = _read_memo(memo_path)
+        prefix = f"{path.resolve()}|"
+        memo = {k: v for k, v in memo.items() if not k.startswith(prefix)}  # older versions
+        memo[key] = value
+        _write_memo(memo_path, memo)
+    return value
+
+
+def folder_digest(folder: Path) -> str:
+    """The digest of every file of a model folder that can change what it computes: each
+    file's relative path and content digest, hashed together."""
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not p.name.endswith(IGNORED_SUFFIXES) and ".cache" not in p.parts
+    )
+    listing = [(str(p.relative_to(folder)), file_digest(p)) for p in files]
+    return hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+
+
+def local_model(folder: Path, runtime: str) -> str:
+    """A local model's identity: ``<runtime>:<digest of its files>`` (``SHORT`` digits)."""
+    return f"{runtime}:{folder_digest(folder)[:SHORT]}"
+
+
+def strip_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part, a query or a fragment."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment="")).rstrip("/")
+
+
+def endpoint(base_url: str, model: str) -> str:
+    """An endpoint model's identity: ``endpoint:<url without credentials>#<model>``."""
+    return f"endpoint:{strip_credentials(base_url)}#{model}"
+
+
+def short(identity: str) -> str:
+    """A fixed-length token of ``identity`` for file names."""
+    return hashlib.sha256(identity.encode()).hexdigest()[:SHORT]
