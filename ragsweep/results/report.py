@@ -25,11 +25,17 @@ from ragsweep.evaluation.metrics import metric as metric_of
 from ragsweep.results.agreements import AGREEMENT_SLOT
 from ragsweep.results.exports import (
     ERRORS_LEGEND,
+    JUDGE_LEGEND,
+    NOT_MEASURED,
     eliminated_cell,
     errors_cell,
     exact_only,
     has_eliminated,
     has_errors,
+    has_judge,
+    judge_rate_cell,
+    not_measured,
+    not_measured_lines,
     number,
     ranking_metric,
     render,
@@ -234,7 +240,11 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
         f"<th>{escape(metric)}{better}</th><th>95% CI</th>"
         f"<th>interval ({scale[0]:.3g} to {scale[1]:.3g})</th>"
-        + "".join(f'<th class="wrap">{escape(m.replace("_", " "))}</th>' for m in others)
+        + judged_head(board, metric, None)
+        + "".join(
+            f'<th class="wrap">{escape(m.replace("_", " "))}</th>' + judged_head(board, metric, m)
+            for m in others
+        )
         + "<th>questions</th>"
         + ("<th>eliminated</th>" if with_eliminated else "")
         + ("<th>errors</th>" if with_errors else "")
@@ -267,14 +277,47 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f'<td class="num"><b>{fmt(r[metric])}</b></td>'
             f'<td class="num">{fmt(r[metric + "_low"])} – {fmt(r[metric + "_high"])}</td>'
             f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'], scale)}</td>"
-            + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
+            + judged_cell(board, metric, None, r)
+            + "".join(metric_cell(board, m, r) + judged_cell(board, metric, m, r) for m in others)
             + f'<td class="num">{r["questions"]}</td>{out}{errors}'
             f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td>'
             f"{rerank_cell}</tr>"
         )
     legend = f'<p class="muted">{escape(ERRORS_LEGEND)}.</p>' if with_errors else ""
+    legend += "".join(f'<p class="muted">{escape(line)}.</p>' for line in judged_legend(board))
     table = f'<table id="leaderboard">{head}{"".join(lines)}</table>'
     return f'<div class="scroll">{table}</div>{legend}'
+
+
+def _judged_column(board: pa.Table, metric: str) -> str | None:
+    """The metric the judge-error column follows: the ranking metric when the judge gives it,
+    else correctness; None when the run had no judge."""
+    if not has_judge(board):
+        return None
+    return metric if metric_of(metric).judged else "correctness"
+
+
+def judged_head(board: pa.Table, metric: str, after: str | None) -> str:
+    """The judge-error column's header where it follows ``after`` (None: the ranking
+    metric's interval bar; a metric: that metric's column)."""
+    return "<th>judge errors</th>" if _judged_column(board, metric) == (after or metric) else ""
+
+
+def judged_cell(board: pa.Table, metric: str, after: str | None, row: dict) -> str:
+    if _judged_column(board, metric) != (after or metric):
+        return ""
+    return f'<td class="num judge-errors">{escape(judge_rate_cell(row))}</td>'
+
+
+def metric_cell(board: pa.Table, m: str, row: dict) -> str:
+    """A metric's mean, or ``n/a`` where the run could not measure it."""
+    shown = NOT_MEASURED if m in not_measured(board) else fmt(row[m])
+    return f'<td class="num">{shown}</td>'
+
+
+def judged_legend(board: pa.Table) -> list[str]:
+    """The footnotes of the judge-error column and of the metrics not measured."""
+    return ([JUDGE_LEGEND] if has_judge(board) else []) + not_measured_lines(board)
 
 
 def breakdown_tables(breakdown: pa.Table, board: pa.Table, metric: str) -> str:
