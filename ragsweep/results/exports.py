@@ -304,4 +304,11 @@ def best_spec(leaderboard: pa.Table) -> str:
     if settings.get("docs"):
         docs = ", ".join([settings["docs"], *settings.get("more_docs", [])])
         head.append(f"# documents: {docs}; test set: {settings.get('testset')}")
+    left = ((settings.get("evaluation") or {}).get("warm_start") or {}).get("not_answered_again")
+    if left:  # the sweep's best may be a configuration this run did not answer
+        ids = ", ".join(w["config_id"] for w in left)
+        head.append(
+            f"# note: {len(left)} configurations an earlier run of the sweep scored at least "
+            f"as high were not answered again in this run: {ids}"
+        )
     return "\n".join(head) + "\n" + yaml.safe_dump(spec, sort_keys=False)

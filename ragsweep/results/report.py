@@ -443,13 +443,39 @@ def model_summary(record: dict, calls: str) -> str:
 
 
 def warm_summary(warm: dict) -> str:
-    """What the model-based search started from: earlier runs' scores, or why none."""
-    if warm.get("configurations"):
-        return (
-            f" Warm start: {warm['configurations']} configurations scored by earlier runs of "
-            f"the sweep ({', '.join(warm['runs'])}), not answered again."
+    """What the model-based search started from: earlier runs' scores, or why none; which of
+    them were answered again, and which could win but were not (``unchecked_warm``)."""
+    if not warm.get("configurations"):
+        return f" {warm['note'][0].upper()}{warm['note'][1:]}." if warm.get("note") else ""
+    again = warm.get("answered_again") or []
+    text = (
+        f" Warm start: {warm['configurations']} configurations scored by earlier runs of "
+        f"the sweep ({', '.join(warm['runs'])})"
+    )
+    if again:
+        text += (
+            f"; {len(again)} of them, scored by an earlier run at least as high as this run's "
+            "best, answered again in this run, the others not answered again."
         )
-    return f" {warm['note'][0].upper()}{warm['note'][1:]}." if warm.get("note") else ""
+    else:
+        text += ", not answered again."
+    unchecked = unchecked_warm(warm)
+    return text + (f" {unchecked}" if unchecked else "")
+
+
+def unchecked_warm(warm: dict) -> str | None:
+    """A line when configurations an earlier run scored at least as high as this run's best
+    were not answered again (more than ``steps.RECHECKED`` of them): this run's best may not
+    be the sweep's."""
+    left = warm.get("not_answered_again") or []
+    if not left:
+        return None
+    shown = ", ".join(f"{w['label'] or w['config_id']} ({w['score']:.3f})" for w in left)
+    return (
+        f"Not answered again, though an earlier run of the sweep ({', '.join(warm['runs'])}) "
+        f"scored them at least as high as this run's best: {shown}; the sweep's best may be "
+        "among them, and this run's rank 1, patterns and best are this run's only."
+    )
 
 
 JUDGE_UNREADABLE_SHARE = 0.05  # above this share of answers, the run says the judge failed
