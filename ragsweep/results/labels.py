@@ -396,8 +396,7 @@ def corrected_scores(
     out = {}
     name = stats.CORRECTED_METRIC
     for config, rows in by_config.items():
-        person = np.array([float(known[judged.key[i]]) if judged.key[i] in known else np.nan
-                           for i in rows])  # fmt: skip
+        person = np.array([float(known.get(judged.key[i], np.nan)) for i in rows])
         found = stats.corrected(
             np.array([judged.stratum(i) for i in rows]),
             person,
