@@ -19,7 +19,7 @@ from ragsweep.core.schemas import config_id, read_table, settings_of, write_tabl
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
-from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
+from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasured
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
@@ -84,6 +84,12 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
+        missing = unmeasured(list(self.space.answerers)).get(self.optimization_metric)
+        if missing:
+            raise RagsweepError(
+                f"optimization_metric (--metric) {self.optimization_metric}: cannot rank "
+                f"these configurations: {missing}"
+            )
         if self.parallelism < 1:
             raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
         if self.max_llm_calls < 0:
