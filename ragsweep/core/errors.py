@@ -9,6 +9,14 @@ class RagsweepError(Exception):
     """
 
 
+def check_at_least(value: float, least: float, source: str, meaning: str = "") -> float:
+    """``value`` when it is ``least`` or more; else the one way a count or size is refused:
+    ``<source>: must be <least><meaning> or more, not <value>``."""
+    if value < least:
+        raise RagsweepError(f"{source}: must be {least:g}{meaning} or more, not {value:g}")
+    return value
+
+
 def safe_url(url: object) -> str:
     """A database URL for messages and logs, its password hidden."""
     import sqlalchemy as sa

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragsweep import __version__
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
@@ -56,6 +56,21 @@ def check_count(patterns: int, source: str = "--patterns") -> int:
     return patterns
 
 
+# the counts and sizes of a run: (field, the least it may be, what that least means); the
+# option of a field is its name with '-' for '_' (max_questions: --max-questions)
+BOUNDS = (
+    ("max_configs", 0, " (no limit)"),
+    ("max_document_bytes", 0, " (every document)"),
+    ("max_questions", 0, " (every question)"),
+    ("max_llm_calls", 0, " (no limit)"),
+    ("seed", 0, ""),
+    ("cache_max_gb", 0, " (no cap)"),
+    ("embedding_shard_bytes", 0, " (never shard)"),
+    ("parallelism", 1, ""),
+    ("trials_at_once", 1, ""),
+)
+
+
 @dataclass(frozen=True)
 class RunSettings:
     docs: str  # a folder or s3://bucket/prefix
@@ -84,31 +99,12 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
-        if self.parallelism < 1:
-            raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
-        if self.max_llm_calls < 0:
-            raise RagsweepError(
-                f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
-            )
-        if self.cache_max_gb < 0:
-            raise RagsweepError(
-                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
-                f"not {self.cache_max_gb:g}"
-            )
-        if self.embedding_shard_bytes < 0:
-            raise RagsweepError(
-                "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
-                f"more, not {self.embedding_shard_bytes}"
-            )
+        for name, least, meaning in BOUNDS:
+            flag = "--" + name.replace("_", "-")
+            check_at_least(getattr(self, name), least, f"{name} ({flag})", meaning)
         check_strategy(self.strategy)
-        if self.trials_at_once < 1:
-            raise RagsweepError(
-                f"trials_at_once (--trials-at-once): must be 1 or more, not {self.trials_at_once}"
-            )
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
-        elif self.max_configs < 0:
-            raise RagsweepError(f"--max-configs: must be 0 or more, got {self.max_configs}")
         check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
 
