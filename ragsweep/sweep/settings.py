@@ -49,11 +49,9 @@ def check_strategy(strategy: str, source: str = "strategy (--strategy)") -> str:
 
 def check_count(patterns: int, source: str = "--patterns") -> int:
     """``patterns`` when it is a count of patterns to write (0: none); else a clear error."""
-    if isinstance(patterns, bool) or not isinstance(patterns, int) or patterns < 0:
-        raise RagsweepError(
-            f"{source}: expected 0 or a positive number of patterns, got {patterns!r}"
-        )
-    return patterns
+    if isinstance(patterns, bool) or not isinstance(patterns, int):
+        raise RagsweepError(f"{source}: expected a number of patterns, got {patterns!r}")
+    return int(check_at_least(patterns, 0, source, " (none)"))
 
 
 # the counts and sizes of a run: (field, the least it may be, what that least means); the
