@@ -113,6 +113,20 @@ def test_a_run_with_a_50_mb_question_is_refused_before_the_pipeline_naming_it(tm
     assert not runs.exists()
 
 
+def test_curation_refuses_a_question_or_answer_over_its_limit(tmp_path):
+    from ragsweep.results.curation import add_question, edit_question
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(giskard_line())
+    testset = load_testset(str(path))
+    with pytest.raises(RagsweepError, match=r"^the new question \(id 'q-\w+'\): field 'question'"):
+        add_question(testset, "q" * 10_001, ["a"], [])
+    with pytest.raises(
+        RagsweepError, match=r"^the edited question \(id 'q1'\): field 'reference_answers' is"
+    ):
+        edit_question(testset, "q1", answers=["a" * 100_001])
+
+
 # ---- counts and sizes ---------------------------------------------------------------------
 
 KB = ["--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.jsonl")]

@@ -134,7 +134,7 @@ class _Record:
         return value
 
 
-def _check_limits(where: str, row: dict, fields: Mapping[str, str] | None = None) -> None:
+def check_limits(where: str, row: dict, fields: Mapping[str, str] | None = None) -> None:
     """Refuse a question with a field longer than its limit (``LIMITS``): one line naming
     ``where`` (the file and record), the question's id and the field as ``fields`` names it
     in the file."""
@@ -297,7 +297,7 @@ def _read_autorag(name: str, text: str) -> list[dict]:
         answers = record.texts("correct_answers")
         doc_ids = record.texts(ids_field, allow_empty=True)
         rows.append(_row(None, question, answers, doc_ids))
-        _check_limits(record.where, rows[-1], _AUTORAG_FIELDS)
+        check_limits(record.where, rows[-1], _AUTORAG_FIELDS)
         ids.add(rows[-1], number, given=False)
     return rows
 
@@ -333,7 +333,7 @@ def _read_giskard(name: str, text: str) -> list[dict]:
                 conversation_history=json.dumps(history, ensure_ascii=False),
             )
         )
-        _check_limits(where, rows[-1], _GISKARD_FIELDS)
+        check_limits(where, rows[-1], _GISKARD_FIELDS)
         ids.add(rows[-1], number, given=question_id is not None)
     return rows
 
@@ -411,7 +411,7 @@ def _read_arrow(uri: str, data: bytes) -> pa.Table:
     for number, row in enumerate(table.to_pylist(), 1):
         if not row["question_id"] or not (row["question"] or "").strip():
             raise RagsweepError(f"{uri}: row {number}: no question id or an empty question")
-        _check_limits(f"{uri}: row {number}", row)
+        check_limits(f"{uri}: row {number}", row)
         ids.add(row, number, given=True)
     return table
 
