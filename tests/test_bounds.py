@@ -140,8 +140,9 @@ KB = ["--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.jso
             "max_questions (--max-questions): must be 0 (every question) or more, not -5",
         ),
         (
-            ["run", *KB, "--max-document-bytes", "-1"],
-            "max_document_bytes (--max-document-bytes): must be 0 (every document) or more, not -1",
+            ["run", *KB, "--max-document-bytes", "-5000000"],
+            "max_document_bytes (--max-document-bytes): must be 0 (every document) or more, "
+            "not -5000000",
         ),
         (
             ["run", *KB, "--max-configs", "-1"],
