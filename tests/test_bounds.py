@@ -16,7 +16,6 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import LIMITS, export_testset, load_testset
 from ragsweep.models import embedding
-from ragsweep.sweep.settings import RunSettings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODEL = "all-MiniLM-L6-v2"
@@ -180,10 +179,19 @@ def test_a_negative_count_is_refused_with_one_line_and_status_2(tmp_path, args, 
     [("max_questions", -5), ("max_document_bytes", -1), ("seed", -1), ("max_llm_calls", -1)],
 )
 def test_the_pipelines_parameters_are_refused_below_their_least_as_the_options_are(field, value):
-    """``RunSettings`` is what the pipeline's ``configure`` step and ``submit`` build from the
-    parameters: a negative count fails there as on the command line."""
-    with pytest.raises(RagsweepError, match=rf"^{field} \(--.*\): must be 0.* not {value}$"):
-        RunSettings(docs="d", testset="t.jsonl", **{field: value})
+    """``submit --param`` is checked against the compiled pipeline by the settings the
+    pipeline's ``configure`` step builds: a negative count fails as on the command line."""
+    from ragsweep.kubeflow import openshift
+
+    pipeline = Path(__file__).resolve().parent.parent / "pipelines" / "sweep_pipeline.yaml"
+    arguments = openshift.run_arguments(
+        "s3://b/docs/", "s3://b/t.json", "docs-secret", None, [f"{field}={value}"]
+    )
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(RagsweepError) as refused:
+        openshift.preflight(pipeline, arguments)
+    assert str(refused.value).startswith(f"{field} ({flag}): must be 0")
+    assert str(refused.value).endswith(f"or more, not {value}")
 
 
 # ---- what the embedding model's tokenizer is given ------------------------------------------
