@@ -322,7 +322,11 @@ def test_one_document_is_clustered_by_the_section_of_its_gold_spans():
     refs, spans, section = one_document_testset(np.random.default_rng(30))
     chosen = choose_clusters(refs, spans)
     assert chosen.unit == "section" and chosen.count == len(set(section.tolist()))
-    assert choose_clusters(refs).unit == "question"  # without gold spans: each question
+    # without gold spans, each question alone: said, and said to describe this document only
+    alone = choose_clusters(refs)
+    assert alone.unit == "question" and alone.describe() == "100 questions, each alone"
+    assert "they describe this document only" in alone.statement()
+    assert alone.cautions()[0].startswith("warning: the questions come from 1 document, too few")
     many = choose_clusters([[f"d{i % 30}.md"] for i in range(90)], spans[:90])
     assert many.unit == "document" and many.count == 30
 

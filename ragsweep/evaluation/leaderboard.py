@@ -96,7 +96,7 @@ def build_board(
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
     settings = {**(settings or {}), "optimization_metric": metric}
-    settings["clusters"] = {**clusters.of_testset(testset).record(), "questions": testset.num_rows}
+    settings["clusters"] = clusters.of_testset(testset).record()
     if judged:
         settings["judge_unreadable"] = _unreadable(scores, answers)
     recorded = scores.schema.metadata or {}
