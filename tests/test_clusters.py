@@ -63,7 +63,7 @@ def test_the_statement_of_a_mixed_located_set_counts_the_sections_and_the_questi
     )
     (warning,) = chosen.cautions()
     assert warning.startswith("warning: the questions come from 6 documents, too few")
-    assert "sections that share a document are treated as independent" in warning
+    assert "sections (and 8 questions alone) that share a document are treated as" in warning
 
 
 def test_the_statement_names_only_units_it_used():

@@ -70,7 +70,9 @@ class Clusters:
         return statement(self.describe(), len(self.keys), self.unit, self.documents)
 
     def cautions(self) -> list[str]:
-        return cautions(len(self.keys), self.unit, self.documents, self.documents_effective)
+        return cautions(
+            len(self.keys), self.unit, self.documents, self.documents_effective, self.alone
+        )
 
     def record(self) -> dict[str, Any]:
         """What a run records of its clusters (the leaderboard's settings)."""
@@ -229,13 +231,17 @@ def cautions_of(record: dict[str, Any]) -> list[str]:
         record["unit"],
         record.get("documents", 0),
         record.get("documents_effective", 0.0),
+        record.get("alone", 0),
     )
 
 
-def cautions(questions: int, unit: str, documents: int, documents_effective: float) -> list[str]:
+def cautions(
+    questions: int, unit: str, documents: int, documents_effective: float, alone: int = 0
+) -> list[str]:
     """What the intervals and ties of this test set cannot show, one line each: too few
     questions; questions that share a document treated as independent (too few documents
-    for the ``document`` unit), with the document count."""
+    for the ``document`` unit), with the document count; ``alone``: questions that are a
+    cluster of their own."""
     out = []
     if questions < MIN_QUESTIONS:
         out.append(
@@ -248,7 +254,9 @@ def cautions(questions: int, unit: str, documents: int, documents_effective: flo
         some = f"{documents} document{'' if documents == 1 else 's'}"
         if documents_effective < 0.75 * documents:
             some += f" ({documents_effective:.1f} effective: a few hold most questions)"
-        independent = "questions" if unit == "question" else "sections"
+        independent = {"question": "questions", "section": "sections"}[unit]
+        if unit == "section" and alone:
+            independent += f" (and {alone} question{'s' if alone > 1 else ''} alone)"
         out.append(
             f"warning: the questions come from {some}, too few for intervals and tests that "
             f"hold for documents like these: {independent} that share a document are treated "
