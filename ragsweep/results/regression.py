@@ -485,8 +485,8 @@ def cannot_fire(comparison: Comparison) -> str:
     resampled = f" ({comparison.clusters.describe()})" if comparison.clusters else ""
     return (
         f"with {count} cluster{'' if count == 1 else 's'}{resampled} this alarm cannot fire at "
-        "5% (a test "
-        "over G clusters gives p >= 2^-G); compare on more questions, documents or sections"
+        "5% (a test over G clusters gives p >= 2^-G); compare on more questions, documents or "
+        "sections"
     )
 
 
