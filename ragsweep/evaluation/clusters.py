@@ -119,7 +119,7 @@ def statement(resampled: str, questions: int, unit: str, documents: int) -> str:
 
 def _these(documents: int) -> str:
     if documents == 0:
-        return "these questions"  # no question names a reference document
+        return "the documents of these questions"  # none names a reference document
     return "this document" if documents == 1 else f"these {documents} documents"
 
 
