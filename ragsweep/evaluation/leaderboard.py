@@ -106,7 +106,7 @@ def build_board(
     settings = {**(settings or {}), "optimization_metric": metric}
     if missing:
         settings["not_measured"] = missing
-    settings["clusters"] = {**clusters.of_testset(testset).record(), "questions": testset.num_rows}
+    settings["clusters"] = clusters.of_testset(testset).record()
     if judged:
         settings["judge_unreadable"] = _unreadable(scores, answers)
     recorded = scores.schema.metadata or {}

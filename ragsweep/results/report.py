@@ -489,19 +489,8 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
     record = settings.get("clusters")
     out = []
     if record:
-        if record["unit"] == "question":
-            out.append(
-                f"Intervals and tests resample the {record['questions']} questions one by one "
-                "(too few documents or sections to cluster them)."
-            )
-        else:
-            out.append(
-                f"Intervals and tests resample {clusters.describe(record['unit'], record['count'])}"
-                f", the questions of each together ({record['questions']} questions)."
-            )
-        caution = clusters.caution(record["questions"], record["effective"])
-        if caution:
-            out.append(caution)
+        out.append(clusters.statement_of(record))
+        out += clusters.cautions_of(record)
     rows = board.to_pylist()
     verdictless = [r for r in rows if r["rank"] > 1 and r["p_value"] is None and r["questions"]]
     if verdictless:

@@ -210,8 +210,8 @@ class RunSettings:
             **hashes,
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
-                "interval": "95% cluster bootstrap, clusters = first reference document",
-                "test": "step-down max-statistic vs the leader, wild cluster bootstrap",
+                "interval": "95% cluster bootstrap, clusters = documents, sections or questions",
+                "test": "step-down max-statistic vs the leader, null-imposed wild bootstrap",
                 "bootstrap_resamples": statistics.RESAMPLES,
                 "seed": statistics.SEED,
             },
