@@ -285,6 +285,13 @@ def test_parallelism_and_gpus_are_compiled_in_when_asked(tmp_path):
         ]
     others = [e for n, e in executors.items() if n not in embedding_steps]
     assert not [e for e in others if "nodeSelector" in e or "tolerations" in e]
+    # the first step fixes the run's embedding runtime for the GPUs: it is told their count
+    told = [
+        n
+        for n, c in containers.items()
+        if {"name": "RAGSWEEP_GPU", "value": "2"} in c.get("env", [])
+    ]
+    assert told == ["exec-configure"]
 
 
 def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_path):
