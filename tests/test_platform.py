@@ -64,6 +64,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         ("maas_secret_name", MAAS_CONNECTION_KEYS),
     ]
     wanted = {  # step -> the (parameter naming the secret, its keys) it gets
+        "exec-configure": llm,  # an openai:<model> embedding model's identity: its URL
         # test data store:<name> is read from the results database
         "exec-load-testset": [("test_data_secret_name", s3), ("results_store_secret_name", store)],
         "exec-ingest": [("input_data_secret_name", s3)],
