@@ -132,8 +132,8 @@ def test_each_night_records_its_embedding_models_runtime_and_identity(nights, sc
     report, the results database), and an unchanged model adds no line to the comparison."""
     served = scripted_embedder["RAGSWEEP_EMBEDDING_BASE_URL"].rstrip("/")
     expected = {
-        "embedding_runtimes": {"openai:embedder": "endpoint"},
-        "embedding_identities": {"openai:embedder": f"endpoint:{served}#embedder"},
+        "embedding_runtimes": [["openai:embedder", "endpoint"]],
+        "embedding_identities": [["openai:embedder", f"endpoint:{served}#embedder"]],
     }
     engine = database.connect(nights["url"])
     for run in nights["runs"]:

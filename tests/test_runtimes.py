@@ -73,8 +73,8 @@ def test_configure_fixes_pytorch_for_a_gpu_pipeline_and_the_default_without(tmp_
     assert default_id.startswith(f"{embedding.DEFAULT_BACKEND}:") and default_id != torch_id
     # recorded with the results, outside the sweep key: a nightly keeps its baseline
     record = gpu_run.record()
-    assert record["embedding_runtimes"] == {MODEL: "torch"}
-    assert record["embedding_identities"] == {MODEL: torch_id}
+    assert record["embedding_runtimes"] == [[MODEL, "torch"]]  # pairs: one MLflow parameter
+    assert record["embedding_identities"] == [[MODEL, torch_id]]
     unfixed = replace(gpu_run, embedding_runtimes={}, embedding_identities={}).record()
     assert "embedding_runtimes" not in unfixed and record["sweep_key"] == unfixed["sweep_key"]
 

@@ -74,8 +74,8 @@ def _model_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     endpoint) differs from the baseline's (``RunSettings.embedding_record``); a baseline made
     before ragsweep recorded them shows ``not recorded``. A model new to the grid is the
     grid's change, not listed here."""
-    runtimes = before.get("embedding_runtimes") or {}, after.get("embedding_runtimes") or {}
-    identities = before.get("embedding_identities") or {}, after.get("embedding_identities") or {}
+    runtimes = [dict(r.get("embedding_runtimes") or []) for r in (before, after)]
+    identities = [dict(r.get("embedding_identities") or []) for r in (before, after)]
     out = []
     for model in sorted(runtimes[1]):
         if runtimes[0] and model not in runtimes[0]:

@@ -230,12 +230,14 @@ class RunSettings:
         }
 
     def embedding_record(self) -> dict[str, Any]:
-        """The models' runtimes and identities, when the run fixed them."""
+        """The models' runtimes and identities, when the run fixed them: ``[model, value]``
+        pairs, by model, so that MLflow logs each as one parameter (a model's name, such as
+        ``all-MiniLM-L6-v2@onnx``, is no valid parameter name)."""
         if not self.embedding_runtimes:
             return {}
         return {
-            "embedding_runtimes": dict(self.embedding_runtimes),
-            "embedding_identities": dict(self.embedding_identities),
+            "embedding_runtimes": sorted(map(list, self.embedding_runtimes.items())),
+            "embedding_identities": sorted(map(list, self.embedding_identities.items())),
         }
 
 

@@ -132,8 +132,8 @@ def model_record(row: dict[str, Any], recorded: dict[str, Any]) -> dict[str, str
     identity, from the run's recorded settings (none for a run that did not record them):
     the scripts run the model on that runtime when they can, and say when they cannot."""
     model = row["embedding_model"]
-    runtime = (recorded.get("embedding_runtimes") or {}).get(model)
-    identity = (recorded.get("embedding_identities") or {}).get(model)
+    runtime = dict(recorded.get("embedding_runtimes") or []).get(model)
+    identity = dict(recorded.get("embedding_identities") or []).get(model)
     return {"embedding_runtime": runtime, "embedding_identity": identity} if runtime else {}
 
 
