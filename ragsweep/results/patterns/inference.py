@@ -58,7 +58,6 @@ def main() -> int:
     parser.add_argument("--onnx", help=ONNX_HELP)
     parser.add_argument("questions", nargs="+", help="the question(s) to ask")
     args = parser.parse_args()
-    print(runtime_note(args.onnx), file=sys.stderr)
     index = Index.load(args.index)
     if index is None:
         print(
@@ -66,6 +65,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    print(runtime_note(args.onnx), file=sys.stderr)  # before the model's first use
     prefix = SETTINGS["query_prefix"]
     searched = [query_texts(q) for q in args.questions]
     asked_texts = [prefix + t for texts in searched for t in texts]
