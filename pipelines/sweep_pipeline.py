@@ -239,7 +239,8 @@ def sweep(
             qa_generation=qa_generation,
             patterns=patterns,
             sweep_name=sweep_name,
-        )
+        ),
+        **llm_secrets,  # an openai:<model> embedding model's identity is its endpoint's URL
     )
     settings = configured.outputs["settings"]
     testset = tasks.step(

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -360,6 +361,36 @@ def test_the_comparison_says_which_documents_were_added_removed_and_edited_and_w
     same = compare_runs(base, base)
     assert change_lines(same.changes) == ["documents: unchanged (10)"]
     assert verdict_metrics(same)["documents_added"] == 0.0
+
+
+def test_the_comparison_lists_an_embedding_runtime_or_model_identity_change():
+    """The nightly after the default moved from PyTorch to ONNX: same sweep, same questions,
+    another runtime; then the same runtime with the model's files changed."""
+    ids = [f"q{i:03d}" for i in range(30)]
+    model = SPACE.embedding_models[0]
+    settings = RunSettings("docs", "t.json", SPACE, "answer_correctness", sweep_name="kb")
+
+    def night(runtime, identity):
+        fixed = replace(
+            settings, embedding_runtimes={model: runtime}, embedding_identities={model: identity}
+        )
+        return recorded(board(outcomes(SPACE, ids), ids), fixed.record())
+
+    torch_night, onnx_night = night("torch", "torch:aaaa"), night("onnx", "onnx:aaaa")
+    retrained = night("onnx", "onnx:bbbb")
+
+    result = compare_runs(torch_night, onnx_night)
+    assert result.changes.models == [f"{model}: runtime torch -> onnx"]
+    assert f"embedding model {model}: runtime torch -> onnx" in render(result)
+    assert verdict_metrics(result)["embedding_models_changed"] == 1.0
+    files = change_lines(compare_runs(onnx_night, retrained).changes)
+    assert f"embedding model {model}: identity onnx:aaaa -> onnx:bbbb" in files[-1]
+    # a baseline made before runs recorded their runtimes: it says so
+    before = recorded(board(outcomes(SPACE, ids), ids), settings.record())
+    assert compare_runs(before, onnx_night).changes.models == [
+        f"{model}: runtime not recorded -> onnx"
+    ]
+    assert compare_runs(onnx_night, onnx_night).changes.models == []
 
 
 def test_runs_recorded_before_document_hashes_compare_and_say_the_documents_cannot_be_told():

@@ -20,7 +20,9 @@ the most branches each loop (chunk groups, document shards) runs at once, and so
 number of chunk groups ``plan`` deals (Kubeflow's ``ParallelFor`` parallelism is a number in
 the compiled pipeline, not a run parameter; 0 or unset: no bound, one chunk configuration
 per branch), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each embedding step (``GPU_STEPS``) asks
-for (with a node selector and a toleration for GPU nodes; 0 or unset: none).
+for (with a node selector and a toleration for GPU nodes; 0 or unset: none). The count is
+also set in the ``configure`` step's environment, which fixes the run's embedding runtime
+(PyTorch on the GPUs) for every step (``embedding_gpus``).
 
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
 the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
@@ -245,6 +247,12 @@ def _settings() -> Settings:
     )
 
 
+def embedding_gpus() -> int:
+    """The GPUs each embedding step has, as the ``configure`` step's environment says (set
+    when the pipeline was compiled with ``--gpu``; 0: none)."""
+    return count_setting(GPU_ENV, os.environ.get(GPU_ENV, ""))
+
+
 def vector_store_connection_keys() -> tuple[str, ...]:
     """The keys of the vector-store Secret, read by the retrieve step: those every
     registered store declares (``CONNECTION_KEYS``; none for an embedded store)."""
@@ -282,6 +290,8 @@ def step(
     name = task.component_spec.name.replace("-", "_")
     if settings.resources is not None:
         settings.resources.get(name, settings.resources["default"]).apply(task)
+    if settings.gpus and name == "configure":  # it fixes the runtime the GPUs run
+        task.set_env_variable(GPU_ENV, str(settings.gpus))
     if settings.gpus and name in GPU_STEPS:
         task.set_accelerator_type(GPU_RESOURCE).set_accelerator_limit(settings.gpus)
         kubernetes.add_node_selector(task, *GPU_NODE_LABEL)

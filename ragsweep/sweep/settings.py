@@ -7,7 +7,7 @@ stored with its results."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasured
+from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
@@ -94,6 +95,10 @@ class RunSettings:
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
     sweep_name: str = ""  # what `baseline=latest` follows; empty: the sweep key names it
+    # fixed by the pipeline's first step (with_runtimes), not parameters: each embedding
+    # model's runtime, which every step embeds with, and its identity (files and runtime)
+    embedding_runtimes: dict[str, str] = field(default_factory=dict)
+    embedding_identities: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
@@ -135,6 +140,10 @@ class RunSettings:
                 "more_docs": tuple(data["more_docs"]),
             }
         )
+
+    def fix_runtimes(self) -> None:
+        """Embed in this process with the runtimes the run fixed (``with_runtimes``)."""
+        embedding.fix_runtimes(self.embedding_runtimes)
 
     def pipeline_arguments(self) -> dict[str, Any]:
         """The pipeline's parameters for this run (locations as keys without a bucket)."""
@@ -216,7 +225,33 @@ class RunSettings:
                 "seed": statistics.SEED,
             },
             "ragsweep_version": __version__,
+            # outside the sweep key: a nightly keeps its baseline, and the comparison says
+            **self.embedding_record(),
         }
+
+    def embedding_record(self) -> dict[str, Any]:
+        """The models' runtimes and identities, when the run fixed them: ``[model, value]``
+        pairs, by model, so that MLflow logs each as one parameter (a model's name, such as
+        ``all-MiniLM-L6-v2@onnx``, is no valid parameter name)."""
+        if not self.embedding_runtimes:
+            return {}
+        return {
+            "embedding_runtimes": sorted(map(list, self.embedding_runtimes.items())),
+            "embedding_identities": sorted(map(list, self.embedding_identities.items())),
+        }
+
+
+def with_runtimes(settings: RunSettings, gpus: int = 0) -> RunSettings:
+    """``settings`` with each embedding model's runtime and identity fixed, once for the run
+    (the pipeline's first step): its suffix's, else the default, PyTorch when the embedding
+    steps have a GPU (``gpus``, compiled in by ``--gpu``; 0: they run where this does, so
+    a GPU here counts). Every later step embeds with these (``fix_runtimes``): a GPU step and
+    a CPU step never embed chunks and questions with two runtimes."""
+    gpu = gpus > 0 or None  # None: whether torch sees a GPU here
+    models = settings.space.embedding_models
+    runtimes = {m: embedding.runtime(m, gpu) for m in models}
+    identities = {m: embedding.identity(m, runtimes[m]) for m in models}
+    return replace(settings, embedding_runtimes=runtimes, embedding_identities=identities)
 
 
 def write_settings(settings: RunSettings, path: str | Path) -> None:

@@ -127,6 +127,16 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
     return settings
 
 
+def model_record(row: dict[str, Any], recorded: dict[str, Any]) -> dict[str, str]:
+    """The runtime the sweep ran configuration ``row``'s embedding model on and the model's
+    identity, from the run's recorded settings (none for a run that did not record them):
+    the scripts run the model on that runtime when they can, and say when they cannot."""
+    model = row["embedding_model"]
+    runtime = dict(recorded.get("embedding_runtimes") or []).get(model)
+    identity = dict(recorded.get("embedding_identities") or []).get(model)
+    return {"embedding_runtime": runtime, "embedding_identity": identity} if runtime else {}
+
+
 def pattern_json(
     row: dict[str, Any], settings: dict[str, Any], metric: str, configs: int
 ) -> dict[str, Any]:
@@ -229,7 +239,8 @@ def write_patterns(
     """Write the ``count`` best configurations of ``leaderboard`` as pattern folders under
     ``folder``; return them, best first. One the scripts cannot rebuild (``pattern_code``)
     is left out with a warning, its place not given to another."""
-    metric = settings_of(leaderboard)["optimization_metric"]
+    recorded = settings_of(leaderboard)
+    metric = recorded["optimization_metric"]
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for row in leaderboard.slice(0, check_count(count)).to_pylist():
@@ -238,7 +249,7 @@ def write_patterns(
         if problem:
             log.warning("pattern %s (%s) not written: %s", name, row["label"], problem)
             continue
-        settings = script_settings(row, space, llm)
+        settings = {**script_settings(row, space, llm), **model_record(row, recorded)}
         where = folder / name
         write_scripts(where, settings, code)
         pattern = pattern_json(row, settings, metric, leaderboard.num_rows)
