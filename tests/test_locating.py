@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -124,3 +126,40 @@ def test_the_statistics_say_how_many_questions_spans_are_approximate(tmp_path):
         "matches it, not a verbatim quote)."
     )
     assert gold_span_line({"questions": 3, "located": 3, "approximate": 0}) is None
+
+
+def test_a_stored_test_set_keeps_and_shows_its_approximate_spans(tmp_path):
+    from conftest import ragsweep_here
+
+    env = {**os.environ, "RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'results.db'}"}
+    testset, docs = ROOT / "examples" / "testset.json", ROOT / "examples" / "docs"
+    added = ragsweep_here("testset", "add", "tw", str(testset), "--docs", str(docs), env=env)
+    assert added.returncode == 0, added.stderr
+    # "Above how many users does Tidewater require PostgreSQL ...": both answers reworded,
+    # located on the same sentence: one span
+    question_id = load_testset(str(testset))["question_id"][1].as_py()
+
+    shown = ragsweep_here("testset", "show", "tw", question_id, env=env)
+
+    assert shown.returncode == 0, shown.stderr
+    spans = r"guides/installation\.md\[\d+:\d+\] \(approximate, [01]\.\d\d\)"
+    assert re.search(rf"gold spans: {spans}\n", shown.stdout), shown.stdout
+
+
+def test_the_test_set_page_says_which_spans_are_approximate(tmp_path):
+    from starlette.testclient import TestClient
+
+    from ragsweep.results import database
+    from ragsweep.results.curation import DatabaseStore
+    from ragsweep.ui import create_app
+
+    engine = database.connect(f"sqlite:///{tmp_path / 'results.db'}")
+    DatabaseStore(engine).save(
+        "returns", resolved(tmp_path, ["Items can be returned within 30 days"])
+    )
+    question_id = DatabaseStore(engine).load("returns")["question_id"][0].as_py()
+
+    page = TestClient(create_app(engine)).get(f"/testsets/returns/questions/{question_id}")
+
+    assert page.status_code == 200
+    assert re.search(r"<code>doc\.md</code> \d+–\d+ \(approximate, 1\.00\)", page.text), page.text

@@ -624,7 +624,16 @@ def _resolve(row: dict, collection: _Collection) -> None:
     if len(located) < len(spans):
         log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
     row["reference_doc_ids"] = list(dict.fromkeys(resolved))
-    row["gold_spans"] = list({tuple(span.values()): span for span in located}.values())
+    places: dict[tuple, dict] = {}  # one span a place, the strongest: exact, else best score
+    for span in located:
+        place = (span["doc_id"], span["start"], span["end"])
+        if place not in places or _strength(span) > _strength(places[place]):
+            places[place] = span
+    row["gold_spans"] = list(places.values())
+
+
+def _strength(span: dict) -> tuple[bool, float]:
+    return span["found"] == "exact", span.get("score") or 0.0
 
 
 # Giskard writes a reference context as "Document <id>: <text>" blocks joined by blank lines.
