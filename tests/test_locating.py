@@ -163,3 +163,25 @@ def test_the_test_set_page_says_which_spans_are_approximate(tmp_path):
 
     assert page.status_code == 200
     assert re.search(r"<code>doc\.md</code> \d+–\d+ \(approximate, 1\.00\)", page.text), page.text
+
+
+def test_a_reworded_giskard_context_is_located_in_its_document(tmp_path):
+    path = tmp_path / "t.jsonl"
+    item = {
+        "id": "q1",
+        "question": "How long do I have to return something?",
+        "reference_answer": "30 days",
+        "reference_context": "Document doc.md: items may be returned within 30 days of purchase",
+        "conversation_history": [],
+        "metadata": {"question_type": "simple", "seed_document_id": "doc.md", "topic": "Returns"},
+    }
+    path.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    docs = pa.table({"doc_id": ["doc.md"], "source": ["doc.md"], "format": ["md"], "text": [DOC]})
+
+    [span] = resolve_testset(load_testset(str(path)), docs)["gold_spans"][0].as_py()
+
+    assert (
+        DOC[span["start"] : span["end"]]
+        == "You may return any item within thirty days of purchase."
+    )
+    assert span["found"] == "approximate"
