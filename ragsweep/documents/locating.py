@@ -37,7 +37,7 @@ _UNITS = "zero one two three four five six seven eight nine ten eleven twelve th
 _UNITS += "fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _NUMBERS = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
-_NUMBERS |= {"hundred": 100, "thousand": 1000, "million": 1_000_000, "first": 1, "second": 2}
+_NUMBERS |= {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _ENDINGS = ("ing", "ed", "es", "e", "s", "ly")
 _PARTS = re.compile(r"[._\-]")
 
