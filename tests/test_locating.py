@@ -185,3 +185,24 @@ def test_a_reworded_giskard_context_is_located_in_its_document(tmp_path):
         == "You may return any item within thirty days of purchase."
     )
     assert span["found"] == "approximate"
+
+
+def test_a_test_set_artifact_made_before_reads_with_how_its_spans_were_found_unknown(tmp_path):
+    from ragsweep.core.schemas import SPAN, TESTSET
+
+    old_schema = TESTSET.set(
+        TESTSET.get_field_index("gold_spans"), pa.field("gold_spans", pa.list_(SPAN))
+    ).with_metadata({b"ragsweep.kind": b"testset", b"ragsweep.schema_version": b"9"})
+    row = {name: None for name in TESTSET.names}
+    row |= {"question_id": "q1", "question": "Port?", "reference_answers": ["8443"]}
+    row |= {
+        "reference_doc_ids": ["doc.md"],
+        "gold_spans": [{"doc_id": "doc.md", "start": 3, "end": 7}],
+    }
+    path = tmp_path / "old.arrow"
+    with pa.ipc.new_file(path, old_schema) as writer:
+        writer.write_table(pa.Table.from_pylist([row], schema=old_schema))
+
+    [span] = load_testset(str(path))["gold_spans"][0].as_py()
+
+    assert span == {"doc_id": "doc.md", "start": 3, "end": 7, "found": None, "score": None}
