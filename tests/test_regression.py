@@ -405,7 +405,8 @@ def test_one_pdf_a_30_point_drop_raises_the_alarm_and_an_unchanged_night_does_no
     assert result.best_regressed and result.alarm_can_fire
     assert result.clusters.unit == "section" and result.clusters.count == 12
     text = render(result)
-    assert "48 questions in 12 sections of the documents" in text and "REGRESSED" in text
+    assert "resample 12 document sections of 4000 characters (48 questions in all)" in text
+    assert "REGRESSED" in text
     unchanged = compare_runs(baseline, one_pdf_nights(0)[1])
     assert not unchanged.best_regressed and unchanged.alarm.difference == 0.0
 
@@ -417,7 +418,8 @@ def test_with_too_few_clusters_the_alarm_says_it_cannot_fire_instead_of_a_p_valu
     assert not result.alarm_can_fire and not result.best_regressed
     assert result.clusters.unit == "question" and result.clusters.count == 4
     text = render(result)
-    assert "with 4 clusters this alarm cannot fire at 5%" in text and "p = " not in text
+    assert "with 4 clusters (4 questions, each alone) this alarm cannot fire at 5%" in text
+    assert "p = " not in text
     assert "warning: only 4 questions" in text
     assert verdict_metrics(result)["alarm_can_fire"] == 0.0
 

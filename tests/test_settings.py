@@ -90,7 +90,7 @@ def test_autorag_parameters_are_applied_once_in_the_settings():
     [
         ({"optimization_max_rag_patterns": 1}, "more than the budget of 1"),
         ({"sweep_name": "a b"}, "sweep_name 'a b': a sweep name is"),
-        ({"patterns": -1}, "patterns (--patterns): expected 0 or a positive number"),
+        ({"patterns": -1}, "patterns (--patterns): must be 0 (none) or more, not -1"),
         ({"llm": {"temperature": 5}}, "llm: field 'temperature': must be between 0 and 2"),
         ({"optimization_metric": "nope"}, "nope"),
         ({"input_data_key": "", "input_data_keys": []}, "no documents: give input_data_key"),

@@ -11,7 +11,7 @@ import typer
 
 from ragsweep.cli.labels import judges_app, labels_app
 from ragsweep.cli.openshift import schedule_app, submit
-from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
+from ragsweep.core.errors import RagsweepError, check_at_least, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
@@ -227,11 +227,10 @@ def run(
         "evicted. 0: no cap.",
     ),
     parallelism: int = typer.Option(
-        1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
+        1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
     embedding_shard_bytes: int = typer.Option(
         LOCAL_SHARD_BYTES,
-        min=0,
         help="When the documents hold more bytes of text than this, embed each chunk set "
         "in shards of about this size, one step each. 0 (the default here): never; on one "
         "machine the shards run one after another, each loading the model, and only add "
@@ -328,6 +327,7 @@ def run(
     results); 3 partial (results kept in the run folder, a side step or the store failed);
     130 / 143 interrupted by SIGINT / SIGTERM (resume with --resume).
     """
+    check_at_least(top, 0, "--top", " (every row)")
     if resume:
         return resume_run(resume, output, store, no_store, mlflow, top, verbose)
     if docs is None:

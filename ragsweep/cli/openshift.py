@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.kubeflow import openshift
 from ragsweep.kubeflow.cron import normalise
 from ragsweep.kubeflow.tasks import DEFAULT_CONNECTION, load_resources
@@ -71,14 +71,19 @@ IMAGE = typer.Option(
 RESOURCES = typer.Option(None, help="YAML file of per-step CPU and memory (RAGSWEEP_RESOURCES).")
 PACKAGE = typer.Option(None, help="A compiled pipeline YAML to use instead of compiling one.")
 PARALLELISM = typer.Option(
-    0, min=0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
+    0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
 )
 GPU = typer.Option(
     0,
     "--gpu",
-    min=0,
     help="NVIDIA GPUs for each embedding step (0: none); compiled into the pipeline.",
 )
+
+
+def check_compiled(parallelism: int, gpus: int) -> None:
+    """Refuse a negative ``--parallelism`` or ``--gpu`` before the cluster is asked."""
+    check_at_least(parallelism, 0, "--parallelism", " (no bound)")
+    check_at_least(gpus, 0, "--gpu", " (none)")
 
 
 @contextmanager
@@ -151,6 +156,8 @@ def submit(
     ca_cert: str = CA_CERT,
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
+    check_compiled(parallelism, gpu)
+    check_at_least(poll_seconds, 0, "--poll-seconds")
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep)
@@ -203,6 +210,7 @@ def schedule_create(
     """Run the sweep on a cron schedule, one run at a time, never catching up missed runs.
     Its runs are one sweep, named after the schedule (or --sweep), so that a run's
     baseline=latest is the schedule's last successful run whatever changed since."""
+    check_compiled(parallelism, gpu)
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")

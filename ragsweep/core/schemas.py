@@ -22,8 +22,9 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "10"  # 10: how each gold span was found; 9: retrieved chunks' scores; 8: query
-# transformations; 7: eliminated and judge_errors on the leaderboard; 6: rerankers, spans
+SCHEMA_VERSION = "11"  # 11: how each gold span was found; 10: judge_error_rate on the
+# leaderboard; 9: retrieved chunks' scores; 8: query transformations; 7: eliminated and
+# judge_errors on the leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 # a gold span, and how it was found: "exact" (verbatim, or up to white space) or
@@ -230,6 +231,7 @@ LEADERBOARD = pa.schema(
         ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
         ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
         ("judge_errors", pa.int64()),  # answers the judge gave no readable verdict on
+        ("judge_error_rate", pa.float64()),  # their share of its answers; null: no judge
     ]
 )
 

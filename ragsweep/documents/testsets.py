@@ -54,6 +54,19 @@ log = logging.getLogger("ragsweep")
 _DOC_ID_FIELDS = ("correct_answer_document_ids", "correct_answer_document_keys")
 _MISSING = object()
 
+# The longest text, in characters, each field of a question may hold (docs/testsets.md):
+# far above any real question or reference, and low enough that a wrong file (a document
+# pasted into a question) is refused as it is read, before anything embeds or stores it.
+LIMITS = {
+    "question": 10_000,
+    "reference_answers": 100_000,  # each answer
+    "reference_context": 100_000,
+    "conversation_history": 100_000,  # as JSON
+}
+# the fields' names in AutoRAG JSON and Giskard JSONL, where they differ from the columns'
+_AUTORAG_FIELDS = {"reference_answers": "correct_answers"}
+_GISKARD_FIELDS = {"reference_answers": "reference_answer"}
+
 
 # ---- validation ------------------------------------------------------------------------------
 
@@ -120,6 +133,22 @@ class _Record:
             expected = "a list" if kind is list else "an object"
             self.fail(field, f"expected {expected}, got {_type_name(value)}")
         return value
+
+
+def check_limits(where: str, row: dict, fields: Mapping[str, str] | None = None) -> None:
+    """Refuse a question with a field longer than its limit (``LIMITS``): one line naming
+    ``where`` (the file and record), the question's id and the field as ``fields`` names it
+    in the file."""
+    for column, limit in LIMITS.items():
+        value = row[column]
+        for number, text in enumerate(value if isinstance(value, list) else [value], 1):
+            if text and len(text) > limit:
+                name = (fields or {}).get(column, column)
+                item = f" item {number}" if isinstance(value, list) and len(value) > 1 else ""
+                raise RagsweepError(
+                    f"{where} (id {row['question_id']!r}): field '{name}'{item} is "
+                    f"{len(text):,} characters; the limit is {limit:,}"
+                )
 
 
 def _digest(content: object) -> str:
@@ -269,6 +298,7 @@ def _read_autorag(name: str, text: str) -> list[dict]:
         answers = record.texts("correct_answers")
         doc_ids = record.texts(ids_field, allow_empty=True)
         rows.append(_row(None, question, answers, doc_ids))
+        check_limits(record.where, rows[-1], _AUTORAG_FIELDS)
         ids.add(rows[-1], number, given=False)
     return rows
 
@@ -304,6 +334,7 @@ def _read_giskard(name: str, text: str) -> list[dict]:
                 conversation_history=json.dumps(history, ensure_ascii=False),
             )
         )
+        check_limits(where, rows[-1], _GISKARD_FIELDS)
         ids.add(rows[-1], number, given=question_id is not None)
     return rows
 
@@ -381,6 +412,7 @@ def _read_arrow(uri: str, data: bytes) -> pa.Table:
     for number, row in enumerate(table.to_pylist(), 1):
         if not row["question_id"] or not (row["question"] or "").strip():
             raise RagsweepError(f"{uri}: row {number}: no question id or an empty question")
+        check_limits(f"{uri}: row {number}", row)
         ids.add(row, number, given=True)
     return table
 

@@ -43,6 +43,9 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = "onnx"  # on a CPU; chosen by measurement (benchmarks/README.md)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
+# characters per token of the first window ``model_input`` tokenizes (English runs ~4.5): a
+# chunk, shorter, is never tokenized for it
+WINDOW_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -291,14 +294,40 @@ def token_ids(path: Path) -> Callable[[str], list[int]]:
     return lambda text: loaded.encode(text, add_special_tokens=False)
 
 
+def model_input(name: str, text: str) -> str:
+    """What of ``text`` local model ``name`` reads: its first ``max_input_tokens`` tokens.
+
+    The model truncates there, but only after its tokenizer has tokenized the whole text (a
+    50 MB question took gigabytes). So a text longer than ``WINDOW_CHARS`` characters a token
+    is cut before the white space nearest the window's end, and the window widened (4x) until
+    the cut holds more tokens than the model reads: the tokens the model reads are the same
+    (a tokenizer splits at white space first), and only the cut is tokenized. An endpoint
+    model, whose limit is not known here, gets ``text`` whole.
+    """
+    limit = max_input_tokens(name)
+    if limit is None:
+        return text
+    window = limit * WINDOW_CHARS
+    while len(text) > window:
+        head = text[:window]
+        space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        cut = head[:space] if space > 0 else head
+        if len(load_tokenizer(name)(cut)) > limit:
+            return cut
+        window *= 4
+    return text
+
+
 def encode(name: str, texts: list[str]) -> np.ndarray:
-    """Run the model: unit-length float32 embeddings, one row per text.
+    """Run the model: unit-length float32 embeddings, one row per text (``model_input``'s
+    part of each, all the model reads).
 
     Texts go to the model sorted by length, so a batch pads to similar lengths. The caller
     says how many texts are coming (``progress.expect``); this advances the count.
     """
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
+    texts = [model_input(name, text) for text in texts]
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     embed = batch_encoder(name)
     vectors = np.empty((len(texts), 0), dtype=np.float32)

@@ -131,7 +131,19 @@ class Endpoint:
     model: str
     base_url: str
     api_key: str = field(default="", repr=False)
-    role: str = "LLM"  # which RAGSWEEP_<role>_* variables it came from
+    role: str = "LLM"  # what it serves: LLM, JUDGE, EMBEDDING or RERANK
+    url_from: str = ""  # the variable its base URL came from; "": RAGSWEEP_<role>_BASE_URL
+    key_from: str = ""  # likewise its API key's
+
+    @property
+    def url_variable(self) -> str:
+        """The variable the base URL was read from, for messages that say what to check."""
+        return self.url_from or f"RAGSWEEP_{self.role}_BASE_URL"
+
+    @property
+    def key_variable(self) -> str:
+        """The variable the API key was read from (its role's when none was set)."""
+        return self.key_from or f"RAGSWEEP_{self.role}_API_KEY"
 
     @classmethod
     def from_env(cls, model: str, role: str = "LLM") -> Endpoint:
@@ -141,17 +153,17 @@ class Endpoint:
         back to its URL too: a key is never sent to a host it was not given for.
         """
         env = os.environ
-        base_url = env.get(f"RAGSWEEP_{role}_BASE_URL", "")
-        api_key = env.get(f"RAGSWEEP_{role}_API_KEY", "")
-        if role != "LLM" and not base_url:
-            base_url = env.get("RAGSWEEP_LLM_BASE_URL", "")
-            api_key = api_key or env.get("RAGSWEEP_LLM_API_KEY", "")
+        url_from, key_from = f"RAGSWEEP_{role}_BASE_URL", f"RAGSWEEP_{role}_API_KEY"
+        if role != "LLM" and not env.get(url_from):
+            url_from = "RAGSWEEP_LLM_BASE_URL"
+            key_from = key_from if env.get(key_from) else "RAGSWEEP_LLM_API_KEY"
+        base_url, api_key = env.get(url_from, ""), env.get(key_from, "")
         if not base_url:
             raise RagsweepError(
                 f"model {model!r}: no endpoint; set RAGSWEEP_{role}_BASE_URL to an "
                 "OpenAI-compatible base URL, e.g. http://localhost:8000/v1"
             )
-        return cls(model=model, base_url=base_url.rstrip("/"), api_key=api_key, role=role)
+        return cls(model, base_url.rstrip("/"), api_key, role, url_from, key_from)
 
     @property
     def where(self) -> str:
@@ -187,7 +199,6 @@ def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
     """
     import httpx
 
-    variable = f"RAGSWEEP_{endpoint.role}_BASE_URL"
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
     try:
         response = httpx.get(f"{endpoint.base_url}/models", headers=headers, timeout=timeout_s)
@@ -195,12 +206,12 @@ def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
         reason = endpoint.redact(str(exc) or type(exc).__name__)
         raise RagsweepError(
             f"the {endpoint.role.lower()} endpoint {endpoint.where} is unreachable ({reason}): "
-            f"check {variable}"
+            f"check {endpoint.url_variable}"
         ) from None
     if response.status_code in (401, 403):
         raise RagsweepError(
             f"the {endpoint.role.lower()} endpoint {endpoint.where} refused the API key "
-            f"(HTTP {response.status_code}): check RAGSWEEP_{endpoint.role}_API_KEY"
+            f"(HTTP {response.status_code}): check {endpoint.key_variable}"
         )
     try:
         served = [m["id"] for m in response.json()["data"]] if response.is_success else []

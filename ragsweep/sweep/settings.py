@@ -14,12 +14,12 @@ from typing import Any
 import pyarrow as pa
 
 from ragsweep import __version__
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
-from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
+from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasured
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
@@ -49,11 +49,24 @@ def check_strategy(strategy: str, source: str = "strategy (--strategy)") -> str:
 
 def check_count(patterns: int, source: str = "--patterns") -> int:
     """``patterns`` when it is a count of patterns to write (0: none); else a clear error."""
-    if isinstance(patterns, bool) or not isinstance(patterns, int) or patterns < 0:
-        raise RagsweepError(
-            f"{source}: expected 0 or a positive number of patterns, got {patterns!r}"
-        )
-    return patterns
+    if isinstance(patterns, bool) or not isinstance(patterns, int):
+        raise RagsweepError(f"{source}: expected a number of patterns, got {patterns!r}")
+    return int(check_at_least(patterns, 0, source, " (none)"))
+
+
+# the counts and sizes of a run: (field, the least it may be, what that least means); the
+# option of a field is its name with '-' for '_' (max_questions: --max-questions)
+BOUNDS = (
+    ("max_configs", 0, " (no limit)"),
+    ("max_document_bytes", 0, " (every document)"),
+    ("max_questions", 0, " (every question)"),
+    ("max_llm_calls", 0, " (no limit)"),
+    ("seed", 0, ""),
+    ("cache_max_gb", 0, " (no cap)"),
+    ("embedding_shard_bytes", 0, " (never shard)"),
+    ("parallelism", 1, ""),
+    ("trials_at_once", 1, ""),
+)
 
 
 @dataclass(frozen=True)
@@ -84,31 +97,18 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
-        if self.parallelism < 1:
-            raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
-        if self.max_llm_calls < 0:
+        missing = unmeasured(list(self.space.answerers)).get(self.optimization_metric)
+        if missing:
             raise RagsweepError(
-                f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
+                f"optimization_metric (--metric) {self.optimization_metric}: cannot rank "
+                f"these configurations: {missing}"
             )
-        if self.cache_max_gb < 0:
-            raise RagsweepError(
-                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
-                f"not {self.cache_max_gb:g}"
-            )
-        if self.embedding_shard_bytes < 0:
-            raise RagsweepError(
-                "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
-                f"more, not {self.embedding_shard_bytes}"
-            )
+        for name, least, meaning in BOUNDS:
+            flag = "--" + name.replace("_", "-")
+            check_at_least(getattr(self, name), least, f"{name} ({flag})", meaning)
         check_strategy(self.strategy)
-        if self.trials_at_once < 1:
-            raise RagsweepError(
-                f"trials_at_once (--trials-at-once): must be 1 or more, not {self.trials_at_once}"
-            )
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
-        elif self.max_configs < 0:
-            raise RagsweepError(f"--max-configs: must be 0 or more, got {self.max_configs}")
         check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
 
@@ -210,8 +210,8 @@ class RunSettings:
             **hashes,
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
-                "interval": "95% cluster bootstrap, clusters = first reference document",
-                "test": "step-down max-statistic vs the leader, wild cluster bootstrap",
+                "interval": "95% cluster bootstrap, clusters = documents, sections or questions",
+                "test": "step-down max-statistic vs the leader, null-imposed wild bootstrap",
                 "bootstrap_resamples": statistics.RESAMPLES,
                 "seed": statistics.SEED,
             },

@@ -53,6 +53,9 @@ log = logging.getLogger("ragsweep")
 
 SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
 EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is measured against
+# warm-started configurations that could win (an earlier run scored them at least as high as
+# this run's best), answered again in this run, out of its budget
+RECHECKED = 3
 
 
 def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -623,9 +626,12 @@ def _model_search(
     the seed) on the ``configs``' retrieval metrics (free: no answer needed), starting from
     the ``known`` scores of the configurations in the space; ``answer(batch)`` answers the
     configurations of ``batch`` (``at_once`` at most) together on every question and
-    returns their metric, a row each (higher is better). The
-    trials, in order, and the warm start (how many configurations, from which runs, or why
-    none), for the record."""
+    returns their metric, a row each (higher is better). A warm-started configuration that
+    could win (``_could_win``) is answered again, ``RECHECKED`` at most, out of the budget
+    (what the re-checks do not use goes back to the search), so that this run's best, its
+    patterns and the nightly comparison are this run's measurements of the sweep's best. The
+    trials, in order, and the warm start (how many configurations, from which runs, which
+    were answered again, which that could win were not; or why none), for the record."""
     metric, budget, seed = search
     config_ids = [c["config_id"] for c in configs]
     rows = np.arange(retrievals.num_rows)
@@ -650,8 +656,28 @@ def _model_search(
         scores.update(zip(batch, map(float, statistics.means(answer(batch))), strict=True))
         return [scores[i] for i in batch]
 
-    trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm, at_once)
+    reserve = min(RECHECKED, len(warm), budget)
+    trials, _ = surrogate.search(x, names, budget - reserve, evaluate, seed, warm, at_once)
+    again = _could_win(warm, scores)[:reserve]
+    for start in range(0, len(again), at_once):
+        evaluate(again[start : start + at_once])
+    trials += [
+        surrogate.Trial(i, None, None, f"scored {sign * warm[i]:.3f} by an earlier run, at "
+                        "least this run's best: answered again")
+        for i in again
+    ]  # fmt: skip
+    if reserve > len(again):  # the re-checks not needed go back to the search
+        more, _ = surrogate.search(
+            x, names, reserve - len(again), evaluate, seed + 1, {**warm, **scores}, at_once
+        )
+        trials += more
     started = {"configurations": len(warm), "runs": list(known.runs) if warm else []}
+    if warm:
+        started["answered_again"] = [config_ids[i] for i in again]
+        started["not_answered_again"] = [
+            {"config_id": config_ids[i], "label": configs[i].get("label"), "score": sign * warm[i]}
+            for i in _could_win(warm, scores)
+        ]
     if known.note:
         started["note"] = known.note
     if warm:
@@ -673,6 +699,16 @@ def _model_search(
         }
         for t in trials
     ], started
+
+
+def _could_win(warm: dict[int, float], scores: dict[int, float]) -> list[int]:
+    """The warm-started configurations not answered in this run whose earlier score (higher
+    is better) is at least this run's best: the sweep's best may be among them. Highest
+    first."""
+    answered = [v for v in scores.values() if math.isfinite(v)]
+    best = max(answered, default=-math.inf)
+    found = [i for i, v in warm.items() if i not in scores and v >= best]
+    return sorted(found, key=lambda i: -warm[i])
 
 
 # an ANSWERS column for each field of an Answer
