@@ -890,7 +890,11 @@ def testset_list(
 
 
 def _show(row: dict) -> None:
-    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"] or [])
+    spans = ", ".join(
+        f"{s['doc_id']}[{s['start']}:{s['end']}]"
+        + (f" (approximate, {s['score']:.2f})" if s.get("found") == "approximate" else "")
+        for s in row["gold_spans"] or []
+    )
     for label, value in [
         ("id", row["question_id"]),
         ("question", row["question"]),

@@ -193,7 +193,7 @@ def _to_testset(samples: list, chunks: pa.Table, documents: pa.Table) -> pa.Tabl
             doc_id = doc_ids[chunk]
             span = locate(doc_texts[doc_id], block, after=starts[chunk])
             if span:
-                spans.append({"doc_id": doc_id, "start": span[0], "end": span[1]})
+                spans.append({"doc_id": doc_id, "start": span[0], "end": span[1], "found": "exact"})
             context.append(f"Document {doc_id}: {block}")
         row = {
             "question": sample.question,

@@ -39,7 +39,8 @@ import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
-from ragsweep.core.text import locate
+from ragsweep.core.text import Spaced, locate
+from ragsweep.documents import locating
 from ragsweep.documents.sources import location, read_bytes
 
 # test data naming a test set in the results database: store:<name>
@@ -472,6 +473,8 @@ class _Collection:
             self.by_name[PurePosixPath(doc_id).name].append(doc_id)
         self.example = min(self.ids, default="")
         self._joined: list[tuple[str, list[int]]] = []  # verbatim, then white space collapsed
+        self._spaced: dict[str, Spaced] = {}  # white space collapsed, by doc_id
+        self._indexes: dict[str, locating.Index] = {}  # for approximate location, by doc_id
 
     def resolve(self, ref: str) -> str:
         if ref in self.texts:
@@ -496,16 +499,45 @@ class _Collection:
         )
 
     def span(self, doc_id: str, passage: str, unique: bool = False) -> dict | None:
-        found = locate(self.texts[doc_id], passage, unique)
-        return {"doc_id": doc_id, "start": found[0], "end": found[1]} if found else None
+        """Where ``passage`` is in the document verbatim, or up to white space (the
+        document's white-space-collapsed form made once: a long document is not scanned
+        again for each passage)."""
+        text, passage = self.texts[doc_id], passage.strip()
+        found = locate(text, passage, unique) if passage in text else None
+        if not found and passage:
+            if doc_id not in self._spaced:
+                self._spaced[doc_id] = Spaced(text)
+            found = self._spaced[doc_id].find(passage, unique)
+        if not found:
+            return None
+        return {"doc_id": doc_id, "start": found[0], "end": found[1], "found": "exact"}
+
+    def approximate(self, doc_ids: list[str], passage: str) -> dict | None:
+        """Where the ``doc_ids`` documents say what ``passage`` says in other words
+        (``locating.best``); each document indexed once, when first asked."""
+        for doc_id in doc_ids:
+            if doc_id not in self._indexes:
+                self._indexes[doc_id] = locating.Index(self.texts[doc_id])
+        found = locating.best(((d, self._indexes[d]) for d in dict.fromkeys(doc_ids)), passage)
+        if not found:
+            return None
+        doc_id, where = found
+        return {
+            "doc_id": doc_id,
+            "start": where.start,
+            "end": where.end,
+            "found": "approximate",
+            "score": where.score,
+        }
 
     def find(self, passage: str, prefer: list[str]) -> dict | None:
-        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document."""
+        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document;
+        not verbatim anywhere, where the ``prefer`` documents say it in other words."""
         for doc_id in prefer:
             if span := self.span(doc_id, passage):
                 return span
         doc_id = self._search(passage)
-        return self.span(doc_id, passage) if doc_id else None
+        return self.span(doc_id, passage) if doc_id else self.approximate(prefer, passage)
 
     def _search(self, passage: str) -> str | None:
         """The first document holding ``passage`` verbatim, else up to white space."""
@@ -536,7 +568,9 @@ def resolve_testset(
     dropped), in the question's documents first, else in any: the documents it is found in
     are references too, so an id that resolves nowhere (Giskard's own knowledge-base index)
     is replaced by them. An AutoRAG correct answer gives a span where it occurs in one of its
-    reference documents exactly once. A question whose references are found nowhere is an
+    reference documents exactly once. A passage found verbatim nowhere is located where its
+    reference documents say it in other words (``locating``): such a span is ``approximate``
+    with its score, the others ``exact``. A question whose references are found nowhere is an
     error naming it, or with ``skip_unresolved`` is left out with a warning; one citing a file
     the reading skipped (``skipped``: reason -> doc_ids, as ``DocumentSet`` has them) says so.
     """
@@ -614,16 +648,24 @@ def _resolve(row: dict, collection: _Collection) -> None:
     elif unresolved:
         raise unresolved[0]
     else:
-        spans = [
-            collection.span(doc_id, answer, unique=True)
-            for answer in row["reference_answers"]
-            for doc_id in resolved
-        ]
+        spans = []
+        for answer in row["reference_answers"]:
+            exact = [collection.span(doc_id, answer, unique=True) for doc_id in resolved]
+            spans += [s for s in exact if s] or [collection.approximate(resolved, answer)]
         located = [span for span in spans if span]
     if len(located) < len(spans):
         log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
     row["reference_doc_ids"] = list(dict.fromkeys(resolved))
-    row["gold_spans"] = list({tuple(span.values()): span for span in located}.values())
+    places: dict[tuple, dict] = {}  # one span a place, the strongest: exact, else best score
+    for span in located:
+        place = (span["doc_id"], span["start"], span["end"])
+        if place not in places or _strength(span) > _strength(places[place]):
+            places[place] = span
+    row["gold_spans"] = list(places.values())
+
+
+def _strength(span: dict) -> tuple[bool, float]:
+    return span["found"] == "exact", span.get("score") or 0.0
 
 
 # Giskard writes a reference context as "Document <id>: <text>" blocks joined by blank lines.

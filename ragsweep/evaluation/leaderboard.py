@@ -54,6 +54,16 @@ NO_VALUE = "(none)"
 RELEVANCE = "answer_relevance"  # needs a judge
 
 
+def gold_span_record(testset: pa.Table) -> dict[str, int]:
+    """What the span metrics rest on: of the ``questions``, how many have a gold span
+    (``located``), and how many of those a span located approximately (``approximate``: an
+    answer reworded in its document, ``documents.locating``) rather than found verbatim."""
+    rows = testset["gold_spans"].to_pylist() if "gold_spans" in testset.column_names else []
+    located = [spans for spans in rows if spans]
+    approximate = sum(any(s.get("found") == "approximate" for s in spans) for spans in located)
+    return {"questions": testset.num_rows, "located": len(located), "approximate": approximate}
+
+
 def check_metric(metric: str) -> None:
     if metric not in METRICS and metric != AUTO_METRIC:
         choices = sorted(METRICS) + [AUTO_METRIC]
@@ -107,6 +117,7 @@ def build_board(
     if missing:
         settings["not_measured"] = missing
     settings["clusters"] = clusters.of_testset(testset).record()
+    settings["gold_spans"] = gold_span_record(testset)
     if judged:
         settings["judge_unreadable"] = _unreadable(scores, answers)
     recorded = scores.schema.metadata or {}

@@ -491,6 +491,9 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
     if record:
         out.append(clusters.statement_of(record))
         out += clusters.cautions_of(record)
+    spans = gold_span_line(settings.get("gold_spans"))
+    if spans:
+        out.append(spans)
     rows = board.to_pylist()
     verdictless = [r for r in rows if r["rank"] > 1 and r["p_value"] is None and r["questions"]]
     if verdictless:
@@ -507,6 +510,29 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
         )
     unreadable = judge_warning(settings) if judge else None
     return out + ([unreadable] if unreadable else [])
+
+
+def gold_span_line(record: dict | None) -> str | None:
+    """How many questions the span metrics rest on, and how many of their gold spans were
+    located approximately; None when every question has a span found verbatim."""
+    if not record or (record["located"] == record["questions"] and not record["approximate"]):
+        return None
+    if not record["located"]:
+        return (
+            f"Span recall and span precision: none of the {record['questions']} questions has a "
+            "gold span (its answer or reference context located in its documents)."
+        )
+    approximate = record["approximate"]
+    how = (
+        f"; {approximate} of them located approximately (the answer is said in other words: "
+        "the passage that best matches it, not a verbatim quote)"
+        if approximate
+        else ", found verbatim"
+    )
+    return (
+        f"Span recall and span precision rest on the {record['located']} of "
+        f"{record['questions']} questions with a gold span{how}."
+    )
 
 
 def judge_warning(settings: dict) -> str | None:
