@@ -1,5 +1,6 @@
 """A local run's folder: its marker (``run.json``: status, what failed, how it was started,
-so that it can be resumed or stored later) and its exports, written whole or not at all.
+so that it can be resumed or stored later), its lock (``run.lock``: held by the process
+that runs it, recording its host and PID) and its exports, written whole or not at all.
 
 The exports (leaderboard, results, breakdown, failures, report, test set, patterns) are
 written into a staging folder inside the run folder and renamed into place only when all of
@@ -9,9 +10,12 @@ store records a run only after that.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -22,6 +26,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
 
 MARKER = "run.json"
+LOCK = "run.lock"
 STAGING = ".exporting"
 TABLES = ("leaderboard", "results", "breakdown", "failures")
 # a run folder's status: running; then succeeded, partial (results kept, a side step or the
@@ -50,13 +55,16 @@ def read_marker(run_dir: Path) -> dict[str, Any]:
 
 
 def status_of(run_dir: Path) -> str:
-    """The folder's status, ``interrupted`` for one marked running whose process is gone
-    (killed, or the machine went down)."""
+    """The folder's status, ``interrupted`` for one marked running that no process runs
+    (killed, or the machine went down): its lock is free (a folder from an older ragsweep,
+    which has none: its PID is gone)."""
     marker = read_marker(run_dir)
     status = marker.get("status", "")
-    if status == "running" and not _alive(marker.get("pid")):
-        return "interrupted"
-    return status
+    if status != "running":
+        return status
+    if (run_dir / LOCK).exists():
+        return "running" if holder(run_dir) is not None else "interrupted"
+    return "running" if _alive(marker.get("pid")) else "interrupted"
 
 
 def _alive(pid: Any) -> bool:
@@ -69,6 +77,60 @@ def _alive(pid: Any) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextmanager
+def held(run_dir: Path) -> Iterator[None]:
+    """The run folder, locked by this process while the block runs: an exclusive ``flock``
+    of its ``run.lock``, which records this host and PID. The kernel releases it when the
+    process ends however it ends (a SIGKILL too), so a stale lock file is no obstacle. A
+    folder another process holds is refused in one line naming its host and PID."""
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        for _ in range(20):  # a moment, for a reader's brief probe (``holder``) to end
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.05)
+        else:
+            raise RagsweepError(
+                f"run {run_dir.name} is being run by {_who(holder(run_dir))}: "
+                "one process at a time runs a run folder; wait for it, or stop it"
+            )
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def holder(run_dir: Path) -> dict[str, Any] | None:
+    """The host and PID of the process that holds the folder's lock (``{}`` when it has
+    not written them yet); None when no process holds it."""
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return json.loads(os.pread(fd, 4096, 0) or b"{}")
+            except ValueError:
+                return {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _who(found: dict[str, Any] | None) -> str:
+    found = found or {}
+    if "pid" not in found:
+        return "another process"
+    return f"PID {found['pid']} on host {found.get('host', '?')}"
 
 
 def last_resumable(output: Path) -> Path | None:
@@ -104,7 +166,10 @@ def find_run(output: Path, run_id: str | None) -> Path:
         )
         raise RagsweepError(f"--resume: run {run_dir.name} is {status}: nothing to resume{hint}")
     if status == "running":
-        raise RagsweepError(f"--resume: run {run_dir.name} is still running")
+        raise RagsweepError(
+            f"--resume: run {run_dir.name} is still running ({_who(holder(run_dir))}): "
+            "one process at a time runs a run folder"
+        )
     return run_dir
 
 
