@@ -243,3 +243,60 @@ def test_a_lock_left_by_a_killed_process_is_no_obstacle(tmp_path):
     assert holder(run_dir) is None and status_of(run_dir) == "interrupted"
     with held(run_dir):
         assert holder(run_dir)["pid"] == os.getpid()
+
+
+# --- the exports, swapped as a set ----------------------------------------------------------
+
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from ragsweep.kubeflow import rundir
+
+symlink = rundir._symlink
+def slow(*args):  # each step of the swap takes a while: a kill lands in it often
+    time.sleep(0.02)
+    symlink(*args)
+rundir._symlink = slow
+
+value = sys.argv[2]
+with rundir.staged(Path(sys.argv[1]), whole=True) as stage:
+    print("writing", flush=True)
+    for name in ("leaderboard.csv", "report.html"):
+        (stage / name).write_text(value)
+        time.sleep(0.02)
+    (stage / "patterns").mkdir()
+    (stage / "patterns" / "pattern.json").write_text(value)
+print("done", flush=True)
+"""
+SET = ("leaderboard.csv", "report.html", "patterns/pattern.json")
+
+
+def test_a_kill_mid_export_leaves_the_old_exports_or_the_new_ones_never_a_mix(tmp_path):
+    import random
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    subprocess.run([sys.executable, "-c", WRITER, str(run_dir), "0"], check=True)
+    seen = set()
+    for value in range(1, 25):
+        process = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(run_dir), str(value)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdout.readline() == "writing\n"
+        time.sleep(random.uniform(0, 0.25))  # writing takes 0.06 s, the swap 0.02 s a link
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        found = {(run_dir / name).read_text() for name in SET}
+        assert len(found) == 1, f"a mix of sets after a kill: {found}"
+        seen.add(found.pop() == str(value))
+    assert seen == {True, False}  # kills landed before and after the swap
+    subprocess.run([sys.executable, "-c", WRITER, str(run_dir), "last"], check=True)
+    assert {(run_dir / name).read_text() for name in SET} == {"last"}
+    # what the kills left (sets, half-made links, the staging folder) is tidied away
+    current = os.readlink(run_dir / "exports")
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(
+        [current, "exports", "leaderboard.csv", "patterns", "report.html"]
+    )
