@@ -132,6 +132,82 @@ def test_options_that_would_change_the_settings_are_refused_with_resume(tmp_path
     assert "--top" not in line.split("cannot be given")[0]  # --top applies
 
 
+# --- what a step read, by content ---------------------------------------------------------
+
+
+def reads_of(docs: str, testset: str = "", **settings) -> dict:
+    from ragsweep.kubeflow.reads import step_reads
+    from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.sweep.settings import RunSettings
+
+    return step_reads(
+        sweep, RunSettings(docs=docs, testset=testset, **settings).pipeline_arguments()
+    )
+
+
+def test_the_documents_read_are_their_content_not_their_timestamps(tmp_path):
+    from ragsweep.kubeflow.reads import changes
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Alpha.")
+    (docs / "b.md").write_text("Beta.")
+    before = reads_of(str(docs))
+
+    os.utime(docs / "a.md", ns=(1, 1))  # touched: the same content
+    (docs / "notes.bin").write_bytes(b"\x00")  # a file no step reads
+    assert reads_of(str(docs)) == before
+
+    (docs / "b.md").write_text("Beta, edited.")
+    after = reads_of(str(docs))
+    assert changes(before, after) == [
+        f"ingest reruns: the documents in {docs} changed since the run read it"
+    ]
+
+
+def test_s3_documents_and_test_set_are_read_by_etag_and_size(s3, bucket):
+    from ragsweep.kubeflow.reads import changes
+
+    s3.put_object(Bucket=bucket, Key="kb/a.md", Body=b"Alpha.")
+    s3.put_object(Bucket=bucket, Key="t.jsonl", Body=questions(missing=False).encode())
+    docs, testset = f"s3://{bucket}/kb", f"s3://{bucket}/t.jsonl"
+    before = reads_of(docs, testset)
+
+    s3.put_object(Bucket=bucket, Key="kb/a.md", Body=b"Alpha, edited.")
+    s3.put_object(Bucket=bucket, Key="t.jsonl", Body=questions(missing=True).encode())
+
+    assert changes(before, reads_of(docs, testset)) == [
+        f"load-testset reruns: {testset} changed since the run read it",
+        f"ingest reruns: the documents in {docs} changed since the run read it",
+    ]
+
+
+def test_an_endpoint_is_read_as_its_url_without_credentials_and_its_model(monkeypatch):
+    from ragsweep.kubeflow.reads import changes, task_digests
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.space import SearchSpace
+
+    space = SearchSpace(answerers=("llm:granite",))
+    run = {"space": space, "llm": LLMSettings(judge="judge-model")}
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", "http://user:pw@10.0.0.5:8000/v1")
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", "sk-first")
+    docs = str(REPO / "examples/docs")
+    before = reads_of(docs, **run)
+    monkeypatch.setenv("RAGSWEEP_LLM_API_KEY", "sk-second")  # a new key: the same endpoint
+    assert reads_of(docs, **run) == before
+    assert "sk-" not in json.dumps(before) and "pw@" not in json.dumps(before)
+
+    monkeypatch.setenv("RAGSWEEP_JUDGE_BASE_URL", "http://10.0.0.7:8000/v1")
+    after = reads_of(docs, **run)
+
+    assert changes(before, after) == [
+        "evaluate reruns: the judge endpoint of judge-model changed since the run read it "
+        "(http://10.0.0.5:8000/v1 -> http://10.0.0.7:8000/v1)"
+    ]
+    digests = task_digests(before), task_digests(after)
+    assert [s for s in digests[0] if digests[0][s] != digests[1].get(s)] == ["evaluate"]
+
+
 # --- another endpoint, and a second resume at once ----------------------------------------
 
 

@@ -72,7 +72,9 @@ def step_reads(pipeline: Callable[..., Any], arguments: dict[str, Any]) -> dict[
             f"the documents in {where}": _digest(document_versions(where))
             for where in (settings.docs, *settings.more_docs)
         },
-        "generate_qa": {} if settings.testset else served([settings.qa_generation.model]),
+        "generate_qa": {}
+        if settings.testset
+        else served([m for m in [settings.qa_generation.model] if m]),
         "embed_shard": models,
         "chunk_embed": models,
         "retrieve": {
