@@ -380,24 +380,25 @@ def checked_store(store: str | None, no_store: bool, baseline: str) -> str | Non
 
 
 # the options of `ragsweep run` that apply to a resumed run; the others are its settings
-RESUME_OPTIONS = ("resume", "output", "store", "no_store", "mlflow", "top", "verbose")
+RESUME_OPTIONS = ("output", "store", "no_store", "mlflow", "top", "verbose", "skip_unresolved")
 
 
 def refuse_with_resume(ctx: typer.Context) -> None:
     """Refuse, in one line naming them, the options given with ``--resume`` that would
-    change the run's settings: it continues with those it started with (but
-    ``--skip-unresolved``, which applies)."""
+    change the run's settings: it continues with those it started with (``--skip-unresolved``
+    applies: it leaves out questions from then on)."""
     given = [
         param.opts[0]
         for param in ctx.command.params
-        if param.name not in (*RESUME_OPTIONS, "skip_unresolved")
+        if param.name not in (*RESUME_OPTIONS, "resume")
         and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"
     ]
     if given:
+        allowed = [p.opts[0] for p in ctx.command.params if p.name in RESUME_OPTIONS]
         raise RagsweepError(
             f"--resume continues a run with the settings it started with: {', '.join(given)} "
-            "cannot be given with it (start a new run to change them); with --resume, only "
-            "--output, --store, --no-store, --mlflow, --top, --verbose and --skip-unresolved"
+            f"cannot be given with it (start a new run to change them); with --resume, only "
+            f"{', '.join(allowed)}"
         )
 
 

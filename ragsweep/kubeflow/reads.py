@@ -63,18 +63,16 @@ def step_reads(pipeline: Callable[..., Any], arguments: dict[str, Any]) -> dict[
     space = settings.space
     models = {f"the embedding model {m}": embedding.identity(m) for m in space.embedding_models}
     rerankers = [r.partition(":")[2] for r in space.rerankers if r.startswith("rerank:")]
+    testset = {settings.testset: file_version(settings.testset)} if settings.testset else {}
+    generator = [] if settings.testset else [m for m in [settings.qa_generation.model] if m]
     return {
         "configure": {"the settings": _digest(arguments)},
-        "load_testset": {settings.testset: file_version(settings.testset)}
-        if settings.testset
-        else {},
+        "load_testset": testset,
         "ingest": {
             f"the documents in {where}": _digest(document_versions(where))
             for where in (settings.docs, *settings.more_docs)
         },
-        "generate_qa": {}
-        if settings.testset
-        else served([m for m in [settings.qa_generation.model] if m]),
+        "generate_qa": served(generator),
         "embed_shard": models,
         "chunk_embed": models,
         "retrieve": {
