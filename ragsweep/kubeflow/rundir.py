@@ -92,7 +92,10 @@ def held(run_dir: Path) -> Iterator[None]:
     of its ``run.lock``, which records this host and PID. The kernel releases it when the
     process ends however it ends (a SIGKILL too), so a stale lock file is no obstacle. A
     folder another process holds is refused in one line naming its host and PID."""
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RagsweepError(f"cannot lock the run folder {run_dir}: {exc.strerror}") from None
     try:
         for _ in range(20):  # a moment, for a reader's brief probe (``holder``) to end
             try:
@@ -117,7 +120,7 @@ def holder(run_dir: Path) -> dict[str, Any] | None:
     not written them yet); None when no process holds it."""
     try:
         fd = os.open(run_dir / LOCK, os.O_RDONLY)
-    except FileNotFoundError:
+    except OSError:  # none, or not ours to read: no process of ours holds it
         return None
     try:
         try:
