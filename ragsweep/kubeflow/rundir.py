@@ -120,7 +120,7 @@ def holder(run_dir: Path) -> dict[str, Any] | None:
     not written them yet); None when no process holds it."""
     try:
         fd = os.open(run_dir / LOCK, os.O_RDONLY)
-    except OSError:  # none, or not ours to read: no process of ours holds it
+    except OSError:  # none, or unreadable: taken as not held
         return None
     try:
         try:
