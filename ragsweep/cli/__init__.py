@@ -301,8 +301,8 @@ def run(
         "--resume",
         help="Resume an interrupted run (its id, under --output; alone: the newest "
         "interrupted one) with the settings it started with: the steps that finished are "
-        "reused. The other options but --output, --store, --no-store, --mlflow, --top and "
-        "--verbose are ignored.",
+        "reused if what they read is unchanged. Only --output, --store, --no-store, --mlflow, "
+        "--top, --verbose and --skip-unresolved may be given with it.",
     ),
     llm_timeout: float = typer.Option(
         LLM_DEFAULTS.timeout_s, help="Seconds an answer request waits for its answer."
@@ -329,7 +329,8 @@ def run(
     """
     check_at_least(top, 0, "--top", " (every row)")
     if resume:
-        return resume_run(resume, output, store, no_store, mlflow, top, verbose)
+        refuse_with_resume(ctx)
+        return resume_run(resume, output, store, no_store, mlflow, top, verbose, skip_unresolved)
     if docs is None:
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     from ragsweep.kubeflow.local import preflight, run_local
@@ -378,6 +379,29 @@ def checked_store(store: str | None, no_store: bool, baseline: str) -> str | Non
     return url
 
 
+# the options of `ragsweep run` that apply to a resumed run; the others are its settings
+RESUME_OPTIONS = ("output", "store", "no_store", "mlflow", "top", "verbose", "skip_unresolved")
+
+
+def refuse_with_resume(ctx: typer.Context) -> None:
+    """Refuse, in one line naming them, the options given with ``--resume`` that would
+    change the run's settings: it continues with those it started with (``--skip-unresolved``
+    applies: it leaves out questions from then on)."""
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name not in (*RESUME_OPTIONS, "resume")
+        and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        allowed = [p.opts[0] for p in ctx.command.params if p.name in RESUME_OPTIONS]
+        raise RagsweepError(
+            f"--resume continues a run with the settings it started with: {', '.join(given)} "
+            f"cannot be given with it (start a new run to change them); with --resume, only "
+            f"{', '.join(allowed)}"
+        )
+
+
 def resume_run(
     run_id: str,
     output: Path,
@@ -386,6 +410,7 @@ def resume_run(
     mlflow: str | None,
     top: int,
     verbose: bool,
+    skip_unresolved: bool = False,
 ) -> None:
     """``ragsweep run --resume``: the run, continued, with what the store and MLflow checks
     say before it starts."""
@@ -398,7 +423,7 @@ def resume_run(
         results_store.connect(url)
     tracking_uri = checked_tracking_uri(mlflow)
     which = None if run_id == LAST_INTERRUPTED else run_id
-    outcome = resume_local(sweep, output, which, url, verbose, tracking_uri)
+    outcome = resume_local(sweep, output, which, url, verbose, tracking_uri, skip_unresolved)
     finish(outcome, top, patterns=int((outcome.run_dir / "patterns").is_dir()))
 
 

@@ -217,13 +217,16 @@ def count_setting(name: str, value: str | int | None) -> int:
 class Settings:
     """What ``step`` applies: resources by step name (None: none at all) and retries; and the
     fan-out's parallelism (0: no bound) and the GPUs of each embedding step; whether every
-    step is cached (``cache_all``: a local run, whose cache lives in its own folder)."""
+    step is cached (``cache_all``: a local run, whose cache lives in its own folder); the
+    digest of what each step reads from outside the pipeline, by step name (``reads``: a
+    local run's, ``ragsweep.kubeflow.reads``), set as its task's ``RAGSWEEP_READS``."""
 
     resources: dict[str, Resources] | None
     retries: int
     parallelism: int = 0
     gpus: int = 0
     cache_all: bool = False
+    reads: dict[str, str] | None = None
 
 
 _active: ContextVar[Settings | None] = ContextVar("ragsweep_platform_settings", default=None)
@@ -314,18 +317,25 @@ def step(
         task.set_retry(settings.retries, backoff_duration=RETRY_BACKOFF, backoff_factor=2)
     if not cache and not settings.cache_all:
         task.set_caching_options(enable_caching=False)
+    if name in (settings.reads or {}):  # part of kfp.local's cache key: changed reads, a new key
+        from ragsweep.kubeflow.reads import READS_ENV
+
+        task.set_env_variable(READS_ENV, settings.reads[name])
     return task
 
 
-def for_local_run(pipeline_func: Callable[..., Any], parallelism: int = 1) -> GraphComponent:
+def for_local_run(
+    pipeline_func: Callable[..., Any], parallelism: int = 1, reads: dict[str, str] | None = None
+) -> GraphComponent:
     """The pipeline of ``pipeline_func``, built for kfp.local: secrets as on the cluster, no
     resources and no retries; ``parallelism`` chunk configurations at once. Every step is
     cached: kfp.local's cache lives in the run folder, so a hit is always a resume of the
-    same run, whose steps read what they read when it started."""
+    same run; a step's key includes the digest of what it reads from outside the pipeline
+    (``reads``, by step name), so it is reused only if that is unchanged."""
     from kfp import dsl
 
     token = _active.set(
-        Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True)
+        Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True, reads=reads)
     )
     try:
         return dsl.pipeline(pipeline_func, name=PIPELINE_NAME)
