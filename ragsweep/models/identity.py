@@ -22,8 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 CHUNK = 1 << 20  # bytes hashed at a time
 SHORT = 16  # hex digits of an identity kept in names and records
-# the files of a model folder that hold no part of what it computes (docs, licences)
-IGNORED_SUFFIXES = (".md", ".txt", ".lock", ".gitattributes")
+# the files of a model folder that hold no part of what it computes (docs, git's); not .txt:
+# vocab.txt and merges.txt are a tokenizer's
+IGNORED_SUFFIXES = (".md", ".lock", ".gitattributes")
 _lock = threading.Lock()
 
 
