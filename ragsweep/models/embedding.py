@@ -11,7 +11,7 @@ A local model's name may end in ``@torch``, ``@onnx`` or ``@onnx-int8``: the run
 embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
 ``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
 on PyTorch where torch sees a GPU. The embedding cache keeps each runtime's
-vectors apart (``cache_name``).
+vectors apart: a model's ``identity`` is its files' digest with its runtime.
 
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
 ``PREFIXES``, a table of model families matched on the model's name.
@@ -127,8 +127,8 @@ def cuda_usable() -> bool:
 
 
 def cache_name(name: str) -> str:
-    """The name the embedding cache keeps ``name``'s vectors under: the model, with the
-    runtime when it is not PyTorch, so that vectors of two runtimes never mix."""
+    """The readable part of the name of ``name``'s folder in the embedding cache (the rest is
+    its ``identity``'s digest): the model, with the runtime when it is not PyTorch."""
     if name.startswith(ENDPOINT_PREFIX):
         return name
     base, runtime = split_backend(name)[0], backend(name)
