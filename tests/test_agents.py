@@ -268,3 +268,34 @@ def test_the_ui_shows_the_agent_on_the_run_page(nights, page, tmp_path):
 def test_settings_json_names_the_agents_of_the_run(nights):
     settings = settings_of(read_table(nights["runs"][0] / "leaderboard.arrow", "leaderboard"))
     assert settings["agents"] == ["mybot", "plainbot"]
+
+
+def test_submit_and_schedule_pass_the_agent_as_a_parameter_and_its_key_through_a_secret(tmp_path):
+    from scripted_servers import Pipelines
+
+    package = ROOT / "pipelines" / "sweep_pipeline.yaml"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "KF_", "AWS_"))}
+    with Pipelines(token="sha256~token") as server:
+        env = clean | {"HOME": str(tmp_path), "RAGSWEEP_KFP_HOST": server.url}
+        env |= {"RAGSWEEP_KFP_TOKEN": server.token, "RAGSWEEP_AGENT_API_KEY": AGENT_KEY}
+        s3 = ["--docs", "s3://docs/kb/", "--testset", "s3://eval/testset.json"]
+        agent = ["--agent", "mybot=https://bot.example/v1", "--package", str(package)]
+        submitted = ragsweep_here("submit", *s3, *agent, env=env)
+        scheduled = ragsweep_here("schedule", "create", "--cron", "@daily", *s3, *agent, env=env)
+        bad = ragsweep_here("submit", *s3, "--agent", "mybot=https://u:pw@bot/v1", env=env)
+        sent = [*server.runs.values(), *server.recurring.values()]
+    assert submitted.returncode == 0 and scheduled.returncode == 0, submitted.stderr
+    assert [r["runtime_config"]["parameters"]["agents"] for r in sent] == [
+        ["mybot=https://bot.example/v1"]
+    ] * 2
+    executors = sent[0]["pipeline_spec"]["platform_spec"]["platforms"]["kubernetes"]
+    evaluate = executors["deploymentSpec"]["executors"]["exec-evaluate"]["secretAsEnv"]
+    [llm] = [s for s in evaluate if s["secretNameParameter"]["componentInputParameter"]
+             == "llm_secret_name"]  # fmt: skip
+    assert {"envVar": "RAGSWEEP_AGENT_API_KEY", "secretKey": "RAGSWEEP_AGENT_API_KEY"} in llm[
+        "keyToEnv"
+    ]
+    assert AGENT_KEY not in json.dumps(sent)
+    assert (
+        bad.returncode == 2 and "may hold no credentials" in bad.stderr and "pw" not in bad.stderr
+    )

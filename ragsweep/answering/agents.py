@@ -59,6 +59,10 @@ class Agent:
             "answerer": self.label,
         }
 
+    def spec(self) -> str:
+        """``NAME=URL``, as ``--agent`` and the pipeline parameter ``agents`` take it."""
+        return f"{self.name}={self.url}"
+
     def endpoint(self) -> Endpoint:
         """Where it is asked: its URL, its name as the model, the key from
         ``RAGSWEEP_AGENT_API_KEY`` (kept out of reprs and messages)."""
