@@ -299,3 +299,20 @@ def test_submit_and_schedule_pass_the_agent_as_a_parameter_and_its_key_through_a
     assert (
         bad.returncode == 2 and "may hold no credentials" in bad.stderr and "pw" not in bad.stderr
     )
+
+
+def test_an_agents_calls_come_out_of_the_budget_first_and_it_is_no_configuration():
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.steps import plan_evaluation
+
+    configs = [{"config_id": str(i), "answerer": "llm:m"} for i in range(4)]
+    judged = LLMSettings(judge="judge")
+    # 4 configurations x 10 questions x (answer + verdict) = 80; the assistant's 20 first
+    rounds, planned = plan_evaluation(configs, 10, judged, 100, agents=1)
+    assert [(r.configs, r.questions) for r in rounds] == [(4, 10)] and planned == 100
+    halved, _ = plan_evaluation(configs, 10, judged, 99, agents=1)
+    assert len(halved) > 1  # what is left no longer affords the grid
+    with pytest.raises(RagsweepError, match="the deployed assistants .* take 20 LLM calls"):
+        plan_evaluation(configs, 10, judged, 20, agents=1)
+    model, _ = plan_evaluation(configs, 10, judged, 0, strategy="model", max_configs=2, agents=3)
+    assert model[0].configs == 2  # max_configs counts the sweep's configurations only

@@ -29,7 +29,7 @@ from ragsweep.core.schemas import config_id
 from ragsweep.core.text import locate
 
 if TYPE_CHECKING:  # imported where used: the settings import this module
-    from ragsweep.models.llm import Endpoint
+    from ragsweep.models.llm import Endpoint, LLMSettings
 
 log = logging.getLogger("ragsweep")
 
@@ -138,10 +138,11 @@ def ask_agent(
     agent: Agent,
     items: list[tuple[str, History]],
     documents: dict[str, str],
-    concurrency: int = 8,
+    settings: LLMSettings | None = None,
 ) -> list[Reply]:
-    """Ask ``agent`` each (question, history) once, through the reply cache; its contexts
-    resolved against ``documents`` (id -> text). A request that fails after its retries is
+    """Ask ``agent`` each (question, history) once, through the reply cache, with the
+    run's concurrency and deadlines (``settings``); its contexts resolved against
+    ``documents`` (id -> text). A request that fails after its retries is
     an answer with an error (not cached); every one failing is a ``RagsweepError``."""
     from ragsweep.models.identity import endpoint
     from ragsweep.models.llm import Chat, LLMSettings, check_reachable
@@ -149,7 +150,7 @@ def ask_agent(
 
     where = agent.endpoint()
     check_reachable(where)
-    chat = Chat(where, LLMSettings(concurrency=concurrency))
+    chat = Chat(where, settings or LLMSettings())
     identity = endpoint(agent.url, agent.name)
     cache = ReplyCache()
 

@@ -417,24 +417,18 @@ def evaluate(
     reserved = min(queried, len(order) * len(transforms))
     autorag = metric in AUTORAG_METRICS
     agents = agents or []
-    agent_calls = len(agents) * len(order) * (1 + calls_per_answer_of([], settings, autorag))
-    if max_llm_calls and agent_calls and agent_calls >= max_llm_calls:
-        raise RagsweepError(
-            f"max_llm_calls={max_llm_calls} is too few: the deployed assistants (--agent) take "
-            f"{agent_calls} LLM calls (an answer and its verdicts per question) before any "
-            "configuration answers; raise the budget"
-        )
     rounds, planned = plan_evaluation(
         configured,
         len(order),
         settings,
-        max_llm_calls - agent_calls if max_llm_calls else 0,
+        max_llm_calls,
         reserved,
         strategy,
         max_configs,
         autorag,
+        len(agents),
     )
-    planned += queried - reserved + agent_calls
+    planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
     where = _positions(retrievals, config_ids, order)
     contexts = Contexts.of_passages(retrievals["passages"])
@@ -575,7 +569,7 @@ def _agent_answers(
     rows: list[dict[str, Any]] = []
     given, located, calls = [], [], 0
     for agent in agents:
-        replies = deployed.ask_agent(agent, list(questions.values()), texts, settings.concurrency)
+        replies = deployed.ask_agent(agent, list(questions.values()), texts, settings)
         config = agent.config()["config_id"]
         for question_id, reply in zip(questions, replies, strict=True):
             got, answer = reply.retrieved, reply.answer
@@ -627,15 +621,30 @@ def plan_evaluation(
     strategy: str = GRID,
     max_configs: int = 0,
     autorag: bool = False,
+    agents: int = 0,
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions and the LLM calls that takes at most,
     ``reserved`` included (the query transformations'; with ``autorag``, a relevance
-    rating besides each verdict); a budget too small raises
+    rating besides each verdict) and the ``agents`` deployed assistants' (an answer and
+    its verdicts per question, taken from the budget first); a budget too small raises
     ``RagsweepError``. ``grid``: every configuration, or successive halving when
     ``max_llm_calls`` would not afford it (``ragsweep.evaluation.halving.plan``);
     ``halving``: successive halving even when it would; ``model``: one round of the
     configurations the model-based search may answer (``plan_model``)."""
     check_strategy(strategy, "strategy")
+    asked = agents * questions * (1 + calls_per_answer_of([], settings, autorag))
+    if max_llm_calls and asked and asked >= max_llm_calls:
+        raise RagsweepError(
+            f"max_llm_calls={max_llm_calls} is too few: the deployed assistants (--agent) take "
+            f"{asked} LLM calls (an answer and its verdicts per question) before any "
+            "configuration answers; raise the budget"
+        )
+    if asked:
+        planned, max_llm_calls = asked, max_llm_calls - asked if max_llm_calls else 0
+        rounds, more = plan_evaluation(
+            configs, questions, settings, max_llm_calls, reserved, strategy, max_configs, autorag
+        )
+        return rounds, planned + more
     if max_llm_calls and reserved >= max_llm_calls:
         raise RagsweepError(
             f"max_llm_calls={max_llm_calls} is too few: the query transformations take "
