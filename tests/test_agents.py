@@ -139,6 +139,7 @@ def test_an_agent_is_ranked_on_the_leaderboard_with_the_judges_correctness_and_i
     swept = [r for r in board.to_pylist() if not r["label"].startswith("agent:")]
     assert len(swept) == 1 and swept[0]["p_value"] is not None  # tested against the leader
     assert "agent:mybot" in nights["first"].stdout  # the printed leaderboard
+    assert "agent:mybot" in (nights["runs"][0] / "report.html").read_text()
 
 
 def test_an_agent_without_contexts_has_its_retrieval_metrics_not_measured(nights):
@@ -263,6 +264,14 @@ def test_the_ui_shows_the_agent_on_the_run_page(nights, page, tmp_path):
         page.goto(f"{url}/runs/{run_id}")
         page.get_by_text("agent:mybot").first.wait_for()
         assert page.get_by_text("agent:plainbot").count() >= 1
+        # its drill-down: every question with its answer, and what it cited
+        config = agents.row_id("mybot")
+        shown = page.goto(f"{url}/runs/{run_id}/configs/{config}")
+        assert shown.status == 200 and "agent:mybot" in page.content()
+        question = nights["rows"][2]["id"]
+        shown = page.goto(f"{url}/runs/{run_id}/configs/{config}/questions/{question}")
+        assert shown.status == 200
+        assert nights["rows"][2]["reference_answer"] in page.content()
 
 
 def test_settings_json_names_the_agents_of_the_run(nights):

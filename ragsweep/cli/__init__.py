@@ -638,7 +638,8 @@ def compare(
         str,
         typer.Option(
             help="The configuration you deployed, whose regression is the alarm: a config id, "
-            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "the YAML file `ragsweep best` prints, or agent:NAME (a deployed assistant's "
+            "row, run --agent); without it, the alarm is whether the "
             "sweep's best got worse."
         ),
     ] = "",
