@@ -325,3 +325,33 @@ def test_an_agents_calls_come_out_of_the_budget_first_and_it_is_no_configuration
         plan_evaluation(configs, 10, judged, 20, agents=1)
     model, _ = plan_evaluation(configs, 10, judged, 0, strategy="model", max_configs=2, agents=3)
     assert model[0].configs == 2  # max_configs counts the sweep's configurations only
+
+
+def test_what_an_agent_without_contexts_did_not_measure_is_null_and_left_out_of_overall_score():
+    import pyarrow as pa
+
+    from ragsweep.core.schemas import ANSWERS, SCORES
+    from ragsweep.sweep.steps import _AgentAnswers
+
+    values = {name: [0.0, 0.0] for name in SCORES.names if SCORES.field(name).type == pa.float64()}
+    values |= {"answer_correctness": [1.0, 1.0], "answer_relevance": [0.5, 0.5]}
+    values |= {"faithfulness": [0.25, 0.25], "context_correctness": [0.0, 1.0]}
+    scores = pa.table(
+        {
+            name: values.get(name, [None, None])
+            if SCORES.field(name).type == pa.float64()
+            else pa.nulls(2, SCORES.field(name).type)
+            for name in SCORES.names
+        },
+        schema=SCORES,
+    )
+    # row 0: no context field; row 1: contexts, their texts not found in the documents
+    measured = _AgentAnswers(ANSWERS.empty_table(), 0, [False, True], [False, False])
+    out = measured.measured(scores).to_pydict()
+    assert out["context_correctness"] == [None, 1.0]
+    assert out["faithfulness"] == [None, 0.25]
+    assert out["span_recall"] == [None, None] and out["document_recall"] == [None, 0.0]
+    assert out["answer_correctness"] == [1.0, 1.0]
+    # overall_score: the mean of faithfulness, answer_correctness, context_correctness and
+    # answer_relevance that remain
+    assert out["overall_score"] == [pytest.approx(0.75), pytest.approx((0.25 + 1 + 1 + 0.5) / 4)]

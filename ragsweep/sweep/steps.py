@@ -38,7 +38,7 @@ from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving, statistics, surrogate
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
-from ragsweep.evaluation.scoring import AUTORAG_METRICS, score_answers
+from ragsweep.evaluation.scoring import AUTORAG_METRICS, OVERALL_PARTS, score_answers
 from ragsweep.models import embedding
 from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
@@ -533,7 +533,8 @@ class _AgentAnswers:
     def measured(self, scores: pa.Table) -> pa.Table:
         """``scores`` with what was not measured null: the retrieval metrics and
         faithfulness where the reply carried no context, the span metrics where its texts
-        were not all found in their documents."""
+        were not all found in their documents; AutoRAG's ``overall_score``, where scored,
+        the mean of the parts that remain."""
         unmeasured = {name: ~self.given for name in _of_kind("retrieval")}
         unmeasured["faithfulness"] = ~self.given
         for name in ("span_recall", "span_precision"):
@@ -543,6 +544,19 @@ class _AgentAnswers:
                 at = scores.schema.get_field_index(name)
                 kept = pc.if_else(pa.array(mask), pa.scalar(None, pa.float64()), scores[name])
                 scores = scores.set_column(at, scores.field(name), kept)
+        if scores["overall_score"].null_count < scores.num_rows:
+            parts = np.column_stack(
+                [scores[p].to_numpy(zero_copy_only=False) for p in OVERALL_PARTS]
+            ).astype(float)
+            with np.errstate(invalid="ignore"):
+                mean = np.nansum(parts, axis=1) / (~np.isnan(parts)).sum(axis=1)
+            at = scores.schema.get_field_index("overall_score")
+            kept = pc.if_else(
+                pc.is_null(scores["overall_score"]),
+                scores["overall_score"],
+                pa.array(mean, pa.float64(), from_pandas=True),
+            )
+            scores = scores.set_column(at, scores.field("overall_score"), kept)
         return scores
 
 
