@@ -355,3 +355,26 @@ def test_what_an_agent_without_contexts_did_not_measure_is_null_and_left_out_of_
     # overall_score: the mean of faithfulness, answer_correctness, context_correctness and
     # answer_relevance that remain
     assert out["overall_score"] == [pytest.approx(0.75), pytest.approx((0.25 + 1 + 1 + 0.5) / 4)]
+
+
+def test_the_plan_step_refuses_a_budget_the_agents_alone_would_spend(tmp_path, capsys):
+    from builders import configured, make_testset
+    from kfp import dsl
+
+    from ragsweep.components.plan import plan
+    from ragsweep.core.schemas import write_table
+
+    questions = dsl.Dataset(uri=str(tmp_path / "questions"))
+    write_table(make_testset([f"q{i}" for i in range(10)]), questions.path, "testset")
+    settings = configured(
+        tmp_path / "settings",
+        input_data_key="docs",
+        llm={"judge": "judge"},
+        max_llm_calls=40,
+        agents=["mybot=http://bot.example/v1", "other=http://bot.example/v2"],
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        plan.python_func(settings=settings, questions=questions)
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "the deployed assistants (--agent) take 40 LLM calls" in message
