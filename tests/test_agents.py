@@ -378,3 +378,10 @@ def test_the_plan_step_refuses_a_budget_the_agents_alone_would_spend(tmp_path, c
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "the deployed assistants (--agent) take 40 LLM calls" in message
+
+
+def test_a_comparison_says_when_the_agents_of_a_sweep_changed():
+    from ragsweep.results.changes import changes
+
+    found = changes({"seed": 42}, {"seed": 42, "agents": ["mybot"]})
+    assert found.settings == ['agents: - -> ["mybot"]']
