@@ -385,3 +385,29 @@ def test_a_comparison_says_when_the_agents_of_a_sweep_changed():
 
     found = changes({"seed": 42}, {"seed": 42, "agents": ["mybot"]})
     assert found.settings == ['agents: - -> ["mybot"]']
+
+
+def test_successive_halving_answers_the_agent_on_every_question_in_its_last_round(llm_server):
+    import evaluation_case as case
+    import pyarrow as pa
+
+    from ragsweep.models.llm import LLMSettings
+    from ragsweep.sweep.steps import evaluate
+
+    llm_server.responder = lambda r: "Port 8443." if r["model"] == "bot" else default_responder(r)
+    documents = pa.table({"doc_id": list(case.TEXTS), "text": list(case.TEXTS.values())})
+    settings = LLMSettings(judge="judge", backoff_s=0.01, concurrency=4)
+    bot = agents.Agent("bot", llm_server.url)
+    answers, scores = evaluate(
+        case.retrievals(), case.testset(), case.SPACE.all_configs(), "auto", settings,
+        strategy="halving", agents=[bot], documents=documents,
+    )  # fmt: skip
+    record = json.loads(scores.schema.metadata[b"ragsweep.evaluation"])
+    configs = len(case.SPACE.all_configs())
+    assert record["rounds"][0]["configs"] == configs and len(record["rounds"]) > 1
+    mine = [r for r in answers.to_pylist() if r["config_id"] == bot.config()["config_id"]]
+    assert len(mine) == case.testset().num_rows
+    assert {r["answer"] for r in mine} == {"Port 8443."}
+    assert {r["round"] for r in mine} == {len(record["rounds"]) - 1}
+    dropped = [r for r in answers.to_pylist() if r["answer"] is None]
+    assert dropped  # halving left some configurations unanswered, never the assistant
