@@ -36,6 +36,7 @@ def configure(
     qa_generation: dict,
     patterns: int,
     sweep_name: str,
+    agents: List[str],
     settings: Output[Dataset],
 ):
     """Build and validate the run's settings from the pipeline's parameters, once

@@ -145,6 +145,8 @@ class ScriptedLLM:
     def __init__(self) -> None:
         self.script: list[Step] = []
         self.responder: Callable[[dict], str] = default_responder
+        # fields added to a reply's message besides role and content (an agent's context)
+        self.message_fields: Callable[[dict], dict] = lambda request: {}
         self.requests: list[dict] = []  # chat completion bodies, in arrival order
         self.embedded: list[str] = []  # every text sent to /embeddings, in arrival order
         self.reranked: list[dict] = []  # every /rerank body, in arrival order
@@ -310,7 +312,11 @@ class ScriptedLLM:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": content},
+                            "message": {
+                                "role": "assistant",
+                                "content": content,
+                                **server.message_fields(request),
+                            },
                             "finish_reason": "stop",
                         }
                     ],

@@ -38,6 +38,7 @@ EVERY_FIELD = RunSettings(
     sweep_name="kb-nightly",
     strategy="halving",
     trials_at_once=3,
+    agents=("mybot=http://bot.example:8080/v1",),
 )
 AUTORAG_DEFAULTS = {"preset": "", "vector_io_provider_id": ""}
 

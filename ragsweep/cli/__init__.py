@@ -91,7 +91,8 @@ def testsets_in(url: str | None) -> DatabaseStore:
 def check_endpoints(settings: RunSettings) -> None:
     """Fail before the pipeline starts when an endpoint the run needs (an answer model's,
     the test set generator's, the query transformations', the judge's, a ``rerank:<model>``
-    reranker's) is unconfigured or does not answer within its deadline (at most 10 s)."""
+    reranker's, a deployed assistant's) is unconfigured or does not answer within its
+    deadline (at most 10 s)."""
     from ragsweep.models.llm import Endpoint, check_reachable
     from ragsweep.sweep.options import answer_models
 
@@ -106,6 +107,7 @@ def check_endpoints(settings: RunSettings) -> None:
         for name in settings.space.rerankers
         if name.startswith("rerank:")
     ]
+    endpoints += [agent.endpoint() for agent in settings.deployed()]
     wait = min(10.0, llm.timeout_s, llm.judge_timeout_s if llm.judge else llm.timeout_s)
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
         check_reachable(endpoint, wait)
@@ -283,6 +285,13 @@ def run(
         help="Name the sweep (letters, digits, . _ -): --baseline latest then finds the last "
         "run of this name, whatever changed in the documents, test set or grid, and says what "
         "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
+    ),
+    agent: list[str] = typer.Option(
+        None,
+        "--agent",
+        help="A deployed RAG application to evaluate beside the sweep, NAME=URL (an "
+        "OpenAI-compatible chat endpoint that retrieves on its own; key: "
+        "RAGSWEEP_AGENT_API_KEY): a leaderboard row agent:NAME. Repeatable.",
     ),
     verbose: bool = typer.Option(
         False,
@@ -654,7 +663,8 @@ def compare(
         str,
         typer.Option(
             help="The configuration you deployed, whose regression is the alarm: a config id, "
-            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "the YAML file `ragsweep best` prints, or agent:NAME (a deployed assistant's "
+            "row, run --agent); without it, the alarm is whether the "
             "sweep's best got worse."
         ),
     ] = "",

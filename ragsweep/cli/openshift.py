@@ -56,6 +56,13 @@ PARAM = typer.Option(
     "-p",
     help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (docs/openshift.md)",
 )
+AGENT = typer.Option(
+    [],
+    "--agent",
+    help="A deployed RAG application to evaluate beside the sweep, NAME=URL (pipeline "
+    "parameter agents; its key RAGSWEEP_AGENT_API_KEY in the LLM endpoint's Secret). "
+    "Repeatable.",
+)
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
 SWEEP = typer.Option(
     None,
@@ -138,6 +145,7 @@ def submit(
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
+    agent: list[str] = AGENT,
     experiment: str = EXPERIMENT,
     run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
     sweep: str = SWEEP,
@@ -161,6 +169,7 @@ def submit(
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep)
+    openshift.add_agents(arguments, agent)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
@@ -194,6 +203,7 @@ def schedule_create(
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
+    agent: list[str] = AGENT,
     experiment: str = EXPERIMENT,
     image: str = IMAGE,
     resources: str = RESOURCES,
@@ -217,6 +227,7 @@ def schedule_create(
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep, schedule=name)
+    openshift.add_agents(arguments, agent)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:

@@ -86,6 +86,7 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_EMBEDDING_API_KEY",
     "RAGSWEEP_RERANK_BASE_URL",  # rerankers rerank:<model>, read by the retrieve step
     "RAGSWEEP_RERANK_API_KEY",
+    "RAGSWEEP_AGENT_API_KEY",  # the deployed assistants' (--agent), read by evaluate
 )
 DEFAULT_VECTOR_STORE_CONNECTION = "ragsweep-vector-store"
 # Red Hat AutoRAG's Secrets (ragsweep.kubeflow.autorag), each mounted with its own keys; by default

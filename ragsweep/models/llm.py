@@ -195,6 +195,8 @@ class Reply:
     latency_s: float | None = None  # of the request that answered
     calls: int = 0  # requests sent, retries included
     error: str | None = None
+    # the reply message's fields besides role and content (a deployed assistant's contexts)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
@@ -398,6 +400,7 @@ class Chat:
                     completion_tokens=usage.get("completion_tokens"),
                     latency_s=time.monotonic() - started,
                     calls=calls,
+                    fields=_message_fields(response),
                 )
             retries += 1
             await asyncio.sleep(wait)
@@ -433,6 +436,15 @@ class Chat:
     def _error(self, kind: str, exc: Exception, calls: int) -> str:
         detail = " ".join(str(exc).split())[:300]
         return self.endpoint.redact(f"{kind} after {calls} call(s): {detail}")
+
+
+def _message_fields(response: Any) -> dict[str, Any]:
+    """The fields of a chat completion's message that the OpenAI API does not define (what
+    a deployed RAG application adds, e.g. its ``context``); empty when there are none."""
+    try:
+        return dict(response.raw.choices[0].message.model_extra or {})
+    except (AttributeError, IndexError, TypeError):
+        return {}
 
 
 def run_coroutine(main: Callable[[], Awaitable[R]]) -> R:

@@ -14,6 +14,7 @@ SHOWN = 10  # ids listed per kind of change; the count is always given
 # settings that change what is measured, besides the documents, the test set and the grid
 MEASURED = ("optimization_metric", "max_document_bytes", "max_questions", "seed")
 MEASURED += ("max_llm_calls", "llm", "qa_generation")
+MEASURED += ("agents",)  # the deployed assistants' names (--agent)
 
 
 @dataclass(frozen=True)

@@ -286,10 +286,14 @@ def _with_judge_errors(
 
 
 def best_spec(leaderboard: pa.Table) -> str:
-    """The winning configuration as a search-space YAML that reproduces exactly it."""
-    if not leaderboard.num_rows:
+    """The winning configuration as a search-space YAML that reproduces exactly it (of the
+    sweep's: a deployed assistant's row, ``--agent``, is passed over)."""
+    from ragsweep.answering.agents import is_agent
+
+    swept = [row for row in sorted_board(leaderboard).to_pylist() if not is_agent(row)]
+    if not swept:
         raise RagsweepError("the leaderboard is empty: no configuration to recommend")
-    best = sorted_board(leaderboard).slice(0, 1).to_pylist()[0]
+    best = swept[0]
     metric = ranking_metric(leaderboard)
     spec = SearchSpace.of_config(best).to_dict()
     if best["search_type"] != "mmr":

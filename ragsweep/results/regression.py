@@ -317,11 +317,15 @@ def _overlap(
 
 
 def resolve_deployed(value: str) -> str:
-    """The config id of a deployed configuration given as a config id, as the path of the
-    YAML ``ragsweep best`` prints, or as that YAML's text."""
+    """The config id of a deployed configuration given as a config id, as ``agent:NAME``
+    (a deployed assistant's row, ``--agent``), as the path of the YAML ``ragsweep best``
+    prints, or as that YAML's text."""
+    from ragsweep.answering.agents import PREFIX, row_id
     from ragsweep.sweep.space import SearchSpace
 
     value = value.strip()
+    if value.startswith(PREFIX) and "\n" not in value:
+        return row_id(value.removeprefix(PREFIX))
     path = Path(value)
     if "\n" not in value and path.is_file():
         space = SearchSpace.from_yaml(path)

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragsweep import __version__
+from ragsweep.answering.agents import Agent, parse_agents
 from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
@@ -95,6 +96,7 @@ class RunSettings:
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
     sweep_name: str = ""  # what `baseline=latest` follows; empty: the sweep key names it
+    agents: tuple[str, ...] = ()  # deployed assistants, NAME=URL, each a row (--agent)
     # fixed by the pipeline's first step (with_runtimes), not parameters: each embedding
     # model's runtime, which every step embeds with, and its identity (files and runtime)
     embedding_runtimes: dict[str, str] = field(default_factory=dict)
@@ -116,6 +118,7 @@ class RunSettings:
             self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
+        self.deployed()  # each NAME=URL checked
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the settings artifact's), the inverse of ``from_dict``."""
@@ -126,7 +129,16 @@ class RunSettings:
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
             "more_docs": list(self.more_docs),
+            "agents": list(self.agents),
         }
+
+    def deployed(self) -> list[Agent]:
+        """The deployed assistants evaluated beside the sweep (``--agent``)."""
+        return parse_agents(self.agents, "agents (--agent)")
+
+    def all_configs(self) -> list[dict[str, Any]]:
+        """Every configuration of the space, then each deployed assistant's row."""
+        return self.space.all_configs() + [agent.config() for agent in self.deployed()]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "settings") -> RunSettings:
@@ -138,6 +150,7 @@ class RunSettings:
                 "llm": LLMSettings.from_dict(data["llm"], source),
                 "qa_generation": QASettings.from_dict(data["qa_generation"], source),
                 "more_docs": tuple(data["more_docs"]),
+                "agents": tuple(data.get("agents") or ()),  # absent from older settings
             }
         )
 
@@ -169,6 +182,7 @@ class RunSettings:
             "qa_generation": self.qa_generation.to_dict(),
             "patterns": self.patterns,
             "sweep_name": self.sweep_name,
+            "agents": list(self.agents),
         }
 
     def record(
@@ -208,6 +222,8 @@ class RunSettings:
             sweep["max_llm_calls"] = self.max_llm_calls
         if not self.testset:
             sweep["qa_generation"] = self.qa_generation.to_dict()
+        if self.agents:  # absent without, so the sweep keys of older runs still match
+            sweep["agents"] = [agent.name for agent in self.deployed()]
         key = config_id({**sweep, "llm": self.llm.sweep_dict()})  # deadlines aside
         return {
             **sweep,

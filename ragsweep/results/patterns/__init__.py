@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.answering.agents import is_agent
 from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
@@ -238,12 +239,14 @@ def write_patterns(
 ) -> list[Path]:
     """Write the ``count`` best configurations of ``leaderboard`` as pattern folders under
     ``folder``; return them, best first. One the scripts cannot rebuild (``pattern_code``)
-    is left out with a warning, its place not given to another."""
+    is left out with a warning, its place not given to another; a deployed assistant's row
+    (``--agent``) is no configuration to write, and is passed over."""
     recorded = settings_of(leaderboard)
     metric = recorded["optimization_metric"]
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for row in leaderboard.slice(0, check_count(count)).to_pylist():
+    swept = [row for row in leaderboard.to_pylist() if not is_agent(row)]
+    for row in swept[: check_count(count)]:
         name = f"{row['rank']}-{row['config_id']}"
         code, problem = pattern_code(row)
         if problem:
