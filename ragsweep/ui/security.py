@@ -191,6 +191,10 @@ class Guard:
                 if fresh:
                     cookie = self.cookies.header(self.cookies.session, session)
                     headers.append((b"set-cookie", cookie.encode()))
+                if state.get("wrong_cookie") and not self.sets_token(headers):
+                    # a stale token cookie costs its browser one failure, not a lockout
+                    cookie = self.cookies.header(self.cookies.token, "", max_age=0)
+                    headers.append((b"set-cookie", cookie.encode()))
             await send(message)
 
         refusal = self.refusal(request)
@@ -202,16 +206,22 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         """400 for a Host header not served here (a DNS-rebound page); 403 for a POST a
-        page of another origin made; 429 for a bearer token from a client over its limit."""
+        page of another origin made; 429 for a token (bearer or cookie) from a client over
+        its limit."""
         if self.hosts is not None and host_of(request.headers.get("host", "")) not in self.hosts:
             return PlainTextResponse("400: invalid Host header", status_code=400)
         if request.method not in SAFE_METHODS and not self.same_origin(request):
             return PlainTextResponse(
                 "403: this request came from a page of another site or port", status_code=403
             )
-        if self.token and request.headers.get("authorization"):
+        presented = request.headers.get("authorization") or request.cookies.get(self.cookies.token)
+        if self.token and presented:
             return self.limiter.refusal(client_of(request))
         return None
+
+    def sets_token(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        prefix = f"{self.cookies.token}=".encode()
+        return any(k == b"set-cookie" and v.startswith(prefix) for k, v in headers)
 
     def same_origin(self, request: Request) -> bool:
         """Whether a browser says the request comes from this app's own pages; a client
@@ -226,10 +236,16 @@ class Guard:
         return origin.lower() == f"{scheme}://{request.headers.get('host', '')}".lower()
 
     def authorized(self, request: Request) -> bool:
+        """Whether the request carries the token; a wrong one (cookie or bearer) counts
+        against its client's limit, so neither is a way to guess it unhindered."""
         if not self.token:
             return True
-        if same(request.cookies.get(self.cookies.token), self.token):
+        cookie = request.cookies.get(self.cookies.token)
+        if same(cookie, self.token):
             return True
+        if cookie:
+            request.scope["state"]["wrong_cookie"] = True
+            self.limiter.failed(client_of(request))
         header = request.headers.get("authorization", "")
         if not header:
             return False
