@@ -32,6 +32,7 @@ TOKEN_ENV = "RAGSWEEP_UI_TOKEN"
 CSRF_FIELD = "csrf"
 OPEN_PATHS = ("/login", "/static/", "/favicon.ico")  # reachable without the token
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+MIN_TOKEN = 16  # characters, white space aside, of a token that opens a non-loopback host
 LOGIN_FAILURES, LOGIN_WINDOW_S = 5, 60.0  # wrong tokens a client may send per window
 # no script at all; inline styles (the report's CSS and chart shading); never in a frame
 CSP = (
@@ -58,12 +59,20 @@ def is_loopback(host: str) -> bool:
 
 
 def check_exposure(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token."""
-    if not is_loopback(host) and not token:
+    """Refuse to listen beyond loopback without a token, or with one a guesser could find
+    (shorter than ``MIN_TOKEN`` characters once white space is set aside)."""
+    if is_loopback(host):
+        return
+    if not token:
         raise RagsweepError(
             f"ui: --host {host} exposes the results to the network: give a token with "
             f"--token or {TOKEN_ENV} (every request must then carry it), or listen on "
             "127.0.0.1"
+        )
+    if len("".join(token.split())) < MIN_TOKEN:
+        raise RagsweepError(
+            f"ui: --host {host} needs a token of at least {MIN_TOKEN} characters besides "
+            f"white space (--token or {TOKEN_ENV}); make one with: openssl rand -hex 32"
         )
 
 
