@@ -102,7 +102,7 @@ def routes() -> list[Route]:
     return [
         Route("/runs/{run_id}/label", start),
         Route(
-            "/runs/{run_id}/configs/{config_id}/questions/{question_id}/label",
+            "/runs/{run_id}/configs/{config_id}/questions/{question_id:path}/label",
             label,
             methods=["POST"],
         ),

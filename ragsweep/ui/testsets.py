@@ -252,7 +252,7 @@ async def bulk(request: Request) -> Response:
 
 
 def routes() -> list[Route]:
-    q = "/testsets/{name}/questions/{question_id}"
+    q = "/testsets/{name}/questions/{question_id:path}"
     return [
         Route("/testsets", list_page, methods=["GET"]),
         Route("/testsets", import_set, methods=["POST"]),

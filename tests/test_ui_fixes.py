@@ -1,0 +1,54 @@
+"""Defects of `ragsweep ui` found by a probe (issue 39), each guarded where it showed: in
+Chromium for what a page shows, with Starlette's TestClient for what a request gets."""
+
+from __future__ import annotations
+
+import numpy as np
+import ui_demo
+from builders import SPACE, make_answers, make_scores, make_testset
+from conftest import free_port, needs_chromium
+
+from ragsweep.evaluation.leaderboard import build_board
+from ragsweep.results import database, labels
+from ragsweep.results.curation import DatabaseStore
+from ragsweep.ui import create_app
+
+SLASHED = ["faq/refunds", "faq/shipping/intl"]
+
+
+def follow(page, selector: str) -> None:
+    with page.expect_navigation():
+        page.click(selector)
+
+
+@needs_chromium
+def test_a_question_id_with_a_slash_opens_and_is_labelled_and_edited(page, tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    configs = SPACE.all_configs()[:1]
+    ids = [c["config_id"] for c in configs]
+    testset = make_testset(SLASHED)
+    board = build_board(
+        make_scores(ids, SLASHED, np.zeros((1, 2))),
+        make_answers(ids, SLASHED),
+        testset,
+        configs,
+        "answer_correctness",
+    )
+    database.publish(engine, "slashed", board.leaderboard, board.results, testset)
+    DatabaseStore(engine).save("faqs", testset)
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/runs/slashed/configs/{ids[0]}")
+        follow(page, f"a[href$='/questions/{SLASHED[1].replace('/', '%2F')}']")
+        assert page.locator("h1").inner_text() == SLASHED[1]
+        page.fill("input[name=author]", "ann")
+        follow(page, "button[value=correct]")
+        assert [(lb.question_id, lb.author) for lb in labels.load(engine)] == [(SLASHED[1], "ann")]
+
+        page.goto(f"{url}/testsets/faqs")
+        follow(page, f"#items a:text-is('{SLASHED[0]}')")
+        assert page.locator("h1").inner_text() == SLASHED[0]
+        page.fill("#edit textarea[name=question]", "Refunds within 30 days?")
+        follow(page, "#edit button")
+        assert page.locator("h1").inner_text() == SLASHED[0]
+    edited = DatabaseStore(engine).load("faqs").to_pylist()
+    assert edited[0]["question"] == "Refunds within 30 days?" and len(edited) == 2
