@@ -3,10 +3,13 @@ Chromium for what a page shows, with Starlette's TestClient for what a request g
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import ui_demo
 from builders import SPACE, make_answers, make_scores, make_testset
 from conftest import free_port, needs_chromium
+from starlette.testclient import TestClient
 
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.results import database, labels
@@ -52,3 +55,53 @@ def test_a_question_id_with_a_slash_opens_and_is_labelled_and_edited(page, tmp_p
         assert page.locator("h1").inner_text() == SLASHED[0]
     edited = DatabaseStore(engine).load("faqs").to_pylist()
     assert edited[0]["question"] == "Refunds within 30 days?" and len(edited) == 2
+
+
+@needs_chromium
+def test_an_import_over_a_stored_name_asks_first_and_the_replacement_can_be_reverted(
+    page, tmp_path
+):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    store = DatabaseStore(engine)
+    store.save("faqs", make_testset(["q1", "q2", "q3"]))
+    upload = tmp_path / "one.jsonl"
+    upload.write_text(
+        '{"id": "g1", "question": "Where?", "reference_answer": "Here", '
+        '"reference_context": "here", "conversation_history": [], "metadata": {}}\n'
+    )
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/testsets")
+        page.set_input_files("#import input[type=file]", str(upload))
+        page.fill("#import input[name=name]", "faqs")
+        with page.expect_navigation() as asked:
+            page.click("#import button")
+        assert asked.value.status == 409
+        assert "a test set 'faqs' is stored already (3 questions); tick 'Replace'" in (
+            page.inner_text("main")
+        )
+        assert store.load("faqs")["question_id"].to_pylist() == ["q1", "q2", "q3"]
+
+        page.go_back()
+        page.set_input_files("#import input[type=file]", str(upload))
+        page.fill("#import input[name=name]", "faqs")
+        page.check("#import input[name=replace]")
+        follow(page, "#import button")
+        assert page.locator("#items tr.item-row").count() == 1
+        assert store.load("faqs")["question_id"].to_pylist() == ["g1"]
+
+        follow(page, "#revert button")
+        assert page.locator("#items tr.item-row").count() == 3
+    assert store.load("faqs")["question_id"].to_pylist() == ["q1", "q2", "q3"]
+    assert [c["comment"] for c in store.history("faqs", "g1")][:2] == [
+        "reverted the latest change",
+        "imported from one.jsonl",
+    ]
+
+
+def test_a_set_never_changed_has_nothing_to_revert_to(tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    DatabaseStore(engine).save("faqs", make_testset(["q1"]))
+    client = TestClient(create_app(engine))
+    csrf = re.search(r'name="csrf" value="(\w+)"', client.get("/testsets/faqs").text).group(1)
+    answer = client.post("/testsets/faqs/revert", data={"csrf": csrf})
+    assert answer.status_code == 400 and "no earlier version to go back to" in answer.text

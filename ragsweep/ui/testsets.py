@@ -84,6 +84,15 @@ async def import_set(request: Request) -> Response:
         name = check_name(given or name_from_file(filename), "name" if given else "file name")
         if suffix not in UPLOADS:
             raise RagsweepError(f"{filename}: choose an AutoRAG .json or Giskard .jsonl file")
+        testsets = stored(request)
+        if name in testsets.names() and not form.get("replace"):
+            size = len(testsets.load(name))
+            raise HTTPException(
+                409,
+                f"name: a test set {name!r} is stored already ({size} questions); tick "
+                "'Replace' to store this file as its new version (its page can revert it), "
+                "or give another name",
+            )
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"upload{suffix}"
             path.write_bytes(await upload.read())
@@ -91,10 +100,22 @@ async def import_set(request: Request) -> Response:
                 table = load_testset(str(path))
             except RagsweepError as exc:
                 raise RagsweepError(str(exc).replace(str(path), filename)) from None
-        stored(request).save(name, table)
+        testsets.save(name, table, comment=f"imported from {filename}")
     except RagsweepError as exc:
         raise _user_error(exc) from None
     return _back(name)
+
+
+async def revert(request: Request) -> Response:
+    """Store the set as it was before its latest change, as a new version (the change
+    stays in the history; reverting again undoes the revert)."""
+    name = request.path_params["name"]
+    form = await checked_form(request)
+    try:
+        table = stored(request).before_last_change(name)
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
+    return _back(name, author=_save(request, name, table, form))
 
 
 async def set_page(request: Request) -> Response:
@@ -260,6 +281,7 @@ def routes() -> list[Route]:
         Route("/testsets/{name}", set_page, methods=["GET"]),
         Route("/testsets/{name}/questions", add, methods=["POST"]),
         Route("/testsets/{name}/selection", bulk, methods=["POST"]),
+        Route("/testsets/{name}/revert", revert, methods=["POST"]),
         Route(q, question_page, methods=["GET"]),
         Route(f"{q}/edit", edit, methods=["POST"]),
         Route(f"{q}/delete", delete, methods=["POST"]),
