@@ -105,3 +105,16 @@ def test_a_set_never_changed_has_nothing_to_revert_to(tmp_path):
     csrf = re.search(r'name="csrf" value="(\w+)"', client.get("/testsets/faqs").text).group(1)
     answer = client.post("/testsets/faqs/revert", data={"csrf": csrf})
     assert answer.status_code == 400 and "no earlier version to go back to" in answer.text
+
+
+def test_a_huge_page_number_and_a_nul_byte_in_a_form_are_refused_with_a_400(tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    DatabaseStore(engine).save("faqs", make_testset(["q1"]))
+    client = TestClient(create_app(engine, runs_dir=tmp_path / "runs"))
+    huge = client.get("/?page=99999999999999999999")
+    assert huge.status_code == 400 and "past the last page" in huge.text
+    assert client.get("/?page=%C2%B2").status_code == 400  # a digit, but not 0-9
+    csrf = re.search(r'name="csrf" value="(\w+)"', client.get("/start").text).group(1)
+    form = {"csrf": csrf, "docs": f"{tmp_path}\0/x", "testset": "faqs"}
+    started = client.post("/start", data=form)
+    assert started.status_code == 400 and "docs: holds a NUL byte" in started.text

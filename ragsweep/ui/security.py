@@ -274,10 +274,14 @@ class Guard:
 
 
 async def checked_form(request: Request) -> FormData:
-    """The POSTed form, refused (403) unless it carries this session's CSRF token."""
+    """The POSTed form, refused (403) unless it carries this session's CSRF token, and (400)
+    when a text field holds a NUL byte, which no path, name or option can hold."""
     form = await request.form()
     if not same(str(form.get(CSRF_FIELD, "")), request.scope["state"]["csrf"]):
         raise HTTPException(403, "403: the form's CSRF token is missing or stale; reload the page")
+    for key, value in form.multi_items():
+        if isinstance(value, str) and "\0" in value:
+            raise HTTPException(400, f"{key}: holds a NUL byte; no path, name or option can")
     return form
 
 
