@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import sqlalchemy as sa
 import ui_demo
-from builders import SPACE, make_answers, make_scores, make_testset
+from builders import SPACE, make_answers, make_board, make_scores, make_testset
 from conftest import free_port, needs_chromium
 from starlette.testclient import TestClient
 
@@ -118,3 +119,34 @@ def test_a_huge_page_number_and_a_nul_byte_in_a_form_are_refused_with_a_400(tmp_
     form = {"csrf": csrf, "docs": f"{tmp_path}\0/x", "testset": "faqs"}
     started = client.post("/start", data=form)
     assert started.status_code == 400 and "docs: holds a NUL byte" in started.text
+
+
+@needs_chromium
+def test_a_run_whose_rows_are_missing_from_the_store_says_so(page, tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    board = make_board(np.ones((2, 3)))
+    testset = make_testset(["q000", "q001", "q002"])
+    for run_id in ("no-results", "no-leaderboard"):
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    with engine.begin() as conn:  # as a store someone pruned by hand
+        for table, run_id in (
+            (database.results, "no-results"),
+            (database.leaderboards, "no-leaderboard"),
+        ):
+            pk = sa.select(database.runs.c.id).where(database.runs.c.run_id == run_id)
+            conn.execute(table.delete().where(table.c.run_pk == pk.scalar_subquery()))
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/runs/no-results")
+        assert page.locator("#rows-missing").inner_text() == (
+            "The store lists run no-results but holds none of its results rows: they are "
+            "missing from the store (removed, or never all written), so the figures below "
+            "are not the run's."
+        )
+        assert "0 failures" not in page.locator(".cards").inner_text()
+        page.goto(f"{url}/runs/no-results/matrix")
+        assert "holds none of its results rows" in page.locator("#rows-missing").inner_text()
+        assert page.locator("p.pager").inner_text().strip() == "No question has a result here."
+        page.goto(f"{url}/runs/no-leaderboard")
+        assert "holds none of its leaderboard rows" in page.locator("#rows-missing").inner_text()
+        assert "No leaderboard row of this run is in the store." in page.inner_text("#leaderboard")
+        assert "matches the filters" not in page.inner_text("main")

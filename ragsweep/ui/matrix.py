@@ -19,7 +19,7 @@ QUESTIONS_PAGE = 100
 def matrix_page(request: Request) -> Response:
     run = run_of(request)
     number = request.query_params.get("page", "1")
-    if not number.isdigit() or int(number) < 1:
+    if not (number.isascii() and number.isdigit()) or int(number) < 1:
         raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
     metric = ranking_metric(run.board)
     configs = run.board.select(["config_id", "label", "rank"]).to_pylist()
@@ -54,6 +54,7 @@ def matrix_page(request: Request) -> Response:
         first=first,
         page=int(number),
         more=first + QUESTIONS_PAGE < len(ids),
+        missing=run.missing(),
         fmt=fmt,
     )
 

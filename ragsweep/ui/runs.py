@@ -116,6 +116,7 @@ def run_page(request: Request) -> Response:
         eliminated=has_eliminated(board),
         eliminated_cell=eliminated_cell,
         errors=report.errors_section(Board(board, run.results, breakdown, failures)),
+        missing=run.missing(),
         fmt=fmt,
     )
 
@@ -149,6 +150,7 @@ def config_page(request: Request) -> Response:
         metrics=_present_metrics(run.board),
         results=_results_of(run, config["config_id"]),
         questions=questions,
+        missing=run.missing(),
         fmt=fmt,
     )
 
