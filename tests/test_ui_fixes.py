@@ -150,3 +150,17 @@ def test_a_run_whose_rows_are_missing_from_the_store_says_so(page, tmp_path):
         assert "holds none of its leaderboard rows" in page.locator("#rows-missing").inner_text()
         assert "No leaderboard row of this run is in the store." in page.inner_text("#leaderboard")
         assert "matches the filters" not in page.inner_text("main")
+
+
+def test_over_https_the_author_cookie_is_a_secure_host_cookie_and_is_read_back(tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    DatabaseStore(engine).save("faqs", make_testset(["q1"]))
+    client = TestClient(create_app(engine, https=True), base_url="https://127.0.0.1")
+    csrf = re.search(r'name="csrf" value="(\w+)"', client.get("/testsets/faqs").text).group(1)
+    form = {"csrf": csrf, "question": "Q?", "answers": "A", "author": "ann lee"}
+    added = client.post("/testsets/faqs/questions", data=form, follow_redirects=False)
+    cookie = next(c for c in added.headers.get_list("set-cookie") if "ragsweep_label_author" in c)
+    assert cookie.startswith('__Host-ragsweep_label_author="ann lee"; HttpOnly; Path=/;')
+    assert "; Secure" in cookie and "Domain" not in cookie
+    page = client.get("/testsets/faqs").text
+    assert 'name="author" value="ann lee"' in page

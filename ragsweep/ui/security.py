@@ -104,6 +104,11 @@ class Cookies:
     def token(self) -> str:
         return "__Host-ragsweep_token" if self.https else "ragsweep_token"
 
+    @property
+    def author(self) -> str:
+        """The name a person gave with a label or an edit, remembered for the next form."""
+        return "__Host-ragsweep_label_author" if self.https else "ragsweep_label_author"
+
     def header(self, name: str, value: str, max_age: int | None = None) -> str:
         attributes = "; Path=/; HttpOnly; SameSite=Strict" + ("; Secure" if self.https else "")
         attributes += f"; Max-Age={max_age}" if max_age is not None else ""
@@ -283,6 +288,20 @@ async def checked_form(request: Request) -> FormData:
         if isinstance(value, str) and "\0" in value:
             raise HTTPException(400, f"{key}: holds a NUL byte; no path, name or option can")
     return form
+
+
+def remember_author(request: Request, response: Response, author: str) -> None:
+    """Keep ``author`` in this browser for the next label or edit (a ``Secure``
+    ``__Host-`` cookie over HTTPS, as the others)."""
+    cookies: Cookies = request.scope["state"]["cookies"]
+    response.set_cookie(
+        cookies.author, author[:200], httponly=True, samesite="strict", secure=cookies.https
+    )
+
+
+def author_of(request: Request) -> str:
+    """The author this browser last gave (empty: none)."""
+    return request.cookies.get(request.scope["state"]["cookies"].author, "")
 
 
 def _local_target(target: str) -> str:
