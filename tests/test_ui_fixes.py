@@ -16,6 +16,8 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.results import database, labels
 from ragsweep.results.curation import DatabaseStore
 from ragsweep.ui import create_app
+from ragsweep.ui.jobs import Job
+from ragsweep.ui.live import Count, counts
 
 SLASHED = ["faq/refunds", "faq/shipping/intl"]
 
@@ -164,3 +166,58 @@ def test_over_https_the_author_cookie_is_a_secure_host_cookie_and_is_read_back(t
     assert "; Secure" in cookie and "Domain" not in cookie
     page = client.get("/testsets/faqs").text
     assert 'name="author" value="ann lee"' in page
+
+
+def test_no_time_left_is_guessed_from_a_counters_first_few_items(tmp_path):
+    progress = tmp_path / "progress.jsonl"
+    line = '{{"source": "a", "counter": "LLM calls", "done": {}, "total": 200}}\n'
+    progress.write_text(line.format(1))
+    assert counts(progress, 15.0) == [Count("LLM calls", 1, 200, None)]
+    progress.write_text(line.format(20))  # a tenth done: a pace worth extrapolating
+    assert counts(progress, 15.0) == [Count("LLM calls", 20, 200, 135.0)]
+
+
+@needs_chromium
+def test_a_long_log_line_wraps_on_the_job_page(page, tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    app = create_app(engine, runs_dir=tmp_path / "runs")
+    log = tmp_path / "j.log"
+    log.write_text("error: " + "x" * 3000 + "\n")
+    job = Job("a1b2c3d4e5f6", ["run", "--docs", "d"], log, pid=None)
+    app.state.jobs.jobs[job.id] = job
+    with ui_demo.serving(app, free_port()) as url:
+        page.goto(f"{url}/jobs/{job.id}")
+        shown = page.locator("pre#log")
+        assert shown.is_visible()
+        assert shown.evaluate("e => e.scrollWidth <= e.clientWidth")
+        assert shown.evaluate("e => e.clientHeight > 100")  # the line goes on below
+
+
+@needs_chromium
+def test_the_forest_plot_and_the_matrix_name_configurations_by_what_differs(page, tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    board = make_board(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 0]], float))
+    testset = make_testset(["q000", "q001", "q002"])
+    for run_id in ("before", "after"):
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    labels_by_rank = board.leaderboard["label"].to_pylist()
+    short = {
+        "sentence-64/16 all-MiniLM-L6-v2 k=1 similarity extractive": "sentence-64/16 k=1",
+        "sentence-64/16 all-MiniLM-L6-v2 k=3 similarity extractive": "sentence-64/16 k=3",
+        "sentence-128/16 all-MiniLM-L6-v2 k=1 similarity extractive": "sentence-128/16 k=1",
+    }
+    assert set(labels_by_rank) == set(short)
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/compare?runs=before&runs=after")
+        drawn = page.locator("svg#forest text.forest-label")
+        assert sorted(drawn.locator("tspan").all_text_contents()) == sorted(short.values())
+        titles = drawn.locator("title").all_text_contents()
+        assert sorted(titles) == sorted(short)  # the whole label on hover
+        assert (
+            page.locator("#forest-common")
+            .inner_text()
+            .startswith("Every configuration drawn: all-MiniLM-L6-v2 similarity extractive;")
+        )
+        page.goto(f"{url}/runs/before/matrix")
+        heads = page.locator("#matrix th.config-head .head-label").all_inner_texts()
+        assert heads == [short[label] for label in labels_by_rank]

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from ragsweep.evaluation.leaderboard import failure_reason
 from ragsweep.results.exports import ranking_metric
+from ragsweep.ui.charts import differing
 from ragsweep.ui.runs import fmt, run_of
 
 QUESTIONS_PAGE = 100
@@ -47,6 +48,7 @@ def matrix_page(request: Request) -> Response:
         run=run.info,
         metric=metric,
         configs=configs,
+        heads=differing([c["label"] for c in configs])[0],
         questions=[(q, questions.get(q, {}).get("question") or "") for q in shown],
         cells=cells,
         passed=passed,
