@@ -255,17 +255,15 @@ class Guard:
         if not self.token:
             return True
         cookie = request.cookies.get(self.cookies.token)
-        if same(cookie, self.token):
+        header = request.headers.get("authorization", "")
+        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        if same(cookie, self.token) or same(bearer, self.token):
             return True
         if cookie:
             request.scope["state"]["wrong_cookie"] = True
             self.limiter.failed(client_of(request))
-        header = request.headers.get("authorization", "")
-        if not header:
-            return False
-        if same(header[7:] if header.lower().startswith("bearer ") else None, self.token):
-            return True
-        self.limiter.failed(client_of(request))
+        if header:
+            self.limiter.failed(client_of(request))
         return False
 
     @staticmethod
