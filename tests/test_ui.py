@@ -539,7 +539,7 @@ def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(eith
     posts = [r for r in app.routes if isinstance(r, Route) and "POST" in (r.methods or ())]
     assert len(posts) >= 6
     for route in posts:
-        path = route.path.format(
+        path = re.sub(r":\w+}", "}", route.path).format(  # a {question_id:path} too
             name="curated.json",
             question_id="q000",
             run_id="night-1",
@@ -581,6 +581,18 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("weak", [" ", "t0ken", "a b c d e f g h i j k l m n o"])
+def test_the_cli_refuses_a_weak_token_on_a_non_loopback_host(tmp_path, weak):
+    env = {**os.environ, "RAGSWEEP_STORE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
+    args = ["ui", "--host", "0.0.0.0", "--port", str(free_port()), "--token", weak]
+    done = ragsweep_here(*args, env=env)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: ui: --host 0.0.0.0 needs a token of at least 16 characters besides white "
+        "space (--token or RAGSWEEP_UI_TOKEN); make one with: openssl rand -hex 32"
+    ]
+
+
 def test_the_cli_serves_loopback_only_to_loopback_host_names(pg_engine):
     """From the PostgreSQL server (the CLI serves the SQLite store in the next test, and
     over IPv6 in tests/test_ui_security.py)."""
@@ -597,12 +609,13 @@ def test_the_cli_serves_loopback_only_to_loopback_host_names(pg_engine):
 
 def test_the_cli_with_a_token_listens_beyond_loopback_and_checks_it(engine):
     env = {"RAGSWEEP_STORE_URL": engine.url.render_as_string(hide_password=False)}
-    process, url = ui_demo.serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": "t0ken"})
+    token = "t0ken-of-16-chars"
+    process, url = ui_demo.serve_cli("--host", "0.0.0.0", env={**env, "RAGSWEEP_UI_TOKEN": token})
     try:
         assert httpx.get(f"{url}/runs/night-1").status_code == 401
-        answer = httpx.get(f"{url}/runs/night-1", headers={"Authorization": "Bearer t0ken"})
+        answer = httpx.get(f"{url}/runs/night-1", headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 200 and "leaderboard" in answer.text
-        assert "t0ken" not in answer.text
+        assert token not in answer.text
     finally:
         process.terminate()
         process.wait()

@@ -71,10 +71,14 @@ def test_compare_refuses_more_than_five_runs_or_a_run_twice(client):
     assert twice.status_code == 400 and "names a run twice" in twice.text
 
 
-def test_an_unknown_run_in_the_comparison_is_said_and_nothing_drawn(client):
-    page = client.get("/compare?runs=night-1&runs=night-2&runs=no-such-run").text
-    assert 'id="error"' in page and "no-such-run" in page
-    assert 'id="forest"' not in page
+def test_a_run_that_cannot_be_compared_is_said_and_the_others_keep_their_sections(client):
+    page = client.get("/compare?runs=night-1&runs=no-such-run&runs=night-3").text
+    errors = page.split('id="error"')[1].split("</div>")[0]
+    assert errors.count('class="compare-error"') == 1 and "no-such-run" in errors
+    assert 'data-candidate="night-3"' in page and page.count('class="comparison"') == 1
+    assert 'id="forest"' in page
+    alone = client.get("/compare?runs=night-1&runs=no-such-run").text
+    assert "no-such-run" in alone and 'id="forest"' not in alone
 
 
 def test_the_run_selectors_list_one_sweeps_runs_and_keep_a_chosen_one(client, demo_engine):

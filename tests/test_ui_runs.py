@@ -5,11 +5,13 @@ counters, jobs that survive a restart of the UI, an empty database."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,12 +21,12 @@ from builders import make_board, make_testset
 from conftest import needs_chromium
 
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
-from ragsweep.kubeflow.rundir import write_marker
+from ragsweep.kubeflow.rundir import held, write_marker
 from ragsweep.results import database, publishing
 from ragsweep.results.annotations import label_run
 from ragsweep.ui import create_app
 from ragsweep.ui.data import TREND_RUNS
-from ragsweep.ui.jobs import Jobs
+from ragsweep.ui.jobs import Job, Jobs
 from ragsweep.ui.roots import DocRoots
 
 SWEEPS = [f"team-{name}" for name in ("faq", "manuals", "support", "api", "legal")]
@@ -292,3 +294,49 @@ def test_cancel_stops_a_running_job_as_ctrl_c_would(tmp_path):
         process.wait(timeout=30)
         assert job.status == "interrupted (143)"
         assert 'id="cancel"' not in client.get(f"/jobs/{job.id}").text
+
+
+def test_the_name_typed_on_start_a_run_is_stored_once_the_run_closed_its_marker(tmp_path):
+    """The run's closing clears its marker's PID; its lock file still says which process ran
+    it, so the job finds its run and names it."""
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    runs_dir = tmp_path / "runs"
+    folder = running_folder(runs_dir, "20261206-010000-000000", os.getpid(), datetime.now(UTC))
+    with held(folder):  # the run's process (this one) locks its folder, recording its PID
+        pass
+    write_marker(folder, status="succeeded", pid=None)  # as closing leaves it
+    board = make_board(np.ones((2, 4)))
+    testset = make_testset([f"q{i}" for i in range(4)])
+    database.publish(engine, folder.name, board.leaderboard, board.results, testset)
+    jobs = Jobs(runs_dir, engine, DocRoots.of([str(tmp_path)]))
+    job = Job("0a1b2c3d4e5f", ["run"], runs_dir / ".ui-job-0a1b2c3d4e5f.log", pid=os.getpid())
+    job.title = "bigger chunks"
+    job.exit_file.write_text("0")
+    jobs.jobs[job.id] = job
+    jobs.name_stored_runs()
+    assert database.find_runs(engine)[0]["title"] == "bigger chunks"
+
+
+def test_no_finished_job_is_left_a_zombie(tmp_path):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    jobs = Jobs(tmp_path / "runs", engine, DocRoots.of([str(tmp_path)]))
+    started = [jobs.submit("docs", "s3://b/t.jsonl", f"e{i}") for i in range(3)]
+    deadline = time.monotonic() + 120
+    for job in started:
+        while not job.exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    states = {}
+    while time.monotonic() < deadline:  # an ended child is reaped within moments, unasked
+        states = {job.pid: process_state(job.pid) for job in started}
+        if all(state is None for state in states.values()):
+            break
+        time.sleep(0.1)
+    assert states == {job.pid: None for job in started}
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of a process (Z: a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return None

@@ -367,6 +367,25 @@ def test_login_attempts_are_rate_limited_per_client(page, engine):
         assert bearer.status_code == 429  # the same address: the bearer header waits too
 
 
+def test_tokens_guessed_through_the_cookie_are_rate_limited_and_a_stale_cookie_is_dropped(
+    engine,
+):
+    client = TestClient(create_app(engine, token=TOKEN))
+    statuses = []
+    for attempt in range(20):
+        client.cookies.set("ragsweep_token", f"guess-{attempt}")
+        statuses.append(client.get("/runs/night-1").status_code)
+    assert statuses[:5] == [401] * 5 and set(statuses[5:]) == {429}
+    client.cookies.set("ragsweep_token", TOKEN)  # right, but too late
+    assert client.get("/runs/night-1").status_code == 429
+
+    fresh = TestClient(create_app(engine, token=TOKEN))
+    fresh.cookies.set("ragsweep_token", "from-before-a-restart")
+    answer = fresh.get("/runs/night-1")
+    assert answer.status_code == 401
+    assert "ragsweep_token=; Path=/" in answer.headers["set-cookie"]  # the browser forgets it
+
+
 def test_a_client_may_try_again_once_its_oldest_failure_leaves_the_window():
     now = [1000.0]
     limiter = LoginLimiter(failures=3, window=60, clock=lambda: now[0])

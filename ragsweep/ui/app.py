@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from sqlalchemy.engine import Engine
@@ -24,6 +25,12 @@ from ragsweep.ui.roots import DocRoots
 HERE = Path(__file__).parent
 
 
+def segment(value: object) -> str:
+    """``value`` as one path segment: ``/`` encoded too (``urlencode`` leaves it), so a
+    question id holding one still names one question."""
+    return quote(str(value), safe="")
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -31,6 +38,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.globals["report_css"] = CSS
+    env.filters["segment"] = segment
     for name in env.list_templates(extensions=["html"]):  # compiled now, not on a first visit
         env.get_template(name)
     return env
@@ -98,7 +106,9 @@ def create_app(
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", security.logout, methods=["POST"]),
-        Route("/runs/{run_id}/configs/{config_id}/questions/{question_id}", runs.question_page),
+        Route(
+            "/runs/{run_id}/configs/{config_id}/questions/{question_id:path}", runs.question_page
+        ),
         Route("/runs/{run_id}/configs/{config_id}", runs.config_page),
         Route("/runs/{run_id}", runs.run_page),
         Route("/compare", runs.compare_page),

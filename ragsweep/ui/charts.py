@@ -252,6 +252,19 @@ def _pareto(
 VERDICT_COLOURS = {"regressed": "#c53030", "improved": "#2f855a"}
 
 
+def differing(labels: list[str]) -> tuple[dict[str, str], str]:
+    """What tells configurations apart: each label without the words every one of
+    ``labels`` shares (the whole label when none is left), and those shared words."""
+    words = [label.split(" ") for label in labels]
+    shared = set.intersection(*map(set, words)) if words else set()
+    short = {
+        label: " ".join(w for w in split if w not in shared) or label
+        for label, split in zip(labels, words, strict=True)
+    }
+    common = " ".join(w for w in words[0] if w in shared) if len(set(labels)) > 1 else ""
+    return short, common
+
+
 def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) -> str:
     """The comparisons' per-configuration differences (candidate - baseline) with their 95%
     intervals: one group of lines per configuration, one line per candidate run in
@@ -264,6 +277,7 @@ def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) 
                 groups.setdefault(r["config_id"], []).append((candidate, r))
     if not groups:
         return '<p class="muted">No shared configuration has a difference to plot.</p>'
+    shown, common = differing(sorted({r["label"] for g in groups.values() for _, r in g}))
     many = len(series) > 1
     line_h, top, bottom, right, gap = 22, 10, 34, 20, 8 if many else 0
     left = 420 if many else 300
@@ -302,22 +316,38 @@ def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) 
     y = top
     for group in groups.values():
         for k, (candidate, r) in enumerate(group):
-            parts.append(_forest_line(r, candidate, ends(r), px, y + line_h / 2, left, k == 0))
+            text = shown[r["label"]]
+            parts.append(
+                _forest_line(r, text, candidate, ends(r), px, y + line_h / 2, left, k == 0)
+            )
             y += line_h
         y += gap
     parts.append("</svg>")
+    if common:
+        parts.append(
+            f'<p class="muted" id="forest-common">Every configuration drawn: {escape(common)}; '
+            "a line is labelled with what differs (its whole label on hover).</p>"
+        )
     return "".join(parts)
 
 
 def _forest_line(
-    r: dict, candidate: str, bounds: tuple[float, float], px, y: float, left: int, first: bool
+    r: dict,
+    shown: str,
+    candidate: str,
+    bounds: tuple[float, float],
+    px,
+    y: float,
+    left: int,
+    first: bool,
 ) -> str:
-    """One line of the forest plot; the configuration's label on its group's first line, the
-    candidate run's id beside each line when several candidates are drawn (``left`` 420)."""
+    """One line of the forest plot; on its group's first line, what sets the configuration
+    apart (``shown``; its whole label as the title), the candidate run's id beside each line
+    when several candidates are drawn (``left`` 420)."""
     low, high = bounds
     many = left > 300
     colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
-    text = r["label"] if len(r["label"]) <= 46 else r["label"][:45] + "…"
+    text = shown if len(shown) <= 46 else shown[:45] + "…"
     best = " (baseline's best)" if r["is_best"] else ""
     name = candidate if len(candidate) <= 18 else candidate[:17] + "…"
     run = (
@@ -327,8 +357,9 @@ def _forest_line(
         else ""
     )
     label = (
-        f'<text x="{left - (120 if many else 8)}" y="{y + 4:.1f}" font-size="10" '
-        f'text-anchor="end" font-weight="{700 if best else 400}">{escape(text)}</text>'
+        f'<text class="forest-label" x="{left - (120 if many else 8)}" y="{y + 4:.1f}" '
+        f'font-size="10" text-anchor="end" font-weight="{700 if best else 400}">'
+        f"<title>{escape(r['label'])}</title><tspan>{escape(text)}</tspan></text>"
         if first
         else ""
     )

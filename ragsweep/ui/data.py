@@ -34,6 +34,22 @@ class RunData:
     def questions(self) -> dict[str, dict]:
         return {q["question_id"]: q for q in self.testset.to_pylist()}
 
+    def missing(self) -> str:
+        """What the store lacks of a run it lists (its leaderboard or results rows, removed
+        or never all written), as a sentence; empty when nothing is missing."""
+        parts = [
+            name
+            for name, t in (("leaderboard", self.board), ("results", self.results))
+            if t.num_rows == 0
+        ]
+        if not parts:
+            return ""
+        return (
+            f"The store lists run {self.info['run_id']} but holds none of its "
+            f"{' or '.join(parts)} rows: they are missing from the store (removed, or never "
+            "all written), so the figures below are not the run's."
+        )
+
     @property
     def locations(self) -> tuple[str, ...]:
         """Where the run read its documents (its ``docs`` and ``more_docs`` settings)."""

@@ -14,8 +14,10 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +32,7 @@ from starlette.routing import Route
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
 from ragsweep.kubeflow.closing import PARTIAL_EXIT
-from ragsweep.kubeflow.rundir import MARKER, read_marker
+from ragsweep.kubeflow.rundir import LOCK, MARKER, read_marker
 from ragsweep.results.annotations import MAX_TITLE, label_run
 from ragsweep.results.database import ENV as STORE_ENV
 from ragsweep.results.database import find_runs, run_info
@@ -124,6 +126,7 @@ class Job:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     pid: int | None = None
     title: str = ""  # the name its run gets once stored
+    folder: Path | None = None  # its run folder, once found
 
     @property
     def exit_file(self) -> Path:
@@ -164,16 +167,26 @@ class Job:
             os.kill(self.pid, signal.SIGTERM)
 
     def run_dir(self) -> Path | None:
-        """The run folder a ``run`` job writes (the one whose marker names its process)."""
+        """The run folder a ``run`` job writes: the one whose marker names its process while
+        it runs, or whose lock file still records it (host and PID) once the run closed and
+        cleared the marker's PID."""
         if self.argv[0] != "run" or not self.pid:
             return None
-        for marker in self.log.parent.glob(f"*/{MARKER}"):
-            try:
-                if read_marker(marker.parent).get("pid") == self.pid:
-                    return marker.parent
-            except RagsweepError:
-                continue
-        return None
+        if self.folder is None:
+            for marker in self.log.parent.glob(f"*/{MARKER}"):
+                if self._writes(marker.parent):
+                    self.folder = marker.parent
+                    break
+        return self.folder
+
+    def _writes(self, folder: Path) -> bool:
+        try:
+            if read_marker(folder).get("pid") == self.pid:
+                return True
+            lock = json.loads((folder / LOCK).read_text(encoding="utf-8") or "{}")
+        except (RagsweepError, OSError, ValueError):
+            return False
+        return lock.get("pid") == self.pid and lock.get("host") == socket.gethostname()
 
     def counts(self) -> list[Count]:
         """The run's counters with their time left, as the terminal shows them."""
@@ -260,6 +273,8 @@ class Jobs:
                 env={**os.environ, **env},  # secrets stay in the environment, off the command
             )
         job = Job(job_id, argv, log, process, pid=process.pid, title=title)
+        # reaped the moment it ends, whether or not a page asks about it: no zombie
+        threading.Thread(target=process.wait, name=f"job-{job_id}", daemon=True).start()
         log.with_suffix(".json").write_text(json.dumps(job.record()), encoding="utf-8")
         self.jobs[job_id] = job
         return job

@@ -19,9 +19,8 @@ from starlette.routing import Route
 from ragsweep.core.errors import RagsweepError
 from ragsweep.results import labels
 from ragsweep.results.agreements import agreement_section
-from ragsweep.ui.security import checked_form
+from ragsweep.ui.security import author_of, checked_form, remember_author
 
-AUTHOR_COOKIE = "ragsweep_label_author"
 BUTTONS = (  # (label, what the button says, access key)
     ("agree", "Agree with the judge", "a"),
     ("disagree", "Disagree", "d"),
@@ -47,7 +46,7 @@ def context(request: Request, run_id: str, result: dict[str, Any]) -> dict[str, 
     return {
         "agreement": agreement_section(*found) if found else None,
         "labels_given": given,
-        "label_author": request.cookies.get(AUTHOR_COOKIE, ""),
+        "label_author": author_of(request),
         "label_buttons": BUTTONS if result.get("correctness") is not None else BUTTONS[2:],
     }
 
@@ -82,7 +81,7 @@ async def label(request: Request) -> Response:
         else question_path(run_id, config_id, question_id) + "?queue=empty"
     )
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(AUTHOR_COOKIE, author[:200], httponly=True, samesite="strict")
+    remember_author(request, response, author)
     return response
 
 
@@ -102,7 +101,7 @@ def routes() -> list[Route]:
     return [
         Route("/runs/{run_id}/label", start),
         Route(
-            "/runs/{run_id}/configs/{config_id}/questions/{question_id}/label",
+            "/runs/{run_id}/configs/{config_id}/questions/{question_id:path}/label",
             label,
             methods=["POST"],
         ),

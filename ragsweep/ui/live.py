@@ -14,6 +14,8 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.kubeflow.rundir import MARKER, read_marker, started_at, status_of
 from ragsweep.kubeflow.terminal import format_count, format_eta
 
+ETA_AFTER = 0.1  # the share of a counter done before its pace is extrapolated to a time left
+
 
 @dataclass(frozen=True)
 class Count:
@@ -50,8 +52,8 @@ class Progress:
 
 def counts(progress_file: Path, elapsed_s: float) -> list[Count]:
     """The counters of ``progress_file`` (each process's latest line, summed over the
-    processes), with the time left at the pace of ``elapsed_s``. A line still being written
-    is skipped."""
+    processes), with the time left at the pace of ``elapsed_s`` once a tenth of a counter is
+    done (none before). A line still being written is skipped."""
     latest: dict[tuple[str, str], tuple[int, int]] = {}
     try:
         lines = progress_file.read_text(encoding="utf-8").splitlines()
@@ -70,7 +72,8 @@ def counts(progress_file: Path, elapsed_s: float) -> list[Count]:
         pair[1] += total
     out = []
     for name, (done, total) in summed.items():
-        eta = elapsed_s * (total - done) / done if 0 < done < total else None
+        worth = done >= ETA_AFTER * total  # a first item's pace says little of the rest
+        eta = elapsed_s * (total - done) / done if worth and 0 < done < total else None
         out.append(Count(name, done, max(done, total), eta))
     return out
 

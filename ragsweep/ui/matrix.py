@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from ragsweep.evaluation.leaderboard import failure_reason
 from ragsweep.results.exports import ranking_metric
+from ragsweep.ui.charts import differing
 from ragsweep.ui.runs import fmt, run_of
 
 QUESTIONS_PAGE = 100
@@ -19,7 +20,7 @@ QUESTIONS_PAGE = 100
 def matrix_page(request: Request) -> Response:
     run = run_of(request)
     number = request.query_params.get("page", "1")
-    if not number.isdigit() or int(number) < 1:
+    if not (number.isascii() and number.isdigit()) or int(number) < 1:
         raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
     metric = ranking_metric(run.board)
     configs = run.board.select(["config_id", "label", "rank"]).to_pylist()
@@ -47,6 +48,7 @@ def matrix_page(request: Request) -> Response:
         run=run.info,
         metric=metric,
         configs=configs,
+        heads=differing([c["label"] for c in configs])[0],
         questions=[(q, questions.get(q, {}).get("question") or "") for q in shown],
         cells=cells,
         passed=passed,
@@ -54,6 +56,7 @@ def matrix_page(request: Request) -> Response:
         first=first,
         page=int(number),
         more=first + QUESTIONS_PAGE < len(ids),
+        missing=run.missing(),
         fmt=fmt,
     )
 

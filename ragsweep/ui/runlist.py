@@ -21,6 +21,7 @@ from ragsweep.ui.security import checked_form
 
 STATUSES = database.STATUSES
 RUNS_PAGE = 50  # runs a page of the runs list shows
+MAX_PAGE = 10**9  # the last page number asked of the store
 FIELDS = ("q", "sweep", "status", "tag", "since", "until")
 
 
@@ -57,8 +58,10 @@ def runs_page(request: Request) -> Response:
             raise HTTPException(400, str(exc)) from None
     since, until = _day(filters["since"], "since"), _day(filters["until"], "until")
     number = q.get("page", "1")
-    if not number.isdigit() or int(number) < 1:
+    if not (number.isascii() and number.isdigit()) or int(number) < 1:
         raise HTTPException(400, f"page: {number!r} is not a page number (1, 2, ...)")
+    if int(number) > MAX_PAGE:  # its offset would overflow the database's 64-bit integer
+        raise HTTPException(400, f"page: {number} is past the last page of any store")
     first = (int(number) - 1) * RUNS_PAGE
     jobs = request.app.state.jobs
     jobs.name_stored_runs()

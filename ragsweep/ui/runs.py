@@ -116,6 +116,7 @@ def run_page(request: Request) -> Response:
         eliminated=has_eliminated(board),
         eliminated_cell=eliminated_cell,
         errors=report.errors_section(Board(board, run.results, breakdown, failures)),
+        missing=run.missing(),
         fmt=fmt,
     )
 
@@ -149,6 +150,7 @@ def config_page(request: Request) -> Response:
         metrics=_present_metrics(run.board),
         results=_results_of(run, config["config_id"]),
         questions=questions,
+        missing=run.missing(),
         fmt=fmt,
     )
 
@@ -212,7 +214,8 @@ def compare_page(request: Request) -> Response:
     (of one sweep, ``sweep``): a forest plot of every candidate's
     per-configuration differences; per candidate, the alarm, what changed since the baseline
     (documents, test set, grid), per-configuration verdicts with intervals, the questions
-    that flipped, what only one of the two holds."""
+    that flipped, what only one of the two holds. A candidate that cannot be compared is
+    said instead of its section."""
     data = request.app.state.data
     picked = chosen_runs(request)
     chosen = [r for r in picked if r]  # the baseline first
@@ -223,12 +226,12 @@ def compare_page(request: Request) -> Response:
         if run_id not in offered:
             with contextlib.suppress(RagsweepError):  # unknown: said by the comparison
                 succeeded.append(run_info(data.engine, run_id))
-    comparisons, error = [], None
-    if len(chosen) > 1:
+    comparisons, errors = [], []
+    for candidate in chosen[1:]:  # one run that cannot be compared hides no other
         try:
-            comparisons = [(c, data.compare(chosen[0], c)) for c in chosen[1:]]
+            comparisons.append((candidate, data.compare(chosen[0], candidate)))
         except RagsweepError as exc:
-            error, comparisons = str(exc), []
+            errors.append(str(exc))
     shown = [
         {
             "candidate": candidate,
@@ -251,7 +254,7 @@ def compare_page(request: Request) -> Response:
         comparisons=shown,
         metric=shown[0]["comparison"].metric if shown else "",
         forest=forest(series, shown[0]["comparison"].metric) if shown else "",
-        error=error,
+        errors=errors,
         fmt=fmt,
         cannot_fire=cannot_fire,
     )

@@ -32,6 +32,7 @@ TOKEN_ENV = "RAGSWEEP_UI_TOKEN"
 CSRF_FIELD = "csrf"
 OPEN_PATHS = ("/login", "/static/", "/favicon.ico")  # reachable without the token
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+MIN_TOKEN = 16  # characters, white space aside, of a token that opens a non-loopback host
 LOGIN_FAILURES, LOGIN_WINDOW_S = 5, 60.0  # wrong tokens a client may send per window
 # no script at all; inline styles (the report's CSS and chart shading); never in a frame
 CSP = (
@@ -58,12 +59,20 @@ def is_loopback(host: str) -> bool:
 
 
 def check_exposure(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token."""
-    if not is_loopback(host) and not token:
+    """Refuse to listen beyond loopback without a token, or with one a guesser could find
+    (shorter than ``MIN_TOKEN`` characters once white space is set aside)."""
+    if is_loopback(host):
+        return
+    if not token:
         raise RagsweepError(
             f"ui: --host {host} exposes the results to the network: give a token with "
             f"--token or {TOKEN_ENV} (every request must then carry it), or listen on "
             "127.0.0.1"
+        )
+    if len("".join(token.split())) < MIN_TOKEN:
+        raise RagsweepError(
+            f"ui: --host {host} needs a token of at least {MIN_TOKEN} characters besides "
+            f"white space (--token or {TOKEN_ENV}); make one with: openssl rand -hex 32"
         )
 
 
@@ -94,6 +103,11 @@ class Cookies:
     @property
     def token(self) -> str:
         return "__Host-ragsweep_token" if self.https else "ragsweep_token"
+
+    @property
+    def author(self) -> str:
+        """The name a person gave with a label or an edit, remembered for the next form."""
+        return "__Host-ragsweep_label_author" if self.https else "ragsweep_label_author"
 
     def header(self, name: str, value: str, max_age: int | None = None) -> str:
         attributes = "; Path=/; HttpOnly; SameSite=Strict" + ("; Secure" if self.https else "")
@@ -191,6 +205,10 @@ class Guard:
                 if fresh:
                     cookie = self.cookies.header(self.cookies.session, session)
                     headers.append((b"set-cookie", cookie.encode()))
+                if state.get("wrong_cookie") and not self.sets_token(headers):
+                    # a stale token cookie costs its browser one failure, not a lockout
+                    cookie = self.cookies.header(self.cookies.token, "", max_age=0)
+                    headers.append((b"set-cookie", cookie.encode()))
             await send(message)
 
         refusal = self.refusal(request)
@@ -202,16 +220,22 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         """400 for a Host header not served here (a DNS-rebound page); 403 for a POST a
-        page of another origin made; 429 for a bearer token from a client over its limit."""
+        page of another origin made; 429 for a token (bearer or cookie) from a client over
+        its limit."""
         if self.hosts is not None and host_of(request.headers.get("host", "")) not in self.hosts:
             return PlainTextResponse("400: invalid Host header", status_code=400)
         if request.method not in SAFE_METHODS and not self.same_origin(request):
             return PlainTextResponse(
                 "403: this request came from a page of another site or port", status_code=403
             )
-        if self.token and request.headers.get("authorization"):
+        presented = request.headers.get("authorization") or request.cookies.get(self.cookies.token)
+        if self.token and presented:
             return self.limiter.refusal(client_of(request))
         return None
+
+    def sets_token(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        prefix = f"{self.cookies.token}=".encode()
+        return any(k == b"set-cookie" and v.startswith(prefix) for k, v in headers)
 
     def same_origin(self, request: Request) -> bool:
         """Whether a browser says the request comes from this app's own pages; a client
@@ -226,16 +250,20 @@ class Guard:
         return origin.lower() == f"{scheme}://{request.headers.get('host', '')}".lower()
 
     def authorized(self, request: Request) -> bool:
+        """Whether the request carries the token; a wrong one (cookie or bearer) counts
+        against its client's limit, so neither is a way to guess it unhindered."""
         if not self.token:
             return True
-        if same(request.cookies.get(self.cookies.token), self.token):
-            return True
+        cookie = request.cookies.get(self.cookies.token)
         header = request.headers.get("authorization", "")
-        if not header:
-            return False
-        if same(header[7:] if header.lower().startswith("bearer ") else None, self.token):
+        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        if same(cookie, self.token) or same(bearer, self.token):
             return True
-        self.limiter.failed(client_of(request))
+        if cookie:
+            request.scope["state"]["wrong_cookie"] = True
+            self.limiter.failed(client_of(request))
+        if header:
+            self.limiter.failed(client_of(request))
         return False
 
     @staticmethod
@@ -249,11 +277,29 @@ class Guard:
 
 
 async def checked_form(request: Request) -> FormData:
-    """The POSTed form, refused (403) unless it carries this session's CSRF token."""
+    """The POSTed form, refused (403) unless it carries this session's CSRF token, and (400)
+    when a text field holds a NUL byte, which no path, name or option can hold."""
     form = await request.form()
     if not same(str(form.get(CSRF_FIELD, "")), request.scope["state"]["csrf"]):
         raise HTTPException(403, "403: the form's CSRF token is missing or stale; reload the page")
+    for key, value in form.multi_items():
+        if isinstance(value, str) and "\0" in value:
+            raise HTTPException(400, f"{key}: holds a NUL byte; no path, name or option can")
     return form
+
+
+def remember_author(request: Request, response: Response, author: str) -> None:
+    """Keep ``author`` in this browser for the next label or edit (a ``Secure``
+    ``__Host-`` cookie over HTTPS, as the others)."""
+    cookies: Cookies = request.scope["state"]["cookies"]
+    response.set_cookie(
+        cookies.author, author[:200], httponly=True, samesite="strict", secure=cookies.https
+    )
+
+
+def author_of(request: Request) -> str:
+    """The author this browser last gave (empty: none)."""
+    return request.cookies.get(request.scope["state"]["cookies"].author, "")
 
 
 def _local_target(target: str) -> str:

@@ -19,8 +19,7 @@ from starlette.routing import Route
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name, export_testset, load_testset, name_from_file
 from ragsweep.results import curation, versions
-from ragsweep.ui.labelling import AUTHOR_COOKIE
-from ragsweep.ui.security import checked_form
+from ragsweep.ui.security import author_of, checked_form, remember_author
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}
 UPLOADS = (".json", ".jsonl")
@@ -41,13 +40,15 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _back(name: str, question_id: str | None = None, author: str = "") -> RedirectResponse:
+def _back(
+    request: Request, name: str, question_id: str | None = None, author: str = ""
+) -> RedirectResponse:
     path = f"/testsets/{quote(name, safe='')}"
     if question_id:
         path += f"/questions/{quote(question_id, safe='')}"
     response = RedirectResponse(path, status_code=303)
     if author:
-        response.set_cookie(AUTHOR_COOKIE, author[:200], httponly=True, samesite="strict")
+        remember_author(request, response, author)
     return response
 
 
@@ -84,6 +85,15 @@ async def import_set(request: Request) -> Response:
         name = check_name(given or name_from_file(filename), "name" if given else "file name")
         if suffix not in UPLOADS:
             raise RagsweepError(f"{filename}: choose an AutoRAG .json or Giskard .jsonl file")
+        testsets = stored(request)
+        if name in testsets.names() and not form.get("replace"):
+            size = len(testsets.load(name))
+            raise HTTPException(
+                409,
+                f"name: a test set {name!r} is stored already ({size} questions); tick "
+                "'Replace' to store this file as its new version (its page can revert it), "
+                "or give another name",
+            )
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"upload{suffix}"
             path.write_bytes(await upload.read())
@@ -91,10 +101,22 @@ async def import_set(request: Request) -> Response:
                 table = load_testset(str(path))
             except RagsweepError as exc:
                 raise RagsweepError(str(exc).replace(str(path), filename)) from None
-        stored(request).save(name, table)
+        testsets.save(name, table, comment=f"imported from {filename}")
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    return _back(name)
+    return _back(request, name)
+
+
+async def revert(request: Request) -> Response:
+    """Store the set as it was before its latest change, as a new version (the change
+    stays in the history; reverting again undoes the revert)."""
+    name = request.path_params["name"]
+    form = await checked_form(request)
+    try:
+        table = stored(request).before_last_change(name)
+    except RagsweepError as exc:
+        raise _user_error(exc) from None
+    return _back(request, name, author=_save(request, name, table, form))
 
 
 async def set_page(request: Request) -> Response:
@@ -106,7 +128,7 @@ async def set_page(request: Request) -> Response:
         name=name,
         questions=table.to_pylist(),
         formats=FORMATS,
-        author=request.cookies.get(AUTHOR_COOKIE, ""),
+        author=author_of(request),
     )
 
 
@@ -146,7 +168,7 @@ async def add(request: Request) -> Response:
     except RagsweepError as exc:
         raise _user_error(exc) from None
     author = _save(request, name, table, form)
-    return _back(name, table["question_id"][-1].as_py(), author)
+    return _back(request, name, table["question_id"][-1].as_py(), author)
 
 
 async def question_page(request: Request) -> Response:
@@ -166,7 +188,7 @@ async def question_page(request: Request) -> Response:
         question_id=question_id,
         history=versions.with_diffs(history),
         used=versions.runs_by_version(engine, name, question_id),
-        author=request.cookies.get(AUTHOR_COOKIE, ""),
+        author=author_of(request),
     )
 
 
@@ -198,7 +220,7 @@ async def edit(request: Request) -> Response:
         )
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    return _back(name, question_id, _save(request, name, table, form))
+    return _back(request, name, question_id, _save(request, name, table, form))
 
 
 async def delete(request: Request) -> Response:
@@ -208,7 +230,7 @@ async def delete(request: Request) -> Response:
         table = curation.delete_question(_load(request, name), question_id)
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    return _back(name, author=_save(request, name, table, form))
+    return _back(request, name, author=_save(request, name, table, form))
 
 
 def _selected(table, question_ids: list[str]):
@@ -248,11 +270,11 @@ async def bulk(request: Request) -> Response:
             )
     except RagsweepError as exc:
         raise _user_error(exc) from None
-    return _back(name, author=_save(request, name, table, form))
+    return _back(request, name, author=_save(request, name, table, form))
 
 
 def routes() -> list[Route]:
-    q = "/testsets/{name}/questions/{question_id}"
+    q = "/testsets/{name}/questions/{question_id:path}"
     return [
         Route("/testsets", list_page, methods=["GET"]),
         Route("/testsets", import_set, methods=["POST"]),
@@ -260,6 +282,7 @@ def routes() -> list[Route]:
         Route("/testsets/{name}", set_page, methods=["GET"]),
         Route("/testsets/{name}/questions", add, methods=["POST"]),
         Route("/testsets/{name}/selection", bulk, methods=["POST"]),
+        Route("/testsets/{name}/revert", revert, methods=["POST"]),
         Route(q, question_page, methods=["GET"]),
         Route(f"{q}/edit", edit, methods=["POST"]),
         Route(f"{q}/delete", delete, methods=["POST"]),
