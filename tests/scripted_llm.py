@@ -21,7 +21,8 @@ import re
 import socket
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -171,7 +172,7 @@ class ScriptedLLM:
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.http.daemon_threads = True
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
-        self.serving = threading.BoundedSemaphore(1)  # replaced at start when slots > 0
+        self.serving = 0  # requests being answered (the others wait for a slot)
 
     @property
     def url(self) -> str:
@@ -187,7 +188,6 @@ class ScriptedLLM:
             self.script.extend(steps)
 
     def start(self) -> ScriptedLLM:
-        self.serving = threading.BoundedSemaphore(self.slots or 10_000)
         self.thread.start()
         return self
 
@@ -226,6 +226,19 @@ class ScriptedLLM:
             )
             return Step(status=400, body=json.dumps({"error": {"message": message}}))
         return step
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        """Wait for a free slot (``slots``), hold it while answering."""
+        with self.lock:
+            self.lock.wait_for(lambda: not self.slots or self.serving < self.slots)
+            self.serving += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.serving -= 1
+                self.lock.notify_all()
 
     def _done(self) -> None:
         with self.lock:
@@ -270,7 +283,7 @@ class ScriptedLLM:
                     return
                 step = server._next(request, self.headers.get("Authorization", ""))
                 try:
-                    with server.serving:  # queued until a slot is free
+                    with server._slot():  # queued until a slot is free
                         if step.stall_s and server.closing.wait(step.stall_s):
                             return
                         self.reply(request, step)

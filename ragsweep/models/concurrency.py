@@ -4,7 +4,7 @@ A server answers a few requests at a time (llama.cpp and Ollama one by default) 
 the rest; sending more than it serves only lengthens its queue. ``Limit`` starts at the
 asked concurrency, capped by the slots the server says it has, halves when the endpoint
 shows a queue (a first token that came later than the fastest one by more than an answer
-takes to generate), refuses (429, 503) or times out, at most once per round of requests
+takes to generate, and by ``NOISE_S`` at least), refuses (429, 503) or times out, at most once per round of requests
 (the requests sent since the last decrease), and grows back by one after as many answers
 as it allows without such a sign (additive increase, multiplicative decrease).
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from contextlib import asynccontextmanager
+
+NOISE_S = 0.5  # a first token this much late is the jitter of a busy machine, not a queue
 
 
 class Limit:
@@ -66,7 +68,7 @@ class Limit:
             fastest, generating = self._fastest, self._generating
             self._fastest = min(first_token_s, fastest or first_token_s)
             self._generating = rest_s if generating is None else (generating + rest_s) / 2
-            if fastest is not None and first_token_s > fastest + generating:
+            if fastest is not None and first_token_s > fastest + max(generating, NOISE_S):
                 self.lower(sent_in, "queue")
                 return
         self._answered += 1

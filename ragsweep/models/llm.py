@@ -270,10 +270,10 @@ class Chat:
     """One model at one endpoint: chat requests, streamed, retried, several in flight
     (``ragsweep.models.concurrency.Limit``). A request waits for its first token as long as
     the endpoint answers others (it is queued, not hung), and fails after ``timeout_s``
-    without a byte from the endpoint, or ``timeout_s`` of silence in its own stream. When
-    as many requests in a row as are in flight time out or find no connection after their
-    retries, with no answer between, the endpoint is taken for down and ``EndpointDown``
-    stops the batch."""
+    without a byte from the endpoint, or ``timeout_s`` of silence in its own stream. When a
+    request times out or finds no connection after its retries and the endpoint answered no
+    other request meanwhile, the endpoint is taken for down and ``EndpointDown`` stops the
+    batch."""
 
     def __init__(self, endpoint: Endpoint, settings: LLMSettings) -> None:
         self.endpoint = endpoint
@@ -285,7 +285,7 @@ class Chat:
         self._http: httpx.AsyncClient | None = None
         self._probed = False
         self._heard = 0.0  # when the endpoint last sent anything, to any request
-        self._unanswered = 0  # requests in a row that timed out or found no connection
+        self._answered = 0.0  # when the endpoint last answered a request
 
     def run(
         self, items: Sequence[T], work: Callable[[T], Awaitable[R]], what: str = "requests"
@@ -388,6 +388,7 @@ class Chat:
         if max_tokens:
             body["max_tokens"] = max_tokens
         calls = retries = 0
+        first_sent = time.monotonic()
         while True:
             wanted = self._response_format(json_object, schema)
             asked = {**body, **({"response_format": wanted} if wanted else {})}
@@ -416,7 +417,7 @@ class Chat:
                     self.limit.lower(sent_in, "timeout")
                 if retries >= self.settings.max_retries:
                     kind = "timed out" if timeout else "no connection"
-                    self._down(kind)
+                    self._down(kind, first_sent)
                     reason = str(exc) or type(exc).__name__
                     return Reply(calls=calls, error=self._error(kind, reason, calls))
                 wait = retry_delay(None, retries, self.settings.backoff_s)
@@ -425,7 +426,7 @@ class Chat:
                 reason = str(exc) or type(exc).__name__
                 return Reply(calls=calls, error=self._error("malformed response", reason, calls))
             else:
-                self._unanswered = 0
+                self._answered = time.monotonic()
                 latency = time.monotonic() - started
                 rest = None if first_token_s is None else latency - first_token_s
                 self.limit.answered(sent_in, first_token_s, rest)
@@ -531,23 +532,22 @@ class Chat:
             return {"type": "json_object"}
         return None
 
-    def _down(self, kind: str) -> None:
-        """Count a request that got no answer; raise ``EndpointDown`` at as many in a row as
-        may be in flight."""
-        self._unanswered += 1
-        if self._unanswered >= self.limit.value:
-            role = self.endpoint.role.lower()
-            options = {
-                "llm": "--llm-timeout, --llm-retries",
-                "judge": "--judge-timeout, --judge-retries",
-            }.get(role, "llm settings timeout_s, max_retries")
-            raise EndpointDown(
-                f"the {role} endpoint {self.endpoint.where} ({self.endpoint.model}): "
-                f"{self._unanswered} request(s) in a row {kind}, each tried "
-                f"{1 + self.settings.max_retries} time(s), waiting up to "
-                f"{self.settings.timeout_s:g} s for the endpoint to send anything; is it up? "
-                f"(the deadlines: {options})"
-            )
+    def _down(self, kind: str, since: float) -> None:
+        """Raise ``EndpointDown`` for a request that got no answer after its retries, when
+        the endpoint answered no other request ``since`` it was first sent."""
+        if self._answered >= since:
+            return
+        role = self.endpoint.role.lower()
+        options = {
+            "llm": "--llm-timeout, --llm-retries",
+            "judge": "--judge-timeout, --judge-retries",
+        }.get(role, "llm settings timeout_s, max_retries")
+        raise EndpointDown(
+            f"the {role} endpoint {self.endpoint.where} ({self.endpoint.model}): a request "
+            f"{kind} {1 + self.settings.max_retries} time(s), each waiting up to "
+            f"{self.settings.timeout_s:g} s for the endpoint to send anything, and it "
+            f"answered no other request meanwhile; is it up? (the deadlines: {options})"
+        )
 
     def _error(self, kind: str, detail: str, calls: int) -> str:
         detail = " ".join(detail.split())[:300]
