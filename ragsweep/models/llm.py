@@ -307,7 +307,13 @@ class Chat:
 
         async def main() -> list[R]:
             async with self._session():
-                return list(await asyncio.gather(*(one(item) for item in items)))
+                tasks = [asyncio.ensure_future(one(item)) for item in items]
+                try:
+                    return list(await asyncio.gather(*tasks))
+                finally:  # one raised (EndpointDown): end the others' requests first
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
 
         progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
         results = run_coroutine(main) if items else []
@@ -460,9 +466,8 @@ class Chat:
                     raise EndpointSilent(f"nothing from the endpoint in {timeout:g} s {what}")
             return task.result()
         finally:
-            if not task.done():
-                task.cancel()  # closes the connection: a server that can, stops its work
-                await asyncio.gather(task, return_exceptions=True)
+            task.cancel()  # closes the connection: a server that can, stops its work
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _receive(
         self, body: dict[str, Any], sent: float, last: list[float]
