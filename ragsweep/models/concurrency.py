@@ -4,9 +4,10 @@ A server answers a few requests at a time (llama.cpp and Ollama one by default) 
 the rest; sending more than it serves only lengthens its queue. ``Limit`` starts at the
 asked concurrency, capped by the slots the server says it has, halves when the endpoint
 shows a queue (a first token that came later than the fastest one by more than an answer
-takes to generate, and by ``NOISE_S`` at least), refuses (429, 503) or times out, at most once per round of requests
-(the requests sent since the last decrease), and grows back by one after as many answers
-as it allows without such a sign (additive increase, multiplicative decrease).
+takes to generate, and by ``NOISE_S`` at least), refuses (429, 503) or times out, at most
+once per round of requests (the requests sent since the last decrease), and grows back by
+one after as many answers as it allows without such a sign (additive increase,
+multiplicative decrease).
 """
 
 from __future__ import annotations
