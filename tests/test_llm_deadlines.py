@@ -8,6 +8,7 @@ import logging
 
 from scripted_llm import Step
 
+from ragsweep.models.concurrency import Limit
 from ragsweep.models.llm import Chat, Endpoint, LLMSettings
 
 SCHEMA = {"title": "verdict", "type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -124,3 +125,21 @@ def test_a_server_refusing_to_stream_is_asked_for_whole_answers(llm_server, capl
     assert [bool(r.get("stream")) for r in llm_server.requests] == [True, False, False]
     [warning] = [r.getMessage() for r in caplog.records]
     assert "refused streaming" in warning
+
+
+def test_the_limit_halves_once_per_round_and_grows_back_by_one_to_its_ceiling():
+    limit = Limit(8)
+    limit.cap(6)  # the server's slots
+    assert limit.value == 6
+    limit.lower(0, "timeout")
+    limit.lower(0, "timeout")  # sent in the same round, at the same limit: no news
+    assert (limit.value, limit.round, limit.lowered) == (3, 1, {"timeout": 1})
+    for _ in range(3):
+        limit.answered(1, None, None)
+    assert limit.value == 4  # after as many answers as were allowed in flight
+    for _ in range(4 + 5 + 6):
+        limit.answered(1, None, None)
+    assert (limit.value, limit.raised) == (6, 3)  # never above the ceiling
+    limit.answered(1, 0.1, 1.0)  # the fastest first token; answers take a second
+    limit.answered(1, 2.5, 1.0)  # waited behind two answers: a queue
+    assert (limit.value, limit.lowered["queue"]) == (3, 1)

@@ -37,8 +37,10 @@ BUSY = "import time\nend = time.monotonic() + 1800\nwhile time.monotonic() < end
 
 @pytest.fixture(scope="module")
 def busy_run(real_llm, tmp_path_factory, scripted_embedder):
-    """The run (two configurations: top 1 and top 2 passages), with a busy loop on one core
-    for its length (killed after; bounded at 30 minutes): the run folder."""
+    """The run (two configurations: the top 2 and the top 4 passages of 256 tokens, prompts
+    long enough that eight of them queued take the server longer than the 40 s deadline),
+    with a busy loop on one core for its length (killed after; bounded at 30 minutes): the
+    run folder."""
     work = tmp_path_factory.mktemp("real-busy")
     docs = work / "docs"
     docs.mkdir()
@@ -59,7 +61,7 @@ def busy_run(real_llm, tmp_path_factory, scripted_embedder):
         result = ragsweep_here(
             "run", "--docs", str(docs), "--testset", str(testset),
             "--llm", real_llm.model, "--judge", real_llm.model,
-            "--chunk-sizes", "64", "--top-k", "1,2", "--search-types", "similarity",
+            "--chunk-sizes", "256", "--top-k", "2,4", "--search-types", "similarity",
             "--embedding-models", "openai:embedder", "--output", str(work / "runs"),
             "--no-store", "--cache", str(work / "vectors"), "--patterns", "0",
             env=env,

@@ -3,11 +3,11 @@
 A server answers a few requests at a time (llama.cpp and Ollama one by default) and queues
 the rest; sending more than it serves only lengthens its queue. ``Limit`` starts at the
 asked concurrency, capped by the slots the server says it has, halves when the endpoint
-shows a queue (a first token that came later than the fastest one by more than an answer
-takes to generate, and by ``NOISE_S`` at least), refuses (429, 503) or times out, at most
-once per round of requests (the requests sent since the last decrease), and grows back by
-one after as many answers as it allows without such a sign (additive increase,
-multiplicative decrease).
+shows a queue (a first token that came later than the fastest one, for its prompt's
+length, by more than an answer takes to generate, and by ``NOISE_S`` at least), refuses
+(429, 503) or times out, at most once per round of requests (the requests sent since the
+last decrease), and grows back by one after as many answers as it allows without such a
+sign (additive increase, multiplicative decrease).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ class Limit:
         self.round = 0  # decreases so far: a request remembers the round it was sent in
         self.lowered: Counter[str] = Counter()  # why, how often
         self.raised = 0
-        self.sent = 0
+        self.sent = 0  # requests sent, retries included
         self._answered = 0  # answers since the last change
-        self._fastest: float | None = None  # the shortest time to a first token seen
+        self._fastest: float | None = None  # the fastest first token: seconds per prompt token
         self._generating: float | None = None  # mean seconds from first token to last
         self._in_flight = 0
         self._free: asyncio.Condition | None = None
@@ -62,14 +62,23 @@ class Limit:
                 self._in_flight -= 1
                 self._free.notify_all()  # a raised limit is seen here too
 
-    def answered(self, sent_in: int, first_token_s: float | None, rest_s: float | None) -> None:
+    def answered(
+        self,
+        sent_in: int,
+        first_token_s: float | None,
+        rest_s: float | None,
+        prompt_tokens: int | None = None,
+    ) -> None:
         """An answer to a request sent in round ``sent_in``: ``first_token_s`` after it was
-        sent came its first token, ``rest_s`` later its last (None: not streamed)."""
+        sent came its first token, ``rest_s`` later its last (None: not streamed); its
+        prompt had ``prompt_tokens`` (a longer prompt takes longer to its first token)."""
         if first_token_s is not None and rest_s is not None:
+            size = max(prompt_tokens or 1, 1)
             fastest, generating = self._fastest, self._generating
-            self._fastest = min(first_token_s, fastest or first_token_s)
+            rate = first_token_s / size
+            self._fastest = rate if fastest is None else min(fastest, rate)
             self._generating = rest_s if generating is None else (generating + rest_s) / 2
-            if fastest is not None and first_token_s > fastest + max(generating, NOISE_S):
+            if fastest is not None and first_token_s > fastest * size + max(generating, NOISE_S):
                 self.lower(sent_in, "queue")
                 return
         self._answered += 1
@@ -81,8 +90,8 @@ class Limit:
     def lower(self, sent_in: int, reason: str) -> None:
         """Halve ``value`` (not below 1) for a sign of overload in a request sent in round
         ``sent_in``; the other requests of that round were sent at the same limit, so their
-        signs tell nothing more."""
-        if sent_in != self.round:
+        signs tell nothing more (nor does one at a single request in flight)."""
+        if sent_in != self.round or self.value == 1:
             return
         self.round += 1
         self.value = max(1, self.value // 2)

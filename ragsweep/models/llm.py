@@ -250,15 +250,16 @@ def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: f
 
 
 class EndpointDown(RagsweepError):
-    """Every request in flight timed out or found no connection, retries spent: the
-    endpoint is down or hung, and the step stops rather than wait on each question."""
+    """A request timed out or found no connection, retries spent, and the endpoint answered
+    no other request meanwhile: it is down or hung, and the step stops rather than wait on
+    each question."""
 
 
 class EndpointSilent(Exception):
     """A request got nothing from the endpoint within its deadline."""
 
 
-class HTTPStatusError(Exception):
+class StatusError(Exception):
     """The endpoint answered a request with an error status."""
 
     def __init__(self, status: int, text: str, headers: httpx.Headers) -> None:
@@ -407,7 +408,7 @@ class Chat:
                 data, first_token_s = await self._post(asked, started)
                 text = data["choices"][0]["message"]["content"] or ""
                 usage = data.get("usage") or {}
-            except HTTPStatusError as exc:
+            except StatusError as exc:
                 if exc.status in (400, 422) and self._refused(asked, exc.text):
                     continue
                 if exc.status in (429, 503):
@@ -435,7 +436,7 @@ class Chat:
                 self._answered = time.monotonic()
                 latency = time.monotonic() - started
                 rest = None if first_token_s is None else latency - first_token_s
-                self.limit.answered(sent_in, first_token_s, rest)
+                self.limit.answered(sent_in, first_token_s, rest, usage.get("prompt_tokens"))
                 return Reply(
                     text=text,
                     prompt_tokens=usage.get("prompt_tokens"),
@@ -477,7 +478,7 @@ class Chat:
             self._heard = time.monotonic()
             if response.status_code >= 400:
                 text = (await response.aread()).decode(errors="replace")
-                raise HTTPStatusError(response.status_code, text, response.headers)
+                raise StatusError(response.status_code, text, response.headers)
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 return json.loads(await response.aread()), None  # it did not stream
             parts, usage, first = [], {}, None
