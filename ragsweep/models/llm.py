@@ -266,6 +266,15 @@ class StatusError(Exception):
         super().__init__(f"{status} {text}")
         self.status, self.text, self.headers = status, text, headers
 
+    def worded(self) -> str:
+        """The error as the OpenAI client words it, as answers recorded before this client
+        spoke HTTP itself keep it (``Error code: 400 - {...}``)."""
+        text = self.text.strip()
+        try:
+            return f"Error code: {self.status} - {json.loads(text)}"
+        except ValueError:
+            return text or f"Error code: {self.status}"
+
 
 class Chat:
     """One model at one endpoint: chat requests, streamed, retried, several in flight
@@ -415,8 +424,8 @@ class Chat:
                     self.limit.lower(sent_in, f"HTTP {exc.status}")
                 retryable = exc.status in RETRY_STATUS or exc.status >= 500
                 if not retryable or retries >= self.settings.max_retries:
-                    detail = f"HTTP {exc.status}"
-                    return Reply(calls=calls, error=self._error(detail, exc.text, calls))
+                    kind = f"HTTP {exc.status}"
+                    return Reply(calls=calls, error=self._error(kind, exc.worded(), calls))
                 wait = retry_delay(exc.headers, retries, self.settings.backoff_s)
             except (EndpointSilent, httpx.TransportError) as exc:
                 timeout = isinstance(exc, EndpointSilent | httpx.TimeoutException)
