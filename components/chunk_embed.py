@@ -33,6 +33,7 @@ def chunk_embed(
 
     with pipeline_step(), tempfile.TemporaryDirectory() as scratch:
         run = read_settings(settings.path)
+        run.fix_runtimes()  # the run's, whatever device this step has
         build_chunk_sets(
             read_table(documents.path, "documents"),
             chunk_group["chunk_configs"],

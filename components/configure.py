@@ -36,12 +36,16 @@ def configure(
     qa_generation: dict,
     patterns: int,
     sweep_name: str,
+    agents: List[str],
     settings: Output[Dataset],
 ):
     """Build and validate the run's settings from the pipeline's parameters, once
     (``ragsweep.kubeflow.parameters``): a mistake in any of them (a search space, a grid
     larger than ``optimization_max_rag_patterns``, a metric, a sweep name, a test data
     location) fails here, before any data is read.
+
+    Each embedding model's runtime is fixed here, once (PyTorch when the pipeline was
+    compiled with GPUs for the embedding steps, else the default), with its identity.
 
     Output: ``settings``, an Arrow artifact of kind settings (every configuration, one row
     each; the settings in its metadata), which every later step reads instead of
@@ -50,9 +54,10 @@ def configure(
     parameters = {name: value for name, value in locals().items() if name != "settings"}
     from ragsweep.kubeflow.parameters import run_settings
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.sweep.settings import write_settings
+    from ragsweep.kubeflow.tasks import embedding_gpus
+    from ragsweep.sweep.settings import with_runtimes, write_settings
 
     with pipeline_step():
-        run = run_settings(parameters)
+        run = with_runtimes(run_settings(parameters), embedding_gpus())
         run.space.log_prefixes()
         write_settings(run, settings.path)

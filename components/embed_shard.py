@@ -33,6 +33,7 @@ def embed_shard(
         from ragsweep.sweep.steps import embed_shard as embed
 
         run = read_settings(settings.path)
+        run.fix_runtimes()  # the run's, whatever device this step has
         embed(
             read_table(documents.path, "documents"),
             shard,

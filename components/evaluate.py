@@ -25,7 +25,9 @@ def evaluate(
     ``max_configs`` configurations, chosen one at a time by a surrogate of every
     configuration's retrieval metrics (``ragsweep.evaluation.surrogate``), starting from
     what earlier runs of the named sweep in the results store measured on the same
-    ``questions`` and ``documents`` (``ragsweep.results.warmstart``).
+    ``questions`` and ``documents`` (``ragsweep.results.warmstart``). Each of the run's
+    ``agents`` (deployed assistants) answers every question once, its contexts located in
+    the ``documents`` (``ragsweep.answering.agents``).
 
     Outputs: Arrow artifacts ``answers`` and ``scores`` (one row per config x question).
     """
@@ -58,6 +60,8 @@ def evaluate(
             run.max_configs,
             warm_start(run, testset, texts, metric, reading_url()),
             run.trials_at_once,
+            run.deployed(),
+            texts,
         )
         write_table(answered, answers.path, "answers")
         write_table(scored, scores.path, "scores")

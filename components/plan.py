@@ -10,7 +10,7 @@ def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -
     run here, before any embedding); deal the chunk configurations into ``groups`` groups,
     one per fan-out branch (0: one configuration per group). A space with query
     transformations needs the LLM endpoint (checked here) and their calls come out of the
-    budget."""
+    budget, as the deployed assistants' (``agents``) do."""
     from ragsweep.core.schemas import read_table
     from ragsweep.evaluation.scoring import AUTORAG_METRICS
     from ragsweep.kubeflow.step import pipeline_step
@@ -31,5 +31,6 @@ def plan(settings: Input[Dataset], questions: Input[Dataset], groups: int = 0) -
             run.strategy,
             run.max_configs,
             autorag=run.optimization_metric in AUTORAG_METRICS,  # a rating beside each verdict
+            agents=len(run.deployed()),  # the deployed assistants' calls come first
         )
         return group_chunk_configs(run.space.chunk_configs(), groups)

@@ -52,7 +52,7 @@ def rank(
             read_table(scores.path, "scores"),
             answered,
             testset,
-            run.space.all_configs(),
+            run.all_configs(),  # the deployed assistants' rows included
             run.optimization_metric,
             settings=run.record(testset, texts),
         )

@@ -33,6 +33,7 @@ def retrieve(
 
     with pipeline_step():
         run = read_settings(settings.path)
+        run.fix_runtimes()  # the run's, whatever device this step has
         table = retrieve_group(
             chunks.path,
             read_table(questions.path, "testset"),

@@ -96,6 +96,7 @@ def sweep(
     ogx_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     maas_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     vector_db_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
+    agents: list = [],  # noqa: B006 (a pipeline parameter's default)
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -201,6 +202,9 @@ def sweep(
         vector_db_secret_name: Red Hat AutoRAG upstream's vector database Secret (MILVUS_URI,
             MILVUS_TOKEN; PGVECTOR_HOST, _PORT, _DB, _USER, _PASSWORD): the connections
             vector_store_secret_name does not give.
+        agents: Deployed RAG applications to evaluate beside the sweep, each NAME=URL (an
+            OpenAI-compatible chat endpoint that retrieves on its own; its key
+            RAGSWEEP_AGENT_API_KEY in llm_secret_name): each a leaderboard row agent:NAME.
     """
     # the model endpoint's Secrets: ragsweep's, and Red Hat AutoRAG's two kinds
     llm_secrets = {
@@ -239,7 +243,9 @@ def sweep(
             qa_generation=qa_generation,
             patterns=patterns,
             sweep_name=sweep_name,
-        )
+            agents=agents,
+        ),
+        **llm_secrets,  # an openai:<model> embedding model's identity is its endpoint's URL
     )
     settings = configured.outputs["settings"]
     testset = tasks.step(
@@ -324,9 +330,9 @@ def sweep(
             settings=settings,
             retrievals=dsl.Collected(retrieved.outputs["retrievals"]),
             questions=questions.outputs["questions"],
-            documents=inputs.outputs["documents"],  # a warm start's match
+            documents=inputs.outputs["documents"],  # a warm start's match, agents' contexts
         ),
-        **llm_secrets,
+        **llm_secrets,  # and the deployed assistants' key
         store_connection=results_store_secret_name,  # the judges' labels, the warm start
         retry=True,
     )

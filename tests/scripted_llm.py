@@ -151,6 +151,8 @@ class ScriptedLLM:
     def __init__(self) -> None:
         self.script: list[Step] = []
         self.responder: Callable[[dict], str] = default_responder
+        # fields added to a reply's message besides role and content (an agent's context)
+        self.message_fields: Callable[[dict], dict] = lambda request: {}
         self.requests: list[dict] = []  # chat completion bodies, in arrival order
         self.embedded: list[str] = []  # every text sent to /embeddings, in arrival order
         self.reranked: list[dict] = []  # every /rerank body, in arrival order
@@ -342,7 +344,11 @@ class ScriptedLLM:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": content},
+                            "message": {
+                                "role": "assistant",
+                                "content": content,
+                                **server.message_fields(request),
+                            },
                             "finish_reason": "stop",
                         }
                     ],
@@ -367,7 +373,8 @@ class ScriptedLLM:
                     self.wfile.write(f"data: {data}\n\n".encode())
                     self.wfile.flush()
 
-                event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+                first = {"role": "assistant", "content": "", **server.message_fields(request)}
+                event([{"index": 0, "delta": first}])  # an agent's context comes first
                 for word in re.findall(r"\s*\S+", content):
                     if step.token_interval_s and server.closing.wait(step.token_interval_s):
                         return

@@ -115,7 +115,9 @@ def test_a_runs_test_set_reads_back_as_stored_like_the_named_set(db):
     rows[0]["conversation_history"] = None  # as an AutoRAG file loads
     rows[1]["conversation_history"] = json.dumps([{"role": "user", "content": "I run it."}])
     rows[2]["reference_context"] = "Tidewater listens on port 8443."
-    rows[2]["gold_spans"] = [{"doc_id": "doc2.md", "start": 0, "end": 31}]
+    rows[2]["gold_spans"] = [
+        {"doc_id": "doc2.md", "start": 0, "end": 31, "found": "exact", "score": None}
+    ]
     testset = pa.Table.from_pylist(rows, schema=TESTSET)
     database.publish(db.engine, "run-1", b.leaderboard, b.results, testset)
 

@@ -12,7 +12,7 @@ from builders import make_testset
 from conftest import emptied
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import SPAN, TESTSET
+from ragsweep.core.schemas import GOLD_SPAN, TESTSET
 from ragsweep.documents.testsets import question_version
 from ragsweep.results import database
 from ragsweep.results.curation import DatabaseStore, delete_question, edit_question
@@ -29,9 +29,9 @@ def url(request, tmp_path) -> str:
 def with_span(table: pa.Table) -> pa.Table:
     """``table`` with a gold span on its first question."""
     spans = table["gold_spans"].to_pylist()
-    spans[0] = [{"doc_id": "doc0.md", "start": 0, "end": 9}]
+    spans[0] = [{"doc_id": "doc0.md", "start": 0, "end": 9, "found": "exact", "score": None}]
     index = table.schema.get_field_index("gold_spans")
-    return table.set_column(index, table.schema.field(index), pa.array(spans, pa.list_(SPAN)))
+    return table.set_column(index, table.schema.field(index), pa.array(spans, pa.list_(GOLD_SPAN)))
 
 
 def test_each_version_keeps_who_changed_it_and_why(url):

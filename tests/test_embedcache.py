@@ -52,12 +52,12 @@ def test_without_a_location_vectors_live_only_as_long_as_the_cache(tmp_path, mod
     assert list(tmp_path.iterdir()) == []
 
 
-def test_models_are_kept_apart(tmp_path, model_calls):
+def test_one_model_by_two_names_is_one_model_by_its_contents(tmp_path, model_calls):
     cache = EmbeddingCache(tmp_path)
     cache.embed(MODEL, ["same text"])
-    cache.embed("sentence-transformers/all-MiniLM-L6-v2", ["same text"])
-    assert model_calls == ["same text", "same text"]
-    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
+    EmbeddingCache(tmp_path).embed("sentence-transformers/all-MiniLM-L6-v2", ["same text"])
+    assert model_calls == ["same text"]
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
 
 
 def test_store_on_s3_is_shared_between_runs(bucket, model_calls):
@@ -170,31 +170,25 @@ def first_format_shard(hashes: list[str], vectors: np.ndarray) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def test_shards_of_the_first_format_are_read_and_compacted_into_indexed_ones(endpoint, location):
+def test_shards_of_the_first_format_are_set_aside_and_embedded_again(endpoint, location):
     import hashlib
 
-    from ragsweep.embeddings.cache import _model_key
+    from ragsweep.embeddings.cache import QUARANTINE
 
     batch = texts(0, 300)
     vectors = EmbeddingCache().embed(ENDPOINT_MODEL, batch)
     hashes = [hashlib.sha256(t.encode()).hexdigest() for t in batch]
     files = EmbeddingCache(location).files
-    for part in range(3):  # three old shards, no index beside them
+    folder = EmbeddingCache().folder(ENDPOINT_MODEL)
+    for part in range(3):  # three old shards, no index beside them, no model identity
         rows = slice(part * 100, part * 100 + 100)
-        name = f"{_model_key(ENDPOINT_MODEL)}/old{part}.arrow"
-        files.write(name, first_format_shard(hashes[rows], vectors[rows]))
+        files.write(f"{folder}/old{part}.arrow", first_format_shard(hashes[rows], vectors[rows]))
 
     reader = EmbeddingCache(location)
     np.testing.assert_array_equal(reader.embed(ENDPOINT_MODEL, batch[::-1]), vectors[::-1])
-    assert reader.encoded == 0 and reader.shards_read == 3
-
-    assert EmbeddingCache(location).compact(ENDPOINT_MODEL, grace=0) == 3
-    shards = [n for n in stored_files(location) if not n.split("/")[-1].startswith("old")]
-    assert sorted(n.rsplit(".", 1)[1] for n in shards if "/used/" not in n) == ["arrow", "idx"]
-    after = EmbeddingCache(location)
-    np.testing.assert_array_equal(after.embed(ENDPOINT_MODEL, batch), vectors)
-    assert after.encoded == 0 and after.index_bytes_read > 0
-    assert after.bytes_read - after.index_bytes_read == 300 * ROW_BYTES
+    assert reader.encoded == 300 and reader.shards_read == 0
+    aside = sorted(e.name.rsplit("/", 1)[1] for e in files.list(f"{folder}/{QUARANTINE}"))
+    assert aside == ["old0.arrow", "old1.arrow", "old2.arrow"]
 
 
 def test_compaction_merges_small_shards_and_keeps_every_vector(endpoint, location):

@@ -16,12 +16,11 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from ragsweep.embeddings.cache import QUARANTINE, EmbeddingCache, _model_key
+from ragsweep.embeddings.cache import QUARANTINE, EmbeddingCache
 from ragsweep.embeddings.files import LocalFiles, remove_orphans
 from ragsweep.embeddings.shards import decode_index, key_list, text_key
 
 MODEL = "openai:embedder"
-FOLDER = _model_key(MODEL)
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = {"capture_output": True, "text": True, "check": True}
 
@@ -30,14 +29,20 @@ def texts(first: int, count: int) -> list[str]:
     return [f"chunk {i} says word{i} and term{i * 7}" for i in range(first, first + count)]
 
 
+def folder() -> str:
+    """The model's folder in a cache (named by its identity: the endpoint's URL, set by the
+    ``endpoint`` fixture)."""
+    return EmbeddingCache().folder(MODEL)
+
+
 def shard_names(location: str) -> list[str]:
     files = EmbeddingCache(location).files
-    return [e.name for e in files.list(FOLDER) if e.name.endswith(".arrow")]
+    return [e.name for e in files.list(folder()) if e.name.endswith(".arrow")]
 
 
 def quarantined(location: str) -> list[str]:
     files = EmbeddingCache(location).files
-    return sorted(e.name.rsplit("/", 1)[1] for e in files.list(f"{FOLDER}/{QUARANTINE}"))
+    return sorted(e.name.rsplit("/", 1)[1] for e in files.list(f"{folder()}/{QUARANTINE}"))
 
 
 def random_vectors(data: bytes, offset: int, length: int) -> bytes:
@@ -72,7 +77,7 @@ def test_a_damaged_shard_or_index_is_moved_aside_and_its_vectors_computed_again(
     files = EmbeddingCache(location).files
     shard = shard_names(location)[0]
     index = shard.removesuffix(".arrow") + ".idx"
-    layout = decode_index(files.read(index))
+    layout = decode_index(files.read(index), EmbeddingCache().identity(MODEL))
     suffix, damaging = DAMAGES[damage]
     victim = shard if suffix == "arrow" else index
     files.write(victim, damaging(files.read(victim), layout.offset, 40 * layout.row_bytes))
@@ -116,28 +121,27 @@ def second_format(keys: list[bytes], vectors: np.ndarray) -> tuple[bytes, bytes]
     return shard.to_pybytes(), sink.getvalue().to_pybytes()
 
 
-def test_shards_written_before_the_checks_are_read_and_damaged_ones_caught(endpoint, location):
-    good, bad = texts(0, 30), texts(100, 30)
-    cold = EmbeddingCache().embed(MODEL, good + bad)
+def test_shards_of_earlier_formats_are_set_aside_not_read(endpoint, location, caplog):
+    batch = texts(0, 30)
+    cold = EmbeddingCache().embed(MODEL, batch)
     files = EmbeddingCache(location).files
-    for name, batch, vectors in (("good", good, cold[:30]), ("bad", bad, cold[30:])):
-        shard, index = second_format([text_key(t) for t in batch], vectors)
-        if name == "bad":  # random float32 in place of the vectors: their length is not 1
-            offset = decode_index(index).offset
-            shard = random_vectors(shard, offset, vectors.nbytes)
-        files.write(f"{FOLDER}/{name}.arrow", shard)
-        files.write(f"{FOLDER}/{name}.idx", index)
+    shard, index = second_format([text_key(t) for t in batch], cold)
+    files.write(f"{folder()}/old.arrow", shard)
+    files.write(f"{folder()}/old.idx", index)
 
     reader = EmbeddingCache(location)
-    np.testing.assert_array_equal(reader.embed(MODEL, good + bad), cold)
-    assert reader.encoded == 30 and quarantined(location) == ["bad.arrow", "bad.idx"]
+    with caplog.at_level(logging.WARNING, logger="ragsweep"):
+        np.testing.assert_array_equal(reader.embed(MODEL, batch), cold)
+    assert reader.encoded == 30 and quarantined(location) == ["old.arrow", "old.idx"]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "old.idx is damaged" in warning and "ragsweep-embeddings/2" in warning, warning
 
 
 def test_compaction_moves_a_damaged_shard_aside_and_merges_the_rest(endpoint, tmp_path, caplog):
     location = str(tmp_path / "embeddings")
     for part in range(3):
         EmbeddingCache(location).embed(MODEL, texts(part * 10, 10))
-    [damaged, *_] = sorted(tmp_path.glob(f"embeddings/{FOLDER}/*.arrow"))
+    [damaged, *_] = sorted(tmp_path.glob(f"embeddings/{folder()}/*.arrow"))
     damaged.write_bytes(os.urandom(damaged.stat().st_size))
     with caplog.at_level(logging.WARNING, logger="ragsweep"):
         assert EmbeddingCache(location).compact(MODEL) == 2
@@ -148,11 +152,13 @@ def test_compaction_moves_a_damaged_shard_aside_and_merges_the_rest(endpoint, tm
     assert rerun.encoded == 10 and len(shard_names(location)) == 2
 
 
-def test_orphaned_partial_files_are_removed_after_the_grace_but_a_live_writers_kept(tmp_path):
+def test_orphaned_partial_files_are_removed_after_the_grace_but_a_live_writers_kept(
+    endpoint, tmp_path
+):
     from ragsweep.embeddings import files as cache_files
 
-    folder = tmp_path / "embeddings" / FOLDER
-    folder.mkdir(parents=True)
+    where = tmp_path / "embeddings" / folder()
+    where.mkdir(parents=True)
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **TEXT)
     dead_pid = int(ended.stdout)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -166,16 +172,16 @@ def test_orphaned_partial_files_are_removed_after_the_grace_but_a_live_writers_k
         "an older ragsweep's": f"e.arrow.{'5' * 32}.partial",
     }
     for what, name in partials.items():
-        (folder / name).write_bytes(b"half a shard")
+        (where / name).write_bytes(b"half a shard")
         if what != "young orphan":
-            os.utime(folder / name, (hour_ago, hour_ago))
+            os.utime(where / name, (hour_ago, hour_ago))
     try:
         EmbeddingCache(tmp_path / "embeddings").save(MODEL, ["x"], np.ones((1, 4)) / 2)
-        left = {p.name for p in folder.glob("*.partial")}
+        left = {p.name for p in where.glob("*.partial")}
         assert left == {partials["live writer's"], partials["young orphan"]}
         live.kill()
         live.wait()
-        assert remove_orphans(folder) == [folder / partials["live writer's"]]
+        assert remove_orphans(where) == [where / partials["live writer's"]]
     finally:
         live.kill()
 
@@ -250,7 +256,7 @@ def test_a_full_disk_is_one_warning_naming_the_path_and_leaves_nothing_half_writ
     assert run.stdout.strip() == "(2000, 64) 2000"  # 2000 x 256 bytes: more than the disk
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    assert f"cannot write {small_disk}/{FOLDER}/" in lines[0] and "No space left" in lines[0]
+    assert f"cannot write {small_disk}/{folder()}/" in lines[0] and "No space left" in lines[0]
     assert [p.name for p in small_disk.rglob("*") if p.is_file()] == []
 
 
@@ -259,8 +265,9 @@ def test_a_disk_that_takes_the_shard_but_not_its_index_keeps_neither(endpoint, s
 
     asked = texts(0, 500)  # a shard of 500 x 256 bytes, about 128 kB
     cold = EmbeddingCache().embed(MODEL, asked)
-    shard, _ = encode(np.array([text_key(t) for t in asked], "S16"), cold)
-    (small_disk / "embeddings" / FOLDER).mkdir(parents=True)
+    made_by = EmbeddingCache().identity(MODEL)
+    shard, _ = encode(np.array([text_key(t) for t in asked], "S16"), cold, made_by)
+    (small_disk / "embeddings" / folder()).mkdir(parents=True)
     free = os.statvfs(small_disk)
     filler = free.f_bavail * free.f_frsize - -(-len(shard) // 4096) * 4096  # pages
     (small_disk / "filler").write_bytes(b"\0" * filler)
@@ -274,16 +281,16 @@ def test_a_disk_that_takes_the_shard_but_not_its_index_keeps_neither(endpoint, s
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
 
 
-def stored_keys(location: Path) -> set[bytes]:
-    """The keys of every vector stored under ``location``."""
+def stored_keys(location: Path, model: str) -> set[bytes]:
+    """The keys of every vector of ``model`` stored under ``location``."""
     from ragsweep.embeddings.shards import decode_shard
 
     files = LocalFiles(str(location))
+    made_by = EmbeddingCache().identity(model)
     keys: set[bytes] = set()
-    for folder in files.folders():
-        for entry in files.list(folder):
-            if entry.name.endswith(".arrow"):
-                keys.update(key_list(decode_shard(files.read(entry.name))[0]))
+    for entry in files.list(EmbeddingCache().folder(model)):
+        if entry.name.endswith(".arrow"):
+            keys.update(key_list(decode_shard(files.read(entry.name), made_by)[0]))
     return keys
 
 
@@ -315,7 +322,7 @@ def test_a_kill_mid_embedding_loses_at_most_one_flush_and_a_rerun_embeds_only_th
                 killed.kill()
                 break
     assert killed.wait() == -9, "the process ended before it was killed"
-    written = stored_keys(location)
+    written = stored_keys(location, local)
     assert stored_when_killed <= len(written) < len(asked)
 
     rerun = EmbeddingCache(location)

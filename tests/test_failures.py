@@ -469,6 +469,27 @@ def test_ragsweep_run_against_a_hung_endpoint_fails_naming_it_not_its_key(tmp_pa
     assert "sk-9f3" not in result.stdout + result.stderr
 
 
+def test_a_hung_judge_at_the_llm_url_is_reported_by_the_variable_the_user_set(
+    tmp_path, monkeypatch
+):
+    """The judge falls back to RAGSWEEP_LLM_BASE_URL: the message names that variable, not
+    RAGSWEEP_JUDGE_BASE_URL, which the user never set."""
+    server = HungServer()
+    monkeypatch.delenv("RAGSWEEP_JUDGE_BASE_URL", raising=False)
+    monkeypatch.setenv("RAGSWEEP_LLM_BASE_URL", server.url)
+    try:
+        result = ragsweep_here(
+            "run", *EXAMPLES, *SMALL, "--judge", "m", "--judge-timeout", "1",
+            "--no-store", "--output", str(tmp_path),
+        )  # fmt: skip
+    finally:
+        server.close()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    line = last_line(result.stderr)
+    assert line.startswith(f"error: the judge endpoint {server.url} is unreachable")
+    assert line.endswith("check RAGSWEEP_LLM_BASE_URL") and "RAGSWEEP_JUDGE" not in line
+
+
 def test_the_deadlines_are_not_part_of_the_sweep_key():
     from ragsweep.models.llm import LLMSettings
     from ragsweep.sweep.settings import RunSettings

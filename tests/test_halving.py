@@ -197,5 +197,8 @@ def test_a_budget_too_small_stops_before_any_call(llm_server):
 
 
 def test_a_negative_budget_is_refused():
-    with pytest.raises(RagsweepError, match="max_llm_calls must be 0 .no limit. or more, not -1"):
+    with pytest.raises(
+        RagsweepError,
+        match=r"max_llm_calls \(--max-llm-calls\): must be 0 .no limit. or more, not -1",
+    ):
         RunSettings(docs="docs", testset="testset.json", max_llm_calls=-1)

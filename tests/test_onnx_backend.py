@@ -15,7 +15,7 @@ import pytest
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
-from ragsweep.embeddings.cache import EmbeddingCache, _model_key
+from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models import embedding, onnx_backend
 from ragsweep.sweep.space import SearchSpace
@@ -144,9 +144,9 @@ def test_the_embedding_cache_keeps_each_backends_vectors_apart(tmp_path):
     assert again.encoded == 2  # not read from the PyTorch vectors
     assert not np.array_equal(onnx_vectors, torch_vectors)
     folders = {p.name for p in (tmp_path / "cache").iterdir()}
-    assert {_model_key(f"{MODEL}@torch"), _model_key(f"{MODEL}@onnx-int8")} <= folders
+    assert {cache.folder(f"{MODEL}@torch"), cache.folder(f"{MODEL}@onnx-int8")} <= folders
     # a bare name is the default backend's, and shares its vectors
-    assert _model_key(MODEL) == _model_key(f"{MODEL}@{embedding.backend(MODEL)}")
+    assert cache.folder(MODEL) == cache.folder(f"{MODEL}@{embedding.backend(MODEL)}")
 
 
 def test_an_export_is_reused_and_a_corrupt_one_exported_again(exports, caplog):
@@ -254,6 +254,14 @@ def test_the_export_key_follows_the_model_files_the_variant_and_the_recipe(tmp_p
     assert onnx_backend.export_key(model, "onnx") != onnx_backend.export_key(model, "onnx-int8")
     (copy / "config.json").unlink()
     (copy / "config.json").write_text((model / "config.json").read_text().replace("384", "385"))
+    assert onnx_backend.export_key(copy, "onnx") != onnx_backend.export_key(model, "onnx")
+    (copy / "config.json").unlink()
+    (copy / "config.json").symlink_to(model / "config.json")
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x80  # retrained in place: the same names and sizes, other weights
+    weights.unlink()
+    weights.write_bytes(bytes(data))
     assert onnx_backend.export_key(copy, "onnx") != onnx_backend.export_key(model, "onnx")
     current = onnx_backend.export_key(model, "onnx")
     monkeypatch.setitem(onnx_backend.RECIPE, "attention", "sdpa")

@@ -354,7 +354,7 @@ def test_run_refuses_a_negative_count_of_patterns(tmp_path):
         timeout=300,
     )
     assert result.returncode == 2, result.stderr
-    assert "error: patterns (--patterns): expected 0 or a positive number" in result.stderr
+    assert "error: patterns (--patterns): must be 0 (none) or more, not -1" in result.stderr
     assert "Traceback" not in result.stderr
 
 

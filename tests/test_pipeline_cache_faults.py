@@ -75,7 +75,8 @@ def test_a_rerun_over_damaged_shards_gives_the_cold_runs_vectors_and_names_each_
     shards = sorted(cache.glob("*/*.arrow"))
     assert len(shards) >= 3, shards  # chunks of 64 and 128 tokens, questions
     [vectors_overwritten, truncated, indexed] = shards[:3]
-    index = decode_index(vectors_overwritten.with_suffix(".idx").read_bytes())
+    made_by = EmbeddingCache().identity(MODEL)
+    index = decode_index(vectors_overwritten.with_suffix(".idx").read_bytes(), made_by)
     data = bytearray(vectors_overwritten.read_bytes())
     matrix = len(index.keys) * index.row_bytes
     noise = np.random.default_rng(0).standard_normal(matrix // 4).astype(np.float32)

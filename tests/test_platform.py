@@ -64,6 +64,7 @@ def test_each_secret_reaches_only_the_steps_that_need_it_as_optional_env():
         ("maas_secret_name", MAAS_CONNECTION_KEYS),
     ]
     wanted = {  # step -> the (parameter naming the secret, its keys) it gets
+        "exec-configure": llm,  # an openai:<model> embedding model's identity: its URL
         # test data store:<name> is read from the results database
         "exec-load-testset": [("test_data_secret_name", s3), ("results_store_secret_name", store)],
         "exec-ingest": [("input_data_secret_name", s3)],
@@ -285,6 +286,13 @@ def test_parallelism_and_gpus_are_compiled_in_when_asked(tmp_path):
         ]
     others = [e for n, e in executors.items() if n not in embedding_steps]
     assert not [e for e in others if "nodeSelector" in e or "tolerations" in e]
+    # the first step fixes the run's embedding runtime for the GPUs: it is told their count
+    told = [
+        n
+        for n, c in containers.items()
+        if {"name": "RAGSWEEP_GPU", "value": "2"} in c.get("env", [])
+    ]
+    assert told == ["exec-configure"]
 
 
 def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_path):

@@ -34,7 +34,7 @@ QUESTIONS = LABELS + 1  # a verdict the model could not give is not labelled: on
 FOLDERS = ("admin", "guides", "faq", "release-notes")  # of examples/docs: 43 questions
 STATEMENT = re.compile(
     rf"{LABELS} labels, accuracy [\d.]+%, Cohen's kappa (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]"
-    r": the judge is not shown to be reliable \(kappa below 0\.6\)"
+    r": the judge is not shown to be reliable \(kappa's lower bound below 0\.6\)"
 )
 
 

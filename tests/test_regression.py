@@ -2,6 +2,7 @@
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -362,6 +363,36 @@ def test_the_comparison_says_which_documents_were_added_removed_and_edited_and_w
     assert verdict_metrics(same)["documents_added"] == 0.0
 
 
+def test_the_comparison_lists_an_embedding_runtime_or_model_identity_change():
+    """The nightly after the default moved from PyTorch to ONNX: same sweep, same questions,
+    another runtime; then the same runtime with the model's files changed."""
+    ids = [f"q{i:03d}" for i in range(30)]
+    model = SPACE.embedding_models[0]
+    settings = RunSettings("docs", "t.json", SPACE, "answer_correctness", sweep_name="kb")
+
+    def night(runtime, identity):
+        fixed = replace(
+            settings, embedding_runtimes={model: runtime}, embedding_identities={model: identity}
+        )
+        return recorded(board(outcomes(SPACE, ids), ids), fixed.record())
+
+    torch_night, onnx_night = night("torch", "torch:aaaa"), night("onnx", "onnx:aaaa")
+    retrained = night("onnx", "onnx:bbbb")
+
+    result = compare_runs(torch_night, onnx_night)
+    assert result.changes.models == [f"{model}: runtime torch -> onnx"]
+    assert f"embedding model {model}: runtime torch -> onnx" in render(result)
+    assert verdict_metrics(result)["embedding_models_changed"] == 1.0
+    files = change_lines(compare_runs(onnx_night, retrained).changes)
+    assert f"embedding model {model}: identity onnx:aaaa -> onnx:bbbb" in files[-1]
+    # a baseline made before runs recorded their runtimes: it says so
+    before = recorded(board(outcomes(SPACE, ids), ids), settings.record())
+    assert compare_runs(before, onnx_night).changes.models == [
+        f"{model}: runtime not recorded -> onnx"
+    ]
+    assert compare_runs(onnx_night, onnx_night).changes.models == []
+
+
 def test_runs_recorded_before_document_hashes_compare_and_say_the_documents_cannot_be_told():
     ids = [f"q{i:03d}" for i in range(30)]
     result = compare_runs(board(outcomes(SPACE, ids), ids), board(outcomes(SPACE, ids), ids))
@@ -405,7 +436,8 @@ def test_one_pdf_a_30_point_drop_raises_the_alarm_and_an_unchanged_night_does_no
     assert result.best_regressed and result.alarm_can_fire
     assert result.clusters.unit == "section" and result.clusters.count == 12
     text = render(result)
-    assert "48 questions in 12 sections of the documents" in text and "REGRESSED" in text
+    assert "resample 12 document sections of 4000 characters (48 questions in all)" in text
+    assert "REGRESSED" in text
     unchanged = compare_runs(baseline, one_pdf_nights(0)[1])
     assert not unchanged.best_regressed and unchanged.alarm.difference == 0.0
 
@@ -417,7 +449,8 @@ def test_with_too_few_clusters_the_alarm_says_it_cannot_fire_instead_of_a_p_valu
     assert not result.alarm_can_fire and not result.best_regressed
     assert result.clusters.unit == "question" and result.clusters.count == 4
     text = render(result)
-    assert "with 4 clusters this alarm cannot fire at 5%" in text and "p = " not in text
+    assert "with 4 clusters (4 questions, each alone) this alarm cannot fire at 5%" in text
+    assert "p = " not in text
     assert "warning: only 4 questions" in text
     assert verdict_metrics(result)["alarm_can_fire"] == 0.0
 

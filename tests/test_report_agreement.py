@@ -40,7 +40,7 @@ def test_a_stored_run_whose_answers_are_labelled_shows_the_agreement_in_its_repo
     assert "<h2>The judge against people</h2>" in html and html.count('id="agreement"') == 1
     assert (
         f"{QUESTIONS} labels, accuracy 50.0%, Cohen's kappa 0.00 [0.00, 0.00]: the judge is not "
-        "shown to be reliable (fewer than 30 labels, kappa below 0.6)"
+        "shown to be reliable (fewer than 30 labels, kappa's lower bound below 0.6)"
     ) in html
     assert html.index('id="agreement"') < html.index("<h2>Leaderboard</h2>")
 

@@ -11,8 +11,10 @@ from builders import complete, unit_retrieval, units_testset
 
 from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import question_version
+from ragsweep.evaluation import surrogate
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.results import database
+from ragsweep.results.exports import best_spec
 from ragsweep.results.report import render_markdown
 from ragsweep.results.warmstart import warm_start
 from ragsweep.sweep import steps
@@ -105,15 +107,48 @@ def test_the_search_starts_from_an_earlier_run_of_the_sweep_on_the_same_data(tmp
     warm = warm_start(RUN, TESTSET_NOW, DOCUMENTS, METRIC, url)
     assert set(warm.scores) == before and warm.runs == ("night-1",) and not warm.note
     answers, scores, record = evaluated(TESTSET_NOW, warm, seed=2)
-    assert record["warm_start"] == {"configurations": len(before), "runs": ["night-1"]}
+    started = record["warm_start"]
+    assert (started["configurations"], started["runs"]) == (len(before), ["night-1"])
+    again = set(started["answered_again"])
+    assert again <= before and len(again) <= steps.RECHECKED
     now = answered(answers)
-    assert len(now) == RUN.max_configs and not now & before  # new ones, the budget kept
+    assert len(now) == RUN.max_configs and not (now - again) & before  # the budget kept
     # six known scores: the surrogate is fitted from the first trial, no random draw
-    assert all(t["predicted"] is not None for t in record["trials"])
+    searched = [t for t in record["trials"] if "answered again" not in t["reason"]]
+    assert all(t["predicted"] is not None for t in searched)
     board = build_board(scores, answers, TESTSET_NOW, SPACE.all_configs(), METRIC)
+    # the sweep's best known score is this run's to rank: none that could win is left out
+    assert started["not_answered_again"] == []
+    assert board.leaderboard[METRIC][0].as_py() >= max(warm.scores.values())
     assert (
         f"Warm start: {len(before)} configurations scored by earlier runs of the sweep "
-        "(night-1), not answered again." in render_markdown(board)
+        f"(night-1); {len(again)} of them, scored by an earlier run at least as high as this "
+        "run's best, answered again in this run" in render_markdown(board)
+    )
+
+
+def test_warm_started_configurations_that_could_win_are_answered_again_or_named():
+    """Five configurations an earlier run scored 1.0: no answer of this run can beat them,
+    so three (``steps.RECHECKED``) are answered again, and the two left are named in the
+    summary and in ``ragsweep best``'s output, never silently left out."""
+    ids = [c["config_id"] for c in SPACE.all_configs()[:5]]
+    known = surrogate.WarmStart({c: 1.0 for c in ids}, ("night-0",))
+    answers, scores, record = evaluated(TESTSET_NOW, known, seed=3)
+    started = record["warm_start"]
+    assert len(started["answered_again"]) == steps.RECHECKED
+    assert (
+        set(started["answered_again"])
+        <= set(ids)
+        <= answered(answers) | {w["config_id"] for w in started["not_answered_again"]}
+    )
+    left = [w["config_id"] for w in started["not_answered_again"]]
+    assert len(left) == 2 and not set(left) & answered(answers)
+    board = build_board(scores, answers, TESTSET_NOW, SPACE.all_configs(), METRIC)
+    summary = render_markdown(board)
+    assert "Not answered again, though an earlier run of the sweep (night-0) scored them" in summary
+    assert all(f"{w['label']} (1.000)" in summary for w in started["not_answered_again"])
+    assert "# note: 2 configurations an earlier run of the sweep scored at least as high" in (
+        best_spec(board.leaderboard)
     )
 
 

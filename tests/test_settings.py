@@ -10,10 +10,11 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.qagen import QASettings
 from ragsweep.kubeflow.parameters import run_settings
 from ragsweep.models.llm import LLMSettings
-from ragsweep.sweep.settings import RunSettings, read_settings
+from ragsweep.sweep.settings import RunSettings, read_settings, with_runtimes
 from ragsweep.sweep.space import SearchSpace
 
-# every field away from its default (parallelism aside: it is not a pipeline parameter)
+# every field away from its default (parallelism aside: it is not a pipeline parameter; nor
+# are the embedding runtimes and identities, which the first step fixes: with_runtimes)
 EVERY_FIELD = RunSettings(
     docs="s3://kb/docs",
     more_docs=("s3://kb/more",),
@@ -37,6 +38,7 @@ EVERY_FIELD = RunSettings(
     sweep_name="kb-nightly",
     strategy="halving",
     trials_at_once=3,
+    agents=("mybot=http://bot.example:8080/v1",),
 )
 AUTORAG_DEFAULTS = {"preset": "", "vector_io_provider_id": ""}
 
@@ -60,7 +62,7 @@ def test_every_field_is_set_away_from_its_default():
         for f in fields(RunSettings)
         if getattr(EVERY_FIELD, f.name) == getattr(defaults, f.name)
     ]
-    assert unchanged == ["parallelism"]
+    assert unchanged == ["parallelism", "embedding_runtimes", "embedding_identities"]
 
 
 def test_the_pipeline_parameters_give_back_the_same_settings():
@@ -71,8 +73,10 @@ def test_the_pipeline_parameters_give_back_the_same_settings():
 
 def test_the_settings_artifact_gives_back_the_same_settings(tmp_path):
     written = configured(tmp_path / "settings", **pipeline_parameters(EVERY_FIELD))
-    assert read_settings(written.path) == EVERY_FIELD
-    assert RunSettings.from_dict(EVERY_FIELD.to_dict()) == EVERY_FIELD
+    fixed = with_runtimes(EVERY_FIELD)  # the runtimes and identities the first step fixes
+    assert fixed.embedding_runtimes and fixed.embedding_identities
+    assert read_settings(written.path) == fixed
+    assert RunSettings.from_dict(fixed.to_dict()) == fixed
     local = replace(EVERY_FIELD, parallelism=4)  # a local run's own, kept in its folder
     assert RunSettings.from_dict(local.to_dict()) == local
 
@@ -90,7 +94,7 @@ def test_autorag_parameters_are_applied_once_in_the_settings():
     [
         ({"optimization_max_rag_patterns": 1}, "more than the budget of 1"),
         ({"sweep_name": "a b"}, "sweep_name 'a b': a sweep name is"),
-        ({"patterns": -1}, "patterns (--patterns): expected 0 or a positive number"),
+        ({"patterns": -1}, "patterns (--patterns): must be 0 (none) or more, not -1"),
         ({"llm": {"temperature": 5}}, "llm: field 'temperature': must be between 0 and 2"),
         ({"optimization_metric": "nope"}, "nope"),
         ({"input_data_key": "", "input_data_keys": []}, "no documents: give input_data_key"),

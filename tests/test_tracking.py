@@ -142,6 +142,34 @@ def test_a_sweep_is_one_parent_run_with_a_nested_child_per_configuration_in_sqli
     assert Path(html).read_text() == "<html>the report</html>"
 
 
+def test_a_sweep_logs_its_embedding_runtimes_though_a_model_name_is_no_parameter_name(
+    tmp_path, monkeypatch
+):
+    """``all-MiniLM-L6-v2@onnx-int8`` cannot name an MLflow parameter: the runtimes and
+    identities the run fixed are logged as one parameter each."""
+    from dataclasses import replace
+
+    from ragsweep.core.schemas import SETTINGS_KEY
+    from ragsweep.sweep.settings import RunSettings
+
+    monkeypatch.chdir(tmp_path)
+    model = "all-MiniLM-L6-v2@onnx-int8"
+    run = RunSettings("docs", "t.json", optimization_metric="answer_correctness")
+    fixed = replace(
+        run,
+        embedding_runtimes={model: "onnx-int8"},
+        embedding_identities={model: "onnx-int8:8ecdeafc6ea90025"},
+    )
+    values = np.random.default_rng(3).uniform(size=(2, 10))
+    board = make_board(values).leaderboard
+    board = board.replace_schema_metadata({SETTINGS_KEY: json.dumps(fixed.record())})
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent_id = log_sweep(board, uri, "run-runtimes").run_id
+    params = MlflowClient(uri).get_run(parent_id).data.params
+    assert json.loads(params["embedding_runtimes"]) == [[model, "onnx-int8"]]
+    assert json.loads(params["embedding_identities"]) == [[model, "onnx-int8:8ecdeafc6ea90025"]]
+
+
 def test_a_server_with_credentials_in_its_uri_gets_the_sweep_and_never_the_uri(
     mlflow_server, board, caplog, tmp_path
 ):

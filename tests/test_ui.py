@@ -710,9 +710,9 @@ def test_compare_says_in_words_when_its_alarm_cannot_fire(tmp_path):
     page = TestClient(create_app(engine)).get("/compare?baseline=before&candidate=after").text
     alarm = re.search(r'id="alarm"><b>([^<]+)</b>\s*<span>(.*?)</span>', page, re.S)
     assert alarm.group(1) == "no verdict"
-    assert "with 4 clusters this alarm cannot fire at 5%" in alarm.group(2)
+    assert "with 4 clusters (4 questions, each alone) this alarm cannot fire" in alarm.group(2)
     assert "p " not in alarm.group(2).split("(difference")[1].split(")")[0]
-    assert "The tests resample 4 questions, questions of one cluster together." in page
+    assert "Intervals and tests resample 4 questions, each alone (4 questions in all)" in page
 
 
 @pytest.mark.parametrize(

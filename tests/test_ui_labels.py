@@ -61,7 +61,7 @@ def test_thirty_labels_entered_by_keyboard_and_click_show_kappa_and_unreliabilit
         r"30 labels, accuracy [\d.]+%, Cohen's kappa -?[\d.]+ \[-?[\d.]+, [\d.]+\]", shown
     )
     # enough labels: only its kappa keeps the judge from being shown reliable
-    assert "the judge is not shown to be reliable (kappa below 0.6)" in shown
+    assert "the judge is not shown to be reliable (kappa's lower bound below 0.6)" in shown
     assert "Labelled" in page.locator(".label-given").first.inner_text()
     stored = labels.load(engine)
     assert len(stored) == 30 and {lb.author for lb in stored} == {"ann"}

@@ -2,9 +2,9 @@
 messages, and the template filled with the retrieved passages and the question, sent to an
 OpenAI-compatible endpoint.
 
-Each distinct (model, endpoint, answer settings, question, history, exact passages) is asked
-once and cached (``ragsweep.models.replies``): configurations that retrieve the same context share
-one call,
+Each distinct (model identity: the endpoint's URL without credentials and the model name,
+answer settings, question, history, exact passages) is asked once and cached
+(``ragsweep.models.replies``): configurations that retrieve the same context share one call,
 and a rerun makes none. A request that fails after its retries becomes an answer with an
 error, which is not cached, so the next run asks again.
 """
@@ -37,7 +37,7 @@ def llm_answerer(model: str, settings: LLMSettings) -> Answerer:
     endpoint = Endpoint.from_env(model)
     check_reachable(endpoint)
     chat = Chat(endpoint, settings)
-    where = {"model": model, "endpoint": endpoint.where, **settings.answer_settings()}
+    where = {"model": endpoint.identity, **settings.answer_settings()}
 
     def answer_batch(batch: list[Question]) -> list[Answer]:
         cache = ReplyCache()

@@ -11,7 +11,7 @@ import typer
 
 from ragsweep.cli.labels import judges_app, labels_app
 from ragsweep.cli.openshift import schedule_app, submit
-from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
+from ragsweep.core.errors import RagsweepError, check_at_least, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
@@ -91,7 +91,8 @@ def testsets_in(url: str | None) -> DatabaseStore:
 def check_endpoints(settings: RunSettings) -> None:
     """Fail before the pipeline starts when an endpoint the run needs (an answer model's,
     the test set generator's, the query transformations', the judge's, a ``rerank:<model>``
-    reranker's) is unconfigured or does not answer within its deadline (at most 10 s)."""
+    reranker's, a deployed assistant's) is unconfigured or does not answer within its
+    deadline (at most 10 s)."""
     from ragsweep.models.llm import Endpoint, check_reachable
     from ragsweep.sweep.options import answer_models
 
@@ -106,6 +107,7 @@ def check_endpoints(settings: RunSettings) -> None:
         for name in settings.space.rerankers
         if name.startswith("rerank:")
     ]
+    endpoints += [agent.endpoint() for agent in settings.deployed()]
     wait = min(10.0, llm.timeout_s, llm.judge_timeout_s if llm.judge else llm.timeout_s)
     for endpoint in {(e.base_url, e.api_key): e for e in endpoints}.values():
         check_reachable(endpoint, wait)
@@ -227,11 +229,10 @@ def run(
         "evicted. 0: no cap.",
     ),
     parallelism: int = typer.Option(
-        1, min=1, help="Chunk configurations processed at once, sharing this machine's cores."
+        1, help="Chunk configurations processed at once, sharing this machine's cores."
     ),
     embedding_shard_bytes: int = typer.Option(
         LOCAL_SHARD_BYTES,
-        min=0,
         help="When the documents hold more bytes of text than this, embed each chunk set "
         "in shards of about this size, one step each. 0 (the default here): never; on one "
         "machine the shards run one after another, each loading the model, and only add "
@@ -289,6 +290,13 @@ def run(
         "run of this name, whatever changed in the documents, test set or grid, and says what "
         "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
     ),
+    agent: list[str] = typer.Option(
+        None,
+        "--agent",
+        help="A deployed RAG application to evaluate beside the sweep, NAME=URL (an "
+        "OpenAI-compatible chat endpoint that retrieves on its own; key: "
+        "RAGSWEEP_AGENT_API_KEY): a leaderboard row agent:NAME. Repeatable.",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -306,8 +314,8 @@ def run(
         "--resume",
         help="Resume an interrupted run (its id, under --output; alone: the newest "
         "interrupted one) with the settings it started with: the steps that finished are "
-        "reused. The other options but --output, --store, --no-store, --mlflow, --top and "
-        "--verbose are ignored.",
+        "reused if what they read is unchanged. Only --output, --store, --no-store, --mlflow, "
+        "--top, --verbose and --skip-unresolved may be given with it.",
     ),
     llm_timeout: float = typer.Option(
         LLM_DEFAULTS.timeout_s,
@@ -336,8 +344,10 @@ def run(
     results); 3 partial (results kept in the run folder, a side step or the store failed);
     130 / 143 interrupted by SIGINT / SIGTERM (resume with --resume).
     """
+    check_at_least(top, 0, "--top", " (every row)")
     if resume:
-        return resume_run(resume, output, store, no_store, mlflow, top, verbose)
+        refuse_with_resume(ctx)
+        return resume_run(resume, output, store, no_store, mlflow, top, verbose, skip_unresolved)
     if docs is None:
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     from ragsweep.kubeflow.local import preflight, run_local
@@ -386,6 +396,29 @@ def checked_store(store: str | None, no_store: bool, baseline: str) -> str | Non
     return url
 
 
+# the options of `ragsweep run` that apply to a resumed run; the others are its settings
+RESUME_OPTIONS = ("output", "store", "no_store", "mlflow", "top", "verbose", "skip_unresolved")
+
+
+def refuse_with_resume(ctx: typer.Context) -> None:
+    """Refuse, in one line naming them, the options given with ``--resume`` that would
+    change the run's settings: it continues with those it started with (``--skip-unresolved``
+    applies: it leaves out questions from then on)."""
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name not in (*RESUME_OPTIONS, "resume")
+        and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        allowed = [p.opts[0] for p in ctx.command.params if p.name in RESUME_OPTIONS]
+        raise RagsweepError(
+            f"--resume continues a run with the settings it started with: {', '.join(given)} "
+            f"cannot be given with it (start a new run to change them); with --resume, only "
+            f"{', '.join(allowed)}"
+        )
+
+
 def resume_run(
     run_id: str,
     output: Path,
@@ -394,6 +427,7 @@ def resume_run(
     mlflow: str | None,
     top: int,
     verbose: bool,
+    skip_unresolved: bool = False,
 ) -> None:
     """``ragsweep run --resume``: the run, continued, with what the store and MLflow checks
     say before it starts."""
@@ -406,7 +440,7 @@ def resume_run(
         results_store.connect(url)
     tracking_uri = checked_tracking_uri(mlflow)
     which = None if run_id == LAST_INTERRUPTED else run_id
-    outcome = resume_local(sweep, output, which, url, verbose, tracking_uri)
+    outcome = resume_local(sweep, output, which, url, verbose, tracking_uri, skip_unresolved)
     finish(outcome, top, patterns=int((outcome.run_dir / "patterns").is_dir()))
 
 
@@ -637,7 +671,8 @@ def compare(
         str,
         typer.Option(
             help="The configuration you deployed, whose regression is the alarm: a config id, "
-            "or the YAML file `ragsweep best` prints; without it, the alarm is whether the "
+            "the YAML file `ragsweep best` prints, or agent:NAME (a deployed assistant's "
+            "row, run --agent); without it, the alarm is whether the "
             "sweep's best got worse."
         ),
     ] = "",
@@ -898,7 +933,11 @@ def testset_list(
 
 
 def _show(row: dict) -> None:
-    spans = ", ".join(f"{s['doc_id']}[{s['start']}:{s['end']}]" for s in row["gold_spans"] or [])
+    spans = ", ".join(
+        f"{s['doc_id']}[{s['start']}:{s['end']}]"
+        + (f" (approximate, {s['score']:.2f})" if s.get("found") == "approximate" else "")
+        for s in row["gold_spans"] or []
+    )
     for label, value in [
         ("id", row["question_id"]),
         ("question", row["question"]),

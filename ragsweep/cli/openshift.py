@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.kubeflow import openshift
 from ragsweep.kubeflow.cron import normalise
 from ragsweep.kubeflow.tasks import DEFAULT_CONNECTION, load_resources
@@ -56,6 +56,13 @@ PARAM = typer.Option(
     "-p",
     help="NAME=VALUE pipeline parameter, VALUE as JSON or else text (docs/openshift.md)",
 )
+AGENT = typer.Option(
+    [],
+    "--agent",
+    help="A deployed RAG application to evaluate beside the sweep, NAME=URL (pipeline "
+    "parameter agents; its key RAGSWEEP_AGENT_API_KEY in the LLM endpoint's Secret). "
+    "Repeatable.",
+)
 EXPERIMENT = typer.Option("ragsweep", help="Experiment to file the runs under.")
 SWEEP = typer.Option(
     None,
@@ -71,14 +78,19 @@ IMAGE = typer.Option(
 RESOURCES = typer.Option(None, help="YAML file of per-step CPU and memory (RAGSWEEP_RESOURCES).")
 PACKAGE = typer.Option(None, help="A compiled pipeline YAML to use instead of compiling one.")
 PARALLELISM = typer.Option(
-    0, min=0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
+    0, help="Chunk configurations run at once (0: no bound); compiled into the pipeline."
 )
 GPU = typer.Option(
     0,
     "--gpu",
-    min=0,
     help="NVIDIA GPUs for each embedding step (0: none); compiled into the pipeline.",
 )
+
+
+def check_compiled(parallelism: int, gpus: int) -> None:
+    """Refuse a negative ``--parallelism`` or ``--gpu`` before the cluster is asked."""
+    check_at_least(parallelism, 0, "--parallelism", " (no bound)")
+    check_at_least(gpus, 0, "--gpu", " (none)")
 
 
 @contextmanager
@@ -133,6 +145,7 @@ def submit(
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
+    agent: list[str] = AGENT,
     experiment: str = EXPERIMENT,
     run_name: str = typer.Option(None, help="Run name (default: ragsweep and the UTC time)"),
     sweep: str = SWEEP,
@@ -151,9 +164,12 @@ def submit(
     ca_cert: str = CA_CERT,
 ) -> None:
     """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
+    check_compiled(parallelism, gpu)
+    check_at_least(poll_seconds, 0, "--poll-seconds")
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep)
+    openshift.add_agents(arguments, agent)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
@@ -187,6 +203,7 @@ def schedule_create(
     docs_secret: str = DOCS_SECRET,
     testset_secret: str = TESTSET_SECRET,
     param: list[str] = PARAM,
+    agent: list[str] = AGENT,
     experiment: str = EXPERIMENT,
     image: str = IMAGE,
     resources: str = RESOURCES,
@@ -203,12 +220,14 @@ def schedule_create(
     """Run the sweep on a cron schedule, one run at a time, never catching up missed runs.
     Its runs are one sweep, named after the schedule (or --sweep), so that a run's
     baseline=latest is the schedule's last successful run whatever changed since."""
+    check_compiled(parallelism, gpu)
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep, schedule=name)
+    openshift.add_agents(arguments, agent)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:

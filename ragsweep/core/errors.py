@@ -9,6 +9,21 @@ class RagsweepError(Exception):
     """
 
 
+def check_at_least(value: float, least: float, source: str, meaning: str = "") -> float:
+    """``value`` when it is ``least`` or more; else the one way a count or size is refused:
+    ``<source>: must be <least><meaning> or more, not <value>``."""
+    if value < least:
+        raise RagsweepError(
+            f"{source}: must be {_plain(least)}{meaning} or more, not {_plain(value)}"
+        )
+    return value
+
+
+def _plain(number: float) -> str:
+    """``number`` as written, without a float's ``.0`` or exponent: -1, -5000000, -0.5."""
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
 def safe_url(url: object) -> str:
     """A database URL for messages and logs, its password hidden."""
     import sqlalchemy as sa

@@ -22,10 +22,14 @@ DEFAULT_STORE = "memory"
 DEFAULT_INDEX = "exact"
 DEFAULT_DISTANCE = "cosine"
 SETTINGS_KEY = "ragsweep.settings"
-SCHEMA_VERSION = "9"  # 9: retrieved chunks' scores; 8: query transformations; 7: eliminated
-# and judge_errors on the leaderboard; 6: rerankers, spans
+SCHEMA_VERSION = "11"  # 11: how each gold span was found; 10: judge_error_rate on the
+# leaderboard; 9: retrieved chunks' scores; 8: query transformations; 7: eliminated and
+# judge_errors on the leaderboard; 6: rerankers, spans
 
 SPAN = pa.struct([("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+# a gold span, and how it was found: "exact" (verbatim, or up to white space) or
+# "approximate" with its score (documents.locating); null in test sets made before: exact
+GOLD_SPAN = pa.struct([*SPAN, pa.field("found", pa.string()), pa.field("score", pa.float64())])
 
 DOCUMENTS = pa.schema(
     [
@@ -43,7 +47,7 @@ TESTSET = pa.schema(
         ("reference_answers", pa.list_(pa.string())),
         ("reference_doc_ids", pa.list_(pa.string())),  # as given, or resolved to doc_ids
         ("reference_context", pa.string()),  # Giskard's; null when the source has none
-        ("gold_spans", pa.list_(SPAN)),  # where the reference context lies in the documents
+        ("gold_spans", pa.list_(GOLD_SPAN)),  # where the reference lies in the documents
         ("question_type", pa.string()),
         ("topic", pa.string()),
         ("conversation_history", pa.string()),  # JSON text, as Giskard gives it
@@ -227,6 +231,7 @@ LEADERBOARD = pa.schema(
         ("errors", pa.int64()),  # questions whose answer failed or whose verdict was unreadable
         ("errors_flagged", pa.bool_()),  # errors on more than 10% of its answered questions
         ("judge_errors", pa.int64()),  # answers the judge gave no readable verdict on
+        ("judge_error_rate", pa.float64()),  # their share of its answers; null: no judge
     ]
 )
 

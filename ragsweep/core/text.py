@@ -83,18 +83,30 @@ def locate(text: str, passage: str, unique: bool = False, after: int = 0) -> tup
     if start >= 0:
         repeated = unique and text.find(passage, start + 1) >= 0
         return None if repeated else (start, start + len(passage))
-    words = list(re.compile(r"\S+").finditer(text, after))
-    flat, target = " ".join(w.group() for w in words), " ".join(passage.split())
-    start = flat.find(target)
-    if start < 0 or (unique and flat.find(target, start + 1) >= 0):
-        return None
-    flat_starts = list(accumulate((len(w.group()) + 1 for w in words), initial=0))
+    return Spaced(text, after).find(passage, unique)
 
-    def original(position: int) -> int:
-        k = bisect_right(flat_starts, position) - 1
-        return words[k].start() + position - flat_starts[k]
 
-    return original(start), original(start + len(target) - 1) + 1
+class Spaced:
+    """``text`` from ``after`` on with its white space collapsed, and the way back to the
+    text's own offsets: built once, it finds any number of passages up to white space."""
+
+    def __init__(self, text: str, after: int = 0) -> None:
+        self.words = list(re.compile(r"\S+").finditer(text, after))
+        self.flat = " ".join(w.group() for w in self.words)
+        self.starts = list(accumulate((len(w.group()) + 1 for w in self.words), initial=0))
+
+    def find(self, passage: str, unique: bool = False) -> tuple[int, int] | None:
+        """(start, end) in the text of ``passage`` up to white space (None: not there, or
+        with ``unique`` there more than once)."""
+        target = " ".join(passage.split())
+        start = self.flat.find(target) if target else -1
+        if start < 0 or (unique and self.flat.find(target, start + 1) >= 0):
+            return None
+        return self._original(start), self._original(start + len(target) - 1) + 1
+
+    def _original(self, position: int) -> int:
+        k = bisect_right(self.starts, position) - 1
+        return self.words[k].start() + position - self.starts[k]
 
 
 def placed(text: str, pieces: Iterable[str]) -> Iterator[tuple[int, int]]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragsweep.core.errors import RagsweepError
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.fromdict import build
 from ragsweep.core.schemas import TESTSET
 from ragsweep.core.text import locate
@@ -72,8 +72,8 @@ class QASettings:
                 f"{source}: field 'question_types': unknown {unknown or 'none given'}; "
                 f"choose from {list(QUESTION_TYPES)}"
             )
-        if settings.num_questions < 1 or settings.chunk_size < 1:
-            raise RagsweepError(f"{source}: num_questions and chunk_size must be positive")
+        check_at_least(settings.num_questions, 1, f"{source}: field 'num_questions'")
+        check_at_least(settings.chunk_size, 1, f"{source}: field 'chunk_size'")
         return settings
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,7 +193,7 @@ def _to_testset(samples: list, chunks: pa.Table, documents: pa.Table) -> pa.Tabl
             doc_id = doc_ids[chunk]
             span = locate(doc_texts[doc_id], block, after=starts[chunk])
             if span:
-                spans.append({"doc_id": doc_id, "start": span[0], "end": span[1]})
+                spans.append({"doc_id": doc_id, "start": span[0], "end": span[1], "found": "exact"})
             context.append(f"Document {doc_id}: {block}")
         row = {
             "question": sample.question,

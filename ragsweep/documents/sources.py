@@ -124,15 +124,23 @@ def _get_object(client: BaseClient, bucket: str, key: str) -> bytes:
         return client.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
-def _s3_files(uri: str) -> tuple[list[tuple[str, str]], Callable[[str], bytes]]:
+def _s3_objects(uri: str, client: BaseClient) -> dict[str, dict]:
+    """The objects under ``s3://bucket/prefix`` by doc_id (their key under the prefix), as
+    listed: ``Key``, ``ETag``, ``Size``."""
     bucket, prefix = split_s3(uri)
     prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-    client = s3_client()
-    keys: list[str] = []
+    items: list[dict] = []
     with s3_errors(uri, bucket):
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            keys.extend(item["Key"] for item in page.get("Contents", []))
-    files = [(key[len(prefix) :], f"s3://{bucket}/{key}") for key in keys if not key.endswith("/")]
+            items.extend(page.get("Contents", []))
+    return {i["Key"][len(prefix) :]: i for i in items if not i["Key"].endswith("/")}
+
+
+def _s3_files(uri: str) -> tuple[list[tuple[str, str]], Callable[[str], bytes]]:
+    bucket = split_s3(uri)[0]
+    client = s3_client()
+    objects = _s3_objects(uri, client)
+    files = [(doc_id, f"s3://{bucket}/{item['Key']}") for doc_id, item in objects.items()]
 
     def fetch(source: str) -> bytes:
         return _get_object(client, *split_s3(source))
@@ -304,6 +312,42 @@ def document_keys(uri: str) -> list[str]:
     if not keys:
         raise _no_documents(uri, len(files), f"{len(files)} unsupported type")
     return keys
+
+
+def document_versions(uri: str) -> dict[str, str]:
+    """Each supported document's id and a version of its content, reading no S3 object: an
+    object's ETag and size, a local file's SHA-256 (remembered by path, size, mtime and
+    inode, ``ragsweep.models.identity``: a folder is read whole once, not at every run)."""
+    from ragsweep.models.identity import file_digests
+
+    if uri.startswith("s3://"):
+        objects = _s3_objects(uri, s3_client())
+        return {
+            doc_id: f"{item['ETag']}:{item['Size']}"
+            for doc_id, item in sorted(objects.items())
+            if _suffix(doc_id) in EXTRACTORS
+        }
+    files = [
+        (doc_id, Path(p)) for doc_id, p in _local_files(uri)[0] if _suffix(doc_id) in EXTRACTORS
+    ]
+    digests = file_digests([path for _, path in files])
+    return {doc_id: digests[path] for doc_id, path in files}
+
+
+def file_version(uri: str) -> str:
+    """A version of one local file's content (its SHA-256, remembered as
+    ``document_versions``'s) or S3 object's (its ETag and size), reading no S3 object."""
+    from ragsweep.models.identity import file_digest
+
+    if uri.startswith("s3://"):
+        bucket, key = split_s3(uri)
+        with s3_errors(uri, bucket):
+            head = s3_client().head_object(Bucket=bucket, Key=key)
+        return f"{head['ETag']}:{head['ContentLength']}"
+    path = Path(uri).expanduser()
+    if not path.is_file():
+        raise RagsweepError(f"{uri}: no such file")
+    return file_digest(path)
 
 
 def _no_documents(uri: str, files: int, skipped: str) -> RagsweepError:

@@ -39,7 +39,8 @@ import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
-from ragsweep.core.text import locate
+from ragsweep.core.text import Spaced, locate
+from ragsweep.documents import locating
 from ragsweep.documents.sources import location, read_bytes
 
 # test data naming a test set in the results database: store:<name>
@@ -52,6 +53,19 @@ log = logging.getLogger("ragsweep")
 
 _DOC_ID_FIELDS = ("correct_answer_document_ids", "correct_answer_document_keys")
 _MISSING = object()
+
+# The longest text, in characters, each field of a question may hold (docs/testsets.md):
+# far above any real question or reference, and low enough that a wrong file (a document
+# pasted into a question) is refused as it is read, before anything embeds or stores it.
+LIMITS = {
+    "question": 10_000,
+    "reference_answers": 100_000,  # each answer
+    "reference_context": 100_000,
+    "conversation_history": 100_000,  # as JSON
+}
+# the fields' names in AutoRAG JSON and Giskard JSONL, where they differ from the columns'
+_AUTORAG_FIELDS = {"reference_answers": "correct_answers"}
+_GISKARD_FIELDS = {"reference_answers": "reference_answer"}
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -119,6 +133,22 @@ class _Record:
             expected = "a list" if kind is list else "an object"
             self.fail(field, f"expected {expected}, got {_type_name(value)}")
         return value
+
+
+def check_limits(where: str, row: dict, fields: Mapping[str, str] | None = None) -> None:
+    """Refuse a question with a field longer than its limit (``LIMITS``): one line naming
+    ``where`` (the file and record), the question's id and the field as ``fields`` names it
+    in the file."""
+    for column, limit in LIMITS.items():
+        value = row[column]
+        for number, text in enumerate(value if isinstance(value, list) else [value], 1):
+            if text and len(text) > limit:
+                name = (fields or {}).get(column, column)
+                item = f" item {number}" if isinstance(value, list) and len(value) > 1 else ""
+                raise RagsweepError(
+                    f"{where} (id {row['question_id']!r}): field '{name}'{item} is "
+                    f"{len(text):,} characters; the limit is {limit:,}"
+                )
 
 
 def _digest(content: object) -> str:
@@ -268,6 +298,7 @@ def _read_autorag(name: str, text: str) -> list[dict]:
         answers = record.texts("correct_answers")
         doc_ids = record.texts(ids_field, allow_empty=True)
         rows.append(_row(None, question, answers, doc_ids))
+        check_limits(record.where, rows[-1], _AUTORAG_FIELDS)
         ids.add(rows[-1], number, given=False)
     return rows
 
@@ -303,6 +334,7 @@ def _read_giskard(name: str, text: str) -> list[dict]:
                 conversation_history=json.dumps(history, ensure_ascii=False),
             )
         )
+        check_limits(where, rows[-1], _GISKARD_FIELDS)
         ids.add(rows[-1], number, given=question_id is not None)
     return rows
 
@@ -380,6 +412,7 @@ def _read_arrow(uri: str, data: bytes) -> pa.Table:
     for number, row in enumerate(table.to_pylist(), 1):
         if not row["question_id"] or not (row["question"] or "").strip():
             raise RagsweepError(f"{uri}: row {number}: no question id or an empty question")
+        check_limits(f"{uri}: row {number}", row)
         ids.add(row, number, given=True)
     return table
 
@@ -440,6 +473,8 @@ class _Collection:
             self.by_name[PurePosixPath(doc_id).name].append(doc_id)
         self.example = min(self.ids, default="")
         self._joined: list[tuple[str, list[int]]] = []  # verbatim, then white space collapsed
+        self._spaced: dict[str, Spaced] = {}  # white space collapsed, by doc_id
+        self._indexes: dict[str, locating.Index] = {}  # for approximate location, by doc_id
 
     def resolve(self, ref: str) -> str:
         if ref in self.texts:
@@ -464,16 +499,45 @@ class _Collection:
         )
 
     def span(self, doc_id: str, passage: str, unique: bool = False) -> dict | None:
-        found = locate(self.texts[doc_id], passage, unique)
-        return {"doc_id": doc_id, "start": found[0], "end": found[1]} if found else None
+        """Where ``passage`` is in the document verbatim, or up to white space (the
+        document's white-space-collapsed form made once: a long document is not scanned
+        again for each passage)."""
+        text, passage = self.texts[doc_id], passage.strip()
+        found = locate(text, passage, unique) if passage in text else None
+        if not found and passage:
+            if doc_id not in self._spaced:
+                self._spaced[doc_id] = Spaced(text)
+            found = self._spaced[doc_id].find(passage, unique)
+        if not found:
+            return None
+        return {"doc_id": doc_id, "start": found[0], "end": found[1], "found": "exact"}
+
+    def approximate(self, doc_ids: list[str], passage: str) -> dict | None:
+        """Where the ``doc_ids`` documents say what ``passage`` says in other words
+        (``locating.best``); each document indexed once, when first asked."""
+        for doc_id in doc_ids:
+            if doc_id not in self._indexes:
+                self._indexes[doc_id] = locating.Index(self.texts[doc_id])
+        found = locating.best(((d, self._indexes[d]) for d in dict.fromkeys(doc_ids)), passage)
+        if not found:
+            return None
+        doc_id, where = found
+        return {
+            "doc_id": doc_id,
+            "start": where.start,
+            "end": where.end,
+            "found": "approximate",
+            "score": where.score,
+        }
 
     def find(self, passage: str, prefer: list[str]) -> dict | None:
-        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document."""
+        """Where ``passage`` lies: in the ``prefer`` documents first, else in any document;
+        not verbatim anywhere, where the ``prefer`` documents say it in other words."""
         for doc_id in prefer:
             if span := self.span(doc_id, passage):
                 return span
         doc_id = self._search(passage)
-        return self.span(doc_id, passage) if doc_id else None
+        return self.span(doc_id, passage) if doc_id else self.approximate(prefer, passage)
 
     def _search(self, passage: str) -> str | None:
         """The first document holding ``passage`` verbatim, else up to white space."""
@@ -504,7 +568,9 @@ def resolve_testset(
     dropped), in the question's documents first, else in any: the documents it is found in
     are references too, so an id that resolves nowhere (Giskard's own knowledge-base index)
     is replaced by them. An AutoRAG correct answer gives a span where it occurs in one of its
-    reference documents exactly once. A question whose references are found nowhere is an
+    reference documents exactly once. A passage found verbatim nowhere is located where its
+    reference documents say it in other words (``locating``): such a span is ``approximate``
+    with its score, the others ``exact``. A question whose references are found nowhere is an
     error naming it, or with ``skip_unresolved`` is left out with a warning; one citing a file
     the reading skipped (``skipped``: reason -> doc_ids, as ``DocumentSet`` has them) says so.
     """
@@ -582,16 +648,24 @@ def _resolve(row: dict, collection: _Collection) -> None:
     elif unresolved:
         raise unresolved[0]
     else:
-        spans = [
-            collection.span(doc_id, answer, unique=True)
-            for answer in row["reference_answers"]
-            for doc_id in resolved
-        ]
+        spans = []
+        for answer in row["reference_answers"]:
+            exact = [collection.span(doc_id, answer, unique=True) for doc_id in resolved]
+            spans += [s for s in exact if s] or [collection.approximate(resolved, answer)]
         located = [span for span in spans if span]
     if len(located) < len(spans):
         log.debug("question %s: %d passages not located", row["question_id"], spans.count(None))
     row["reference_doc_ids"] = list(dict.fromkeys(resolved))
-    row["gold_spans"] = list({tuple(span.values()): span for span in located}.values())
+    places: dict[tuple, dict] = {}  # one span a place, the strongest: exact, else best score
+    for span in located:
+        place = (span["doc_id"], span["start"], span["end"])
+        if place not in places or _strength(span) > _strength(places[place]):
+            places[place] = span
+    row["gold_spans"] = list(places.values())
+
+
+def _strength(span: dict) -> tuple[bool, float]:
+    return span["found"] == "exact", span.get("score") or 0.0
 
 
 # Giskard writes a reference context as "Document <id>: <text>" blocks joined by blank lines.

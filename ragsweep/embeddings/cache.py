@@ -1,7 +1,13 @@
-"""A content-addressed store of embeddings: (model, text hash) -> vector.
+"""A content-addressed store of embeddings: (model identity, text hash) -> vector.
 
-Vectors are kept per model and runtime (``embedding.cache_name``): the same model run by
-PyTorch and by ONNX Runtime gives slightly different vectors, never mixed.
+Vectors are kept per model identity (``embedding.identity``): a local model is the digest of
+its files' contents with the runtime that runs it, an endpoint model its URL (without
+credentials) and model name. A model retrained in place, the same model run by PyTorch and
+by ONNX Runtime (slightly different vectors), or one model name at two URLs are different
+models, whose vectors never mix. Each model's folder is named by its name as the cache keeps
+it (``embedding.cache_name``) and its identity's digest, and every shard and index records
+the identity that made it: a file that records another one (copied from another model's
+folder) is not read but moved aside like a damaged one, and its vectors computed again.
 
 The text hashed is the text the model read: a prefix a model expects (``query: ``, an
 instruction) is part of it, so prefixed and plain embeddings of one text are kept apart.
@@ -26,7 +32,6 @@ and this cache writes no more.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -44,6 +49,7 @@ from ragsweep.embeddings.files import Entry, LocalFiles, S3Files, Vanished, open
 from ragsweep.embeddings.shards import (
     KEY,
     Damaged,
+    Foreign,
     ShardIndex,
     check_size,
     decode_index,
@@ -54,7 +60,7 @@ from ragsweep.embeddings.shards import (
     text_key,
     verify_taken,
 )
-from ragsweep.models import embedding
+from ragsweep.models import embedding, identity
 
 log = logging.getLogger("ragsweep")
 
@@ -67,7 +73,7 @@ GAP_ROWS = 4  # on S3, rows this close are fetched in one byte range
 THREADS = 8  # S3 requests a lookup makes at once
 LOOKUPS = 5  # listings a lookup takes at most while the store changes under it
 FLUSH_TEXTS = 256  # new vectors are stored a shard per this many texts (4 model batches)
-QUARANTINE = "quarantine"  # the subfolder of a model's folder where damaged files go
+QUARANTINE = "quarantine"  # the subfolder of a model's folder where unusable files go
 
 
 class EmbeddingCache:
@@ -102,6 +108,7 @@ class EmbeddingCache:
         self.from_tiers = 0
         self.max_bytes = int(max_gb * 1e9)
         self.known: dict[str, dict[bytes, np.ndarray]] = {}  # model -> key -> vector
+        self.identities: dict[str, str] = {}  # model -> its identity, found once per cache
         self.indexes: dict[str, _Index] = {}
         self.used: dict[str, set[str]] = {}  # model -> shards read or written, not yet recorded
         self.encoded = 0
@@ -126,9 +133,9 @@ class EmbeddingCache:
             known.update(found)
             self.from_tiers += len(found)
             wanted = {key: text for key, text in wanted.items() if key not in found}
-        old_format = False
+        unindexed = False
         if wanted and self.files:
-            old_format = self._fetch(model, list(wanted))
+            unindexed = self._fetch(model, list(wanted))
         missing = {key: text for key, text in wanted.items() if key not in known}
         if missing:
             self._encode(model, missing)
@@ -141,7 +148,7 @@ class EmbeddingCache:
         )
         if self.files and self.writable:
             self._record_use(model)
-            if missing or old_format:
+            if missing or unindexed:
                 self.maintain(model)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -183,9 +190,9 @@ class EmbeddingCache:
         at_least: int = 2,
         grace: float = GRACE_SECONDS,
     ) -> int:
-        """Merge ``model``'s shards smaller than ``small_bytes`` (and every shard of the first
-        format older than ``grace`` seconds) into shards of up to ``TARGET_BYTES``, when there
-        are ``at_least`` of them.
+        """Merge ``model``'s shards smaller than ``small_bytes`` (and every shard without an
+        index older than ``grace`` seconds: its writer died) into shards of up to
+        ``TARGET_BYTES``, when there are ``at_least`` of them.
 
         The merged shard and its index are written before the merged ones are deleted, so a
         reader always finds every vector; shards written meanwhile are left alone. Returns
@@ -193,7 +200,7 @@ class EmbeddingCache:
         """
         if not self.files or not self.writable:
             return 0
-        folder = _model_key(model)
+        folder = self.folder(model)
         entries = self.files.list(folder)
         shards, indexed = _shards(entries)
         now = time.time()
@@ -212,7 +219,7 @@ class EmbeddingCache:
         merged = 0
         for group in groups:
             if len(group) > 1 or (group and group[0].name not in indexed):
-                merged += self._merge(folder, group, max(last_used[s.name] for s in group))
+                merged += self._merge(model, group, max(last_used[s.name] for s in group))
         if merged:
             log.info("embedding cache: compacted %d shards of %s", merged, model)
         return merged
@@ -246,9 +253,21 @@ class EmbeddingCache:
             log.info("embedding cache: evicted %d shards (now %.3f GB)", evicted, total / 1e9)
         return evicted
 
+    def identity(self, model: str) -> str:
+        """``model``'s identity (``embedding.identity``), found once per cache."""
+        if model not in self.identities:
+            self.identities[model] = embedding.identity(model)
+        return self.identities[model]
+
+    def folder(self, model: str) -> str:
+        """The folder of ``model``'s shards: readable, and unique by its identity's digest."""
+        name = embedding.cache_name(model)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").rsplit("/", 1)[-1])
+        return f"{slug}-{identity.short(self.identity(model))}"
+
     def _fetch(self, model: str, wanted: list[bytes]) -> bool:
-        """Read the stored vectors of ``wanted`` into ``known``; True when a shard of the
-        first format (no index) had to be read whole.
+        """Read the stored vectors of ``wanted`` into ``known``; True when a shard without
+        an index had to be read whole.
 
         A listing taken while another process compacts may show neither the merged shards
         nor their replacement, and a shard listed may be gone when read: while keys are
@@ -288,7 +307,8 @@ class EmbeddingCache:
     def _refresh(self, model: str, index: _Index, wanted: set[bytes]) -> tuple[int, bool]:
         """Bring ``index`` up to the store's shards; shards without an index are read whole.
         Returns how many shards were new to it, and whether any was read whole."""
-        entries = self.files.list(_model_key(model))
+        entries = self.files.list(self.folder(model))
+        made_by = self.identity(model)
         shards, indexed = _shards(entries)
         sizes = {s.name: s.size for s in shards}
         index.keep(set(sizes))
@@ -303,13 +323,13 @@ class EmbeddingCache:
             try:
                 if name in indexed:
                     self.index_bytes_read += len(data)
-                    layout = decode_index(data)
+                    layout = decode_index(data, made_by)
                     file = name  # what follows checks the shard against its index
                     check_size(layout, sizes[name])
                     index.add(name, layout)
                     added += 1
                     continue
-                keys, vectors = decode_shard(data)
+                keys, vectors = decode_shard(data, made_by)
             except Damaged as exc:
                 self._quarantine(file, exc)
                 continue
@@ -377,12 +397,13 @@ class EmbeddingCache:
     def _write(self, model: str, keys: list[bytes], vectors: np.ndarray) -> None:
         if not self.files or not self.writable:
             return
-        name = f"{_model_key(model)}/{uuid.uuid4().hex}.arrow"
-        shard, index = encode(np.array(keys, dtype=KEY), vectors)
+        name = f"{self.folder(model)}/{uuid.uuid4().hex}.arrow"
+        made_by = self.identity(model)
+        shard, index = encode(np.array(keys, dtype=KEY), vectors, made_by)
         if self._store(name, shard, index):
             # indexed, not only seen: once ``known`` is cleared (build_chunk_sets holds one
             # chunk set's vectors at a time), a later lookup reads these rows back
-            self.indexes.setdefault(model, _Index()).add(name, decode_index(index))
+            self.indexes.setdefault(model, _Index()).add(name, decode_index(index, made_by))
             self.used.setdefault(model, set()).add(name)
 
     def _store(self, name: str, shard: bytes, index: bytes) -> bool:
@@ -412,7 +433,8 @@ class EmbeddingCache:
 
     def _quarantine(self, name: str, problem: Damaged) -> None:
         """Move the shard ``name`` (or the shard of index ``name``) and its index aside to
-        ``<model>/quarantine/``, with one warning naming the file that failed."""
+        ``<model>/quarantine/``, with one warning naming the file that failed: damaged, or
+        made by another model (``Foreign``)."""
         shard = name.removesuffix(".idx") + ".arrow" if name.endswith(".idx") else name
         aside = f"{shard.rsplit('/', 1)[0]}/{QUARANTINE}"
         try:
@@ -422,9 +444,10 @@ class EmbeddingCache:
         except (OSError, RagsweepError) as exc:
             where = f"not used, and not moved aside ({exc})"
         log.warning(
-            "embedding cache: %s/%s is damaged (%s): %s; its vectors are computed again",
+            "embedding cache: %s/%s %s (%s): %s; its vectors are computed again",
             self.files.uri,
             name,
+            "is another model's" if isinstance(problem, Foreign) else "is damaged",
             problem,
             where,
         )
@@ -434,7 +457,7 @@ class EmbeddingCache:
         if names:
             now = time.time()
             try:
-                self._write_use(_model_key(model), {name: now for name in names})
+                self._write_use(self.folder(model), {name: now for name in names})
             except (OSError, RagsweepError) as exc:  # a read-only store still serves lookups
                 log.warning("embedding cache: use not recorded (%s)", exc)
 
@@ -467,11 +490,12 @@ class EmbeddingCache:
                 self.files.delete(record.name)
         return {s.name: times.get(s.name, s.mtime) for s in shards}
 
-    def _merge(self, folder: str, group: list[Entry], last_used: float) -> int:
+    def _merge(self, model: str, group: list[Entry], last_used: float) -> int:
+        folder, made_by = self.folder(model), self.identity(model)
         keys, vectors, merged = [], [], []
         for shard in group:
             try:
-                found, rows = decode_shard(self.files.read(shard.name))
+                found, rows = decode_shard(self.files.read(shard.name), made_by)
             except Vanished:  # compacted or evicted by another process meanwhile
                 continue
             except Damaged as exc:
@@ -489,7 +513,8 @@ class EmbeddingCache:
             _, first = np.unique(all_keys, return_index=True)
             first.sort()
             name = f"{folder}/{uuid.uuid4().hex}.arrow"
-            if not self._store(name, *encode(all_keys[first], np.concatenate(vectors)[first])):
+            merged_shard = encode(all_keys[first], np.concatenate(vectors)[first], made_by)
+            if not self._store(name, *merged_shard):
                 return 0
             self._write_use(folder, {name: last_used})
         for shard in merged:  # only now: every row is durable in the new shard
@@ -553,11 +578,3 @@ def _shards(entries: list[Entry]) -> tuple[list[Entry], set[str]]:
 
 def _index_name(shard: str) -> str:
     return shard.removesuffix(".arrow") + ".idx"
-
-
-def _model_key(model: str) -> str:
-    """A folder name for ``model``: readable, and unique by a hash of the full name as the
-    cache keeps it (with its runtime: ``embedding.cache_name``)."""
-    model = embedding.cache_name(model)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.rstrip("/").rsplit("/", 1)[-1])
-    return f"{slug}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"

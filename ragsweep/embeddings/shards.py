@@ -13,17 +13,15 @@ truncated shard is seen from a listing. Vectors must also be finite and, when th
 its rows are unit vectors (``unit`` in its metadata), of unit length. Data that fails raises
 ``Damaged``.
 
-Older files are still read. Shards of the second format (``ragsweep-embeddings/2``: an index,
-no checks) are verified by their structure, finiteness and unit length (everything ragsweep
-embedded was normalized); compaction rewrites the small ones with checks. Shards written
-before the index existed (``hash`` a hex string, ``vector`` a variable ``list<float32>``, no
-``.idx``) are read whole, verified the same way; compaction rewrites them in this format.
+Both files also record the identity of the model that made the vectors (``model`` in their
+metadata: ``ragsweep.models.identity``), and are read only for that model: a file recording
+another identity (a shard copied from another model's folder) raises ``Foreign``. Files of
+earlier formats, which recorded no identity, are not read either.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
 from dataclasses import dataclass
 
@@ -32,13 +30,16 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 KEY = np.dtype("S16")  # compare and sort keys as numpy byte strings (exactly 16 bytes each)
-FORMAT = "ragsweep-embeddings/3"
-UNCHECKED = "ragsweep-embeddings/2"  # indexed shards written before the row checks
+FORMAT = "ragsweep-embeddings/4"  # 3 had no model identity, 2 no row checks, 1 no index
 NORM_TOLERANCE = 1e-3  # how far from 1 a stored unit vector's length may be
 
 
 class Damaged(ValueError):
     """A shard or index that does not verify: unreadable, truncated, or rows that fail."""
+
+
+class Foreign(Damaged):
+    """A shard or index made by another model than the one it is read for."""
 
 
 def text_key(text: str) -> bytes:
@@ -59,17 +60,18 @@ class ShardIndex:
     keys: np.ndarray  # S16, one per row
     dim: int
     offset: int  # byte offset of row 0 of the float32 matrix in the shard file
-    checks: np.ndarray | None = None  # uint32 per row; None for the second format
-    size: int | None = None  # the shard's bytes; None for the second format
-    unit: bool = True  # rows are unit vectors
+    checks: np.ndarray  # uint32 per row
+    size: int  # the shard's bytes
+    unit: bool  # rows are unit vectors
 
     @property
     def row_bytes(self) -> int:
         return self.dim * 4
 
 
-def encode(keys: np.ndarray, vectors: np.ndarray) -> tuple[bytes, bytes]:
-    """A shard of ``vectors`` (rows keyed by ``keys``) and its index, as file contents."""
+def encode(keys: np.ndarray, vectors: np.ndarray, model: str) -> tuple[bytes, bytes]:
+    """A shard of ``vectors`` (rows keyed by ``keys``) made by the model of identity
+    ``model``, and its index, as file contents."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     rows, dim = vectors.shape
     checks = row_checks(keys, vectors)
@@ -81,7 +83,7 @@ def encode(keys: np.ndarray, vectors: np.ndarray) -> tuple[bytes, bytes]:
             "check": pa.array(checks, pa.uint32()),
         }
     )
-    schema = table.schema.with_metadata({"format": FORMAT, "unit": unit})
+    schema = table.schema.with_metadata({"format": FORMAT, "unit": unit, "model": model})
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, schema) as writer:
         writer.write_batch(table.combine_chunks().to_batches(max_chunksize=max(rows, 1))[0])
@@ -89,7 +91,7 @@ def encode(keys: np.ndarray, vectors: np.ndarray) -> tuple[bytes, bytes]:
     values = ipc.open_file(pa.BufferReader(shard)).get_batch(0).column("vector").values
     offset = values.buffers()[1].address - shard.address + values.offset * 4
     meta = {"format": FORMAT, "rows": str(rows), "dim": str(dim), "offset": str(offset)}
-    meta |= {"size": str(shard.size), "unit": unit}
+    meta |= {"size": str(shard.size), "unit": unit, "model": model}
     index = pa.table({"hash": table["hash"], "check": table["check"]})
     index = index.replace_schema_metadata(meta)
     sink = pa.BufferOutputStream()
@@ -114,15 +116,12 @@ def row_checks(keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     )
 
 
-def verify_rows(
-    keys: np.ndarray, vectors: np.ndarray, checks: np.ndarray | None, unit: bool
-) -> None:
-    """Raise ``Damaged`` unless each row matches its check (when there are checks) and its
-    vector is finite and, for ``unit`` rows, of unit length."""
-    if checks is not None:
-        bad = np.flatnonzero(row_checks(keys, vectors) != checks)
-        if len(bad):
-            raise Damaged(f"{len(bad)} of {len(keys)} rows fail their checksum")
+def verify_rows(keys: np.ndarray, vectors: np.ndarray, checks: np.ndarray, unit: bool) -> None:
+    """Raise ``Damaged`` unless each row matches its check and its vector is finite and, for
+    ``unit`` rows, of unit length."""
+    bad = np.flatnonzero(row_checks(keys, vectors) != checks)
+    if len(bad):
+        raise Damaged(f"{len(bad)} of {len(keys)} rows fail their checksum")
     if not np.isfinite(vectors).all():
         raise Damaged("vectors that are not finite numbers")
     if unit and not _unit(vectors).all():
@@ -135,51 +134,58 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return (np.abs(norms - 1) <= NORM_TOLERANCE) | (norms == 0)
 
 
-def decode_index(data: bytes) -> ShardIndex:
-    """The keys and layout of a shard, from its ``.idx`` contents."""
+def decode_index(data: bytes, model: str) -> ShardIndex:
+    """The keys and layout of a shard, from its ``.idx`` contents; the index must record
+    ``model``'s identity."""
     try:
         table = ipc.open_file(pa.BufferReader(data)).read_all()
-        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-        if meta.get("format") not in (FORMAT, UNCHECKED):
-            raise Damaged(f"not an embeddings index: {json.dumps(meta)[:200]}")
+        meta = _metadata(table.schema, "index")
         keys, rows = _keys(table["hash"]), int(meta["rows"])
-        if meta["format"] == UNCHECKED:
-            index = ShardIndex(keys, int(meta["dim"]), int(meta["offset"]))
-        else:
-            checks = table["check"].combine_chunks().to_numpy(zero_copy_only=False)
-            unit = meta["unit"] == "1"
-            index = ShardIndex(
-                keys, int(meta["dim"]), int(meta["offset"]), checks, int(meta["size"]), unit
-            )
+        checks = table["check"].combine_chunks().to_numpy(zero_copy_only=False)
+        dim, offset, size = int(meta["dim"]), int(meta["offset"]), int(meta["size"])
+        index = ShardIndex(keys, dim, offset, checks, size, meta["unit"] == "1")
     except (pa.ArrowException, ValueError, KeyError, UnicodeDecodeError) as exc:
         raise Damaged(f"unreadable index ({_first_line(exc)})") from None
-    if len(keys) != rows or (index.checks is not None and len(index.checks) != rows):
+    _check_model(meta, model)
+    if len(keys) != rows or len(index.checks) != rows:
         raise Damaged(f"an index of {len(keys)} keys for {rows} rows")
     return index
 
 
-def decode_shard(data: bytes | pa.Buffer) -> tuple[np.ndarray, np.ndarray]:
-    """Every key (``S16``) and vector (float32 rows) of a shard, of any format, verified."""
+def decode_shard(data: bytes | pa.Buffer, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every key (``S16``) and vector (float32 rows) of a shard made by ``model`` (its
+    identity), verified."""
     try:
         table = ipc.open_file(pa.BufferReader(data)).read_all()
-        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-        hashes = table["hash"]
-        if pa.types.is_fixed_size_binary(hashes.type):
-            keys = _keys(hashes)
-        else:  # the first format: hex strings of the full SHA-256
-            keys = np.array([bytes.fromhex(h)[:16] for h in hashes.to_pylist()], dtype=KEY)
+        meta = _metadata(table.schema, "shard")
+        keys = _keys(table["hash"])
         vectors = table["vector"].combine_chunks()
-        checks = None
-        if meta.get("format") == FORMAT:
-            checks = table["check"].combine_chunks().to_numpy(zero_copy_only=False)
+        checks = table["check"].combine_chunks().to_numpy(zero_copy_only=False)
         if len(vectors) == 0:
-            return keys, np.zeros((0, 0), np.float32)
-        flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-        matrix = flat.reshape(len(vectors), -1)
+            matrix = np.zeros((0, 0), np.float32)
+        else:
+            flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+            matrix = flat.reshape(len(vectors), -1)
     except (pa.ArrowException, ValueError, KeyError, UnicodeDecodeError) as exc:
         raise Damaged(f"unreadable shard ({_first_line(exc)})") from None
-    verify_rows(keys, matrix, checks, meta.get("unit", "1") == "1")
+    _check_model(meta, model)
+    if len(matrix):
+        verify_rows(keys, matrix, checks, meta.get("unit", "1") == "1")
     return keys, matrix
+
+
+def _metadata(schema: pa.Schema, what: str) -> dict[str, str]:
+    """A file's metadata; ``Damaged`` unless it is of this format."""
+    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    if meta.get("format") != FORMAT:
+        found = meta.get("format", "no format")
+        raise Damaged(f"not an embeddings {what} of {FORMAT} ({found}: not read)")
+    return meta
+
+
+def _check_model(meta: dict[str, str], model: str) -> None:
+    if meta.get("model") != model:
+        raise Foreign(f"made by {meta.get('model')}, not {model}")
 
 
 def take_rows(data: pa.Buffer | bytes, layout: ShardIndex, rows: np.ndarray) -> np.ndarray:
@@ -195,16 +201,13 @@ def take_rows(data: pa.Buffer | bytes, layout: ShardIndex, rows: np.ndarray) -> 
 def check_size(layout: ShardIndex, size: int) -> None:
     """Raise ``Damaged`` unless a shard of ``size`` bytes can be the one ``layout`` is the
     index of (a truncated shard is seen from a listing)."""
-    needed = layout.offset + len(layout.keys) * layout.row_bytes
-    if size < needed or (layout.size is not None and size != layout.size):
-        expected = layout.size if layout.size is not None else f"at least {needed}"
-        raise Damaged(f"the shard has {size} bytes, its index says {expected}")
+    if size != layout.size:
+        raise Damaged(f"the shard has {size} bytes, its index says {layout.size}")
 
 
 def verify_taken(layout: ShardIndex, rows: np.ndarray, vectors: np.ndarray) -> None:
     """Raise ``Damaged`` unless rows ``rows`` of the shard, read as ``vectors``, verify."""
-    checks = None if layout.checks is None else layout.checks[rows]
-    verify_rows(layout.keys[rows], vectors, checks, layout.unit)
+    verify_rows(layout.keys[rows], vectors, layout.checks[rows], layout.unit)
 
 
 def _first_line(exc: BaseException) -> str:

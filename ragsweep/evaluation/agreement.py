@@ -5,13 +5,16 @@
 sides' base rates give by chance: two judges with 80% raw agreement can differ by 20
 points in their scores, so kappa is the figure to read) with a percentile bootstrap
 interval, and the confusion matrix. A judge is *not shown to be reliable* below
-``MIN_LABELS`` labels or below ``MIN_KAPPA``.
+``MIN_LABELS`` labels or when kappa's lower bound is below ``MIN_KAPPA``: a point estimate of
+0.65 over 30 labels is as much a sign of 0.4 as of 0.9.
 
 ``corrected``: prediction-powered inference (Angelopoulos et al., Science 2023) of the human
-accuracy of one configuration, stratified by the judge's verdict: the judge's verdicts over
-every judged answer, corrected by its errors on the answers a person labelled, with a normal
-interval whose variance counts both samples (the judge's and the people's). Unbiased
-whatever the judge's bias; as wide as the labels leave it.
+accuracy of one configuration, stratified as the labelling queue draws its labels (the
+judge's verdict, and whether it disagrees with the token metric): the judge's verdicts over
+every judged answer, corrected by its errors on the answers a person labelled, with a
+cluster-robust interval whose variance counts both samples (the judge's and the people's).
+Unbiased whatever the judge's bias and whatever order the queue served its strata in; as
+wide as the labels leave it.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from statistics import NormalDist
 import numpy as np
 
 from ragsweep.evaluation.metrics import Metric
+from ragsweep.evaluation.statistics import small_sample_factor
 
 MIN_LABELS = 30
-MIN_KAPPA = 0.6
+MIN_KAPPA = 0.6  # what kappa's lower bound must reach
+MIN_STRATUM_LABELS = 2  # labels each stratum of the corrected score needs
 RESAMPLES = 2000
 SEED = 0
 LEVEL = 0.95
@@ -52,7 +57,7 @@ class Agreement:
 
     @property
     def reliable(self) -> bool:
-        return self.labels >= MIN_LABELS and bool(self.kappa >= MIN_KAPPA)
+        return self.labels >= MIN_LABELS and bool(self.kappa_low >= MIN_KAPPA)
 
     def statement(self) -> str:
         """One line: the figures, and whether the judge is shown to be reliable."""
@@ -61,12 +66,12 @@ class Agreement:
             f"{_num(self.kappa)} [{_num(self.kappa_low)}, {_num(self.kappa_high)}]"
         )
         if self.reliable:
-            return f"{figures}: the judge agrees with people (kappa >= {MIN_KAPPA})"
+            return f"{figures}: the judge agrees with people (kappa's lower bound >= {MIN_KAPPA})"
         why = []
         if self.labels < MIN_LABELS:
             why.append(f"fewer than {MIN_LABELS} labels")
-        if not self.kappa >= MIN_KAPPA:
-            why.append(f"kappa below {MIN_KAPPA}")
+        if not self.kappa_low >= MIN_KAPPA:
+            why.append(f"kappa's lower bound below {MIN_KAPPA}")
         return f"{figures}: the judge is not shown to be reliable ({', '.join(why)})"
 
     def to_dict(self) -> dict:
@@ -115,46 +120,78 @@ def agreement(
     )
 
 
-def corrected(
-    judged: np.ndarray, judged_labelled: np.ndarray, person: np.ndarray, level: float = LEVEL
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(estimate, low, high) of the share of answers people would call correct, by
-    prediction-powered inference stratified by the judge's verdict, along the last axis.
+@dataclass(frozen=True)
+class Corrected:
+    """One configuration's corrected score: estimate and interval, or why there is none."""
 
-    ``judged``: the judge's verdicts (0/1) on all N answers of a configuration;
-    ``judged_labelled`` and ``person``: the judge's verdicts and the person's labels on the n
-    of them a person labelled. Within each verdict v, the labels give the share p_v of
-    answers people call correct; the estimate is their mix by the verdicts' shares over all
-    N: pi p_1 + (1 - pi) p_0, i.e. the judge's mean plus its mean error in each verdict
-    (a rectifier per stratum: Fisch et al. 2024, stratified PPI). So a queue that labels
-    both verdicts equally, whatever their shares, biases nothing, provided the labels are
-    random within each verdict. Variance: pi^2 p_1(1-p_1)/n_1 + (1-pi)^2 p_0(1-p_0)/n_0 +
-    (p_1 - p_0)^2 pi(1-pi)/N, each p_v taken as (k + 1)/(n_v + 2) there, so that a verdict
-    whose few labels all agree still has some. NaN when a verdict the judge gave has no
-    label. Estimate and bounds in [0, 1].
+    estimate: float
+    low: float
+    high: float
+    labels: int
+    missing: str | None = None  # why there is no estimate (a stratum with too few labels)
+
+
+def corrected(
+    stratum: np.ndarray,
+    person: np.ndarray,
+    clusters: np.ndarray,
+    names: dict[int, str] | None = None,
+    level: float = LEVEL,
+) -> Corrected:
+    """The share of a configuration's answers people would call correct, by stratified
+    prediction-powered inference (Fisch et al. 2024), with a cluster-robust interval.
+
+    Per answer (one configuration's N): ``stratum``, the stratum the labelling queue drew it
+    from (an integer that the judge's verdict and what the queue ordered by determine, so
+    that labels are a random sample *within* each stratum whatever order the queue served
+    the strata in); ``person``, the person's label (1, 0, NaN where unlabelled);
+    ``clusters``, the question's cluster. With N_s answers, n_s labels and k_s of them
+    correct in stratum s, the estimate is sum_s (N_s / N) k_s / n_s: unbiased whatever the
+    judge's bias and however unequally the queue labelled the strata.
+
+    Its variance is the larger of two: the cluster-robust (sandwich) variance of the
+    estimate's linearisation, each cluster's answers and labels summed first, as every
+    other figure resamples clusters; and the variance with independent answers and each
+    stratum's rate taken as (k + 1) / (n + 2), so that a stratum whose few labels all agree
+    still counts some doubt. The interval is normal, widened for few clusters
+    (``statistics.small_sample_factor``), clipped to [0, 1]. No estimate (NaN, and
+    ``missing`` says why) when a stratum has fewer than ``MIN_STRATUM_LABELS`` labels (or
+    fewer than its answers, when it has only one).
     """
-    judged = np.asarray(judged, float)
-    f, h = np.asarray(judged_labelled, float), np.asarray(person, float)
-    big_n = judged.shape[-1]
-    share = judged.mean(axis=-1)  # pi: the share of verdicts "correct"
-    estimate = np.zeros(np.shape(share))
-    variance = np.zeros(np.shape(share))
-    rates = []
-    for verdict, weight in ((1.0, share), (0.0, 1 - share)):
-        inside = f == verdict
-        count = inside.sum(axis=-1)
-        agreed = (h * inside).sum(axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rate = np.where(count > 0, agreed / count, np.nan)
-        smoothed = (agreed + 1) / (count + 2)
-        missing = (weight > 0) & (count == 0)
-        rate_used = np.where(weight > 0, rate, 0.0)
-        estimate = estimate + np.where(missing, np.nan, weight * rate_used)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            term = np.where(weight > 0, weight**2 * smoothed * (1 - smoothed) / count, 0.0)
-        variance = variance + term
-        rates.append(np.where(count > 0, rate, smoothed))
-    variance = variance + (rates[0] - rates[1]) ** 2 * share * (1 - share) / big_n
-    half = NormalDist().inv_cdf(0.5 + level / 2) * np.sqrt(variance)
-    estimate = np.clip(estimate, 0, 1)
-    return estimate, np.clip(estimate - half, 0, 1), np.clip(estimate + half, 0, 1)
+    stratum = np.asarray(stratum)
+    person = np.asarray(person, float)
+    labelled = ~np.isnan(person)
+    total = len(stratum)
+    found, at = np.unique(stratum, return_inverse=True)
+    size = np.bincount(at, minlength=len(found)).astype(float)
+    n = np.bincount(at, weights=labelled.astype(float), minlength=len(found))
+    k = np.bincount(at, weights=np.where(labelled, person, 0.0), minlength=len(found))
+    short = n < np.minimum(MIN_STRATUM_LABELS, size)
+    if total == 0 or short.any():
+        nan = float("nan")
+        lacking = [
+            f"{(names or {}).get(int(s), f'stratum {s}')}: {int(n[i])} of {int(size[i])} labelled"
+            for i, s in enumerate(found)
+            if short[i]
+        ]
+        why = f"fewer than {MIN_STRATUM_LABELS} labels in a stratum ({'; '.join(lacking)})"
+        return Corrected(nan, nan, nan, int(labelled.sum()), why if total else "no answers")
+    weight = size / total
+    rate = k / n
+    estimate = float(weight @ rate)
+    # the linearisation's terms per answer, summed per cluster
+    term = (rate[at] - estimate) / total
+    term += np.where(labelled, (weight / n)[at] * (np.nan_to_num(person) - rate[at]), 0.0)
+    groups, of_group = np.unique(np.asarray(clusters), return_inverse=True)
+    per_cluster = np.bincount(of_group, weights=term, minlength=len(groups))
+    g = len(groups)
+    clustered = g / (g - 1) * float(per_cluster @ per_cluster) if g > 1 else np.inf
+    smoothed = (k + 1) / (n + 2)
+    independent = float(
+        (weight**2 * smoothed * (1 - smoothed) / n).sum()
+        + (weight * (rate - estimate) ** 2).sum() / total
+    )
+    widen = small_sample_factor(g) if g > 1 else 1.0
+    half = NormalDist().inv_cdf(0.5 + level / 2) * widen * np.sqrt(max(clustered, independent))
+    low, high = max(estimate - half, 0.0), min(estimate + half, 1.0)
+    return Corrected(estimate, low, high, int(labelled.sum()))

@@ -1,9 +1,8 @@
-"""Which questions the statistics treat as dependent: the cluster unit of a test set.
+"""Which questions the statistics treat as dependent (the cluster unit of a test set), what
+the intervals are then about, and the words that say both.
 
 Questions drawn from one document share its difficulty, so intervals and tests resample
-clusters of questions, not questions. The natural cluster is the question's first reference
-document, but a corpus of one PDF (or two, or three) gives one cluster (two, three): an
-interval of zero width, tests that cannot reach 5%. So the unit is the coarsest of
+clusters of questions, not questions. The unit is the coarsest of
 
 - ``document``: the first reference document;
 - ``section``: the ``SECTION_CHARS``-character window of that document where the first gold
@@ -13,10 +12,20 @@ interval of zero width, tests that cannot reach 5%. So the unit is the coarsest 
 whose *effective* number of clusters (n² / Σ size², the count when the clusters are of equal
 size, fewer when one cluster holds most questions) is at least ``MIN_CLUSTERS``. A question
 without a reference document (or, for ``section``, without a gold span) is its own cluster.
-``MIN_CLUSTERS`` comes from simulation (100 questions, 0/1 scores correlated within
-clusters): the intervals keep about 93% coverage down to 3 clusters, but the paired test's
-power to see a 10-point drop is 78% with 10 clusters, 71% with 8, 39% with 5 and nil with 3
-(an exact sign-flip test over G clusters cannot go below p = 2^-G).
+
+What the intervals are about follows from the unit. Resampling documents, they hold for
+*documents like these* (the documents a sample of a wider collection). With fewer than
+``MIN_CLUSTERS`` effective documents no interval can: a 95% interval over 5 documents that
+treats their questions as independent covers the mean of documents like these in 68% of
+test sets (latent within-document correlation 0.3), and resampling the 5 documents leaves
+the tie test unable to reach 5%. So below that the sections or the questions are
+resampled, and the intervals and tests describe *these documents only*, for questions like
+these about them: the question a sweep over one corpus asks ("which configuration is best
+on my documents?"), and one they answer with their stated coverage
+(``benchmarks/bench_clusters.py``). ``cautions`` says so, with the document count. The
+threshold is also where the tests gain their power: an exact sign-flip test over G
+clusters cannot go below p = 2^-G, and with 10 documents a 10-point drop is seen in 78% of
+nights, with 5 in 39%.
 """
 
 from __future__ import annotations
@@ -34,30 +43,97 @@ UNITS = ("document", "section", "question")
 
 @dataclass(frozen=True)
 class Clusters:
-    """One cluster per question, the unit chosen and its effective number of clusters."""
+    """One cluster per question, the unit chosen, and the documents the questions come from."""
 
     ids: np.ndarray  # per question, an integer cluster
     keys: list[str | None]  # per question, its cluster's name; None: the question alone
     unit: str  # one of UNITS
+    documents: int  # distinct first reference documents of the questions
+    documents_effective: float  # their effective number (``effective``)
 
     @property
     def count(self) -> int:
         return int(len(np.unique(self.ids)))
 
+    @property
+    def alone(self) -> int:
+        """Questions that are a cluster of their own."""
+        return sum(key is None for key in self.keys)
+
     def describe(self) -> str:
-        return describe(self.unit, self.count)
+        """What is resampled, counted from the clusters: ``6 documents``."""
+        named = len({key for key in self.keys if key is not None})
+        return describe(self.unit, named, self.alone)
+
+    def statement(self) -> str:
+        """The sentence every output prints: what is resampled, and what that is about."""
+        return statement(self.describe(), len(self.keys), self.unit, self.documents)
+
+    def cautions(self) -> list[str]:
+        return cautions(
+            len(self.keys), self.unit, self.documents, self.documents_effective, self.alone
+        )
 
     def record(self) -> dict[str, Any]:
         """What a run records of its clusters (the leaderboard's settings)."""
-        return {"unit": self.unit, "count": self.count, "effective": round(effective(self.ids), 1)}
+        return {
+            "unit": self.unit,
+            "count": self.count,
+            "effective": round(effective(self.ids), 1),
+            "questions": len(self.keys),
+            "alone": self.alone,
+            "documents": self.documents,
+            "documents_effective": round(self.documents_effective, 1),
+            "statement": self.statement(),
+        }
 
 
-def describe(unit: str, count: int) -> str:
-    """``20 sections of the documents (4000 characters each)``, ``3 documents``."""
-    text = f"{count} {unit}{'' if count == 1 else 's'}"
-    if unit == "section":
-        text += f" of the documents ({SECTION_CHARS} characters each)"
-    return text
+def describe(unit: str, named: int, alone: int) -> str:
+    """What is resampled: ``6 documents``, ``31 document sections of 4000 characters and 9
+    questions alone``, ``48 questions, each alone``; never a unit with no cluster."""
+    parts = []
+    if named:
+        name = {"document": "document", "section": "document section"}[unit]
+        parts.append(f"{named} {name}{'' if named == 1 else 's'}")
+        if unit == "section":
+            parts[-1] += f" of {SECTION_CHARS} characters"
+    if alone:
+        many = alone > 1
+        parts.append(
+            f"{alone} question{'s' if many else ''} alone"
+            if named
+            else f"{alone} question{'s, each' if many else ''} alone"
+        )
+    return " and ".join(parts) or "no questions"
+
+
+def statement(resampled: str, questions: int, unit: str, documents: int) -> str:
+    """``Intervals and tests resample 6 documents (48 questions in all): they hold for
+    documents like these.`` or ``...: they describe these 6 documents only, ...``."""
+    return f"Intervals and tests resample {resampled} ({questions} questions in all): " + (
+        "they hold for documents like these."
+        if unit == "document"
+        else f"they describe {_these(documents)} only, for questions like these."
+    )
+
+
+def _these(documents: int) -> str:
+    if documents == 0:
+        return "the documents of these questions"  # none names a reference document
+    return "this document" if documents == 1 else f"these {documents} documents"
+
+
+def statement_of(record: dict[str, Any]) -> str:
+    """The statement a leaderboard's settings recorded; for a run recorded before the
+    statement was (no ``statement``), what its counts can still say truly."""
+    if "statement" in record:
+        return record["statement"]
+    if record["unit"] == "question":
+        return f"Intervals and tests resample {describe('question', 0, record['questions'])}."
+    return (
+        f"Intervals and tests resample {record['count']} clusters of the "
+        f"{record['questions']} questions (by {record['unit']}; a question without one, alone)."
+    )
 
 
 def ids_of(keys: Sequence[str | None]) -> np.ndarray:
@@ -93,20 +169,28 @@ def section_keys(gold_spans: Sequence[Sequence[dict] | None]) -> list[str | None
     return out
 
 
+def _documents(keys: Sequence[str | None]) -> tuple[int, float]:
+    """How many documents the questions with one come from, and their effective number."""
+    named = [key for key in keys if key is not None]
+    return len(set(named)), effective(ids_of(named))
+
+
 def choose(
     reference_doc_ids: Sequence[Sequence[str] | None],
     gold_spans: Sequence[Sequence[dict] | None] | None = None,
 ) -> Clusters:
     """The coarsest unit with at least ``MIN_CLUSTERS`` effective clusters (else questions)."""
-    candidates = [("document", document_keys(reference_doc_ids))]
+    documents = document_keys(reference_doc_ids)
+    count = _documents(documents)
+    candidates = [("document", documents)]
     if gold_spans is not None:
         candidates.append(("section", section_keys(gold_spans)))
     for unit, keys in candidates:
         ids = ids_of(keys)
         if effective(ids) >= MIN_CLUSTERS:
-            return Clusters(ids, keys, unit)
+            return Clusters(ids, keys, unit, *count)
     keys = [None] * len(reference_doc_ids)
-    return Clusters(ids_of(keys), keys, "question")
+    return Clusters(ids_of(keys), keys, "question", *count)
 
 
 def of_testset(testset: Any) -> Clusters:
@@ -115,30 +199,68 @@ def of_testset(testset: Any) -> Clusters:
     return choose(testset["reference_doc_ids"].to_pylist(), spans)
 
 
-def of_keys(keys: Sequence[str | None], unit: str) -> Clusters:
+def of_keys(
+    keys: Sequence[str | None], unit: str, documents: tuple[int, float] | None = None
+) -> Clusters:
     """Clusters already named (a stored run's ``cluster`` column), kept while they give
-    ``MIN_CLUSTERS`` effective clusters, else each question alone."""
+    ``MIN_CLUSTERS`` effective clusters, else each question alone. The documents are read
+    from the keys (``doc`` or ``doc@start``); a run that resampled questions alone kept no
+    names, so its recorded ``documents`` (count, effective) stand in."""
+    if unit in ("document", "section"):
+        documents = _documents([k if unit == "document" else _document_of(k) for k in keys])
+    documents = documents or (0, 0.0)
     ids = ids_of(keys)
-    if effective(ids) >= MIN_CLUSTERS or all(k is None for k in keys):
-        return Clusters(ids, list(keys), unit if any(k is not None for k in keys) else "question")
+    if any(k is not None for k in keys) and effective(ids) >= MIN_CLUSTERS:
+        return Clusters(ids, list(keys), unit, *documents)
     alone = [None] * len(keys)
-    return Clusters(ids_of(alone), alone, "question")
+    return Clusters(ids_of(alone), alone, "question", *documents)
+
+
+def _document_of(section: str | None) -> str | None:
+    return section.rsplit("@", 1)[0] if section is not None else None
 
 
 MIN_QUESTIONS = 20  # below this, a test set is too small for the tests to tell much apart
 
 
-def caution(questions: int, effective_clusters: float) -> str | None:
-    """One line on what the intervals and ties of a small test set can show, or None."""
-    if questions >= MIN_QUESTIONS and effective_clusters >= MIN_CLUSTERS:
-        return None
-    few = (
-        f"only {questions} question{'' if questions == 1 else 's'}"
-        if questions < MIN_QUESTIONS
-        else f"only {effective_clusters:.0f} effective clusters"
+def cautions_of(record: dict[str, Any]) -> list[str]:
+    """``cautions`` of the clusters a leaderboard's settings recorded (a run recorded before
+    the document count was: its questions only)."""
+    return cautions(
+        record["questions"],
+        record["unit"],
+        record.get("documents", 0),
+        record.get("documents_effective", 0.0),
+        record.get("alone", 0),
     )
-    return (
-        f"warning: {few}: the intervals are wide and a configuration can rarely be shown "
-        "worse than the best, so 'tied' means 'not told apart', not 'as good'; use at least "
-        f"{MIN_QUESTIONS} questions over at least {MIN_CLUSTERS} documents or sections"
-    )
+
+
+def cautions(
+    questions: int, unit: str, documents: int, documents_effective: float, alone: int = 0
+) -> list[str]:
+    """What the intervals and ties of this test set cannot show, one line each: too few
+    questions; questions that share a document treated as independent (too few documents
+    for the ``document`` unit), with the document count; ``alone``: questions that are a
+    cluster of their own."""
+    out = []
+    if questions < MIN_QUESTIONS:
+        out.append(
+            f"warning: only {questions} question{'' if questions == 1 else 's'}: the intervals "
+            "are wide and a configuration can rarely be shown worse than the best, so 'tied' "
+            f"means 'not told apart', not 'as good'; use at least {MIN_QUESTIONS} questions "
+            f"over at least {MIN_CLUSTERS} documents"
+        )
+    if unit != "document" and documents and documents_effective < MIN_CLUSTERS:
+        some = f"{documents} document{'' if documents == 1 else 's'}"
+        if documents_effective < 0.75 * documents:
+            some += f" ({documents_effective:.1f} effective: a few hold most questions)"
+        independent = {"question": "questions", "section": "sections"}[unit]
+        if unit == "section" and alone:
+            independent += f" (and {alone} question{'s' if alone > 1 else ''} alone)"
+        out.append(
+            f"warning: the questions come from {some}, too few for intervals and tests that "
+            f"hold for documents like these: {independent} that share a document are treated "
+            f"as independent, so they describe {_these(documents)} only; for documents like "
+            f"these, use questions from at least {MIN_CLUSTERS} documents"
+        )
+    return out

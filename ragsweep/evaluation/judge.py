@@ -7,8 +7,9 @@ server accepts), reads it from bare, fenced, wrapped or chatty replies, and when
 asks again (``CORRECTIONS``: saying what was wrong, then with stricter
 instructions and an example). A reply that still cannot be read is a judge error for that
 answer: the judge's failure, left out of the comparisons (``ragsweep.evaluation.scoring``).
-Verdicts are cached by (judge, prompt, question, references, answer), so a rerun and
-configurations that gave the same answer share one judgment.
+Verdicts are cached by (the judge's identity: its URL without credentials and model name,
+prompt, question, references, answer), so a rerun and configurations that gave the same
+answer share one judgment.
 """
 
 from __future__ import annotations
@@ -238,8 +239,7 @@ class Judge:
         return {
             **scope,
             "kind": kind,
-            "model": self.endpoint.model,
-            "endpoint": self.endpoint.where,
+            "model": self.endpoint.identity,
             "prompt": digest(prompts),
             "question": item.question,
             "references": item.references,

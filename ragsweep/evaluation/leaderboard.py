@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.answering.answerers import uses_model
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import (
     BREAKDOWN,
@@ -53,17 +54,33 @@ NO_VALUE = "(none)"
 RELEVANCE = "answer_relevance"  # needs a judge
 
 
+def gold_span_record(testset: pa.Table) -> dict[str, int]:
+    """What the span metrics rest on: of the ``questions``, how many have a gold span
+    (``located``), and how many of those a span located approximately (``approximate``: an
+    answer reworded in its document, ``documents.locating``) rather than found verbatim."""
+    rows = testset["gold_spans"].to_pylist() if "gold_spans" in testset.column_names else []
+    located = [spans for spans in rows if spans]
+    approximate = sum(any(s.get("found") == "approximate" for s in spans) for spans in located)
+    return {"questions": testset.num_rows, "located": len(located), "approximate": approximate}
+
+
 def check_metric(metric: str) -> None:
     if metric not in METRICS and metric != AUTO_METRIC:
         choices = sorted(METRICS) + [AUTO_METRIC]
         raise RagsweepError(f"unknown metric {metric!r}; choose from {choices}")
 
 
-def resolve_metric(metric: str, judged: bool) -> str:
-    """``auto``: the judge's correctness when answers were judged, else the default."""
+def resolve_metric(metric: str, judged: bool, missing: dict[str, str] | None = None) -> str:
+    """``auto``: the judge's correctness when answers were judged, else the default. A
+    metric that cannot tell the configurations apart (``missing``: ``unmeasured``) is
+    refused."""
     check_metric(metric)
     if metric == RELEVANCE and not judged:
         raise RagsweepError(f"metric {metric!r}: needs a judge (--judge MODEL)")
+    if metric in (missing or {}):
+        raise RagsweepError(
+            f"metric {metric!r} cannot rank these configurations: {missing[metric]}"
+        )
     if metric != AUTO_METRIC:
         return metric
     return JUDGE_METRIC if judged else DEFAULT_METRIC
@@ -92,11 +109,15 @@ def build_board(
     """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
     the tables exported beside it."""
     judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
-    metric = resolve_metric(metric, judged)
+    missing = unmeasured([c.get("answerer") or "" for c in configs])
+    metric = resolve_metric(metric, judged, missing)
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
     settings = {**(settings or {}), "optimization_metric": metric}
-    settings["clusters"] = {**clusters.of_testset(testset).record(), "questions": testset.num_rows}
+    if missing:
+        settings["not_measured"] = missing
+    settings["clusters"] = clusters.of_testset(testset).record()
+    settings["gold_spans"] = gold_span_record(testset)
     if judged:
         settings["judge_unreadable"] = _unreadable(scores, answers)
     recorded = scores.schema.metadata or {}
@@ -194,16 +215,22 @@ def rank_configs(
     question_ids = testset["question_id"].to_pylist()
     chosen = clusters.of_testset(testset)
     data = {m: matrix(results, m, config_ids, question_ids) for m in METRICS}
+    round_of = matrix(results, "round", config_ids, question_ids)
+    answered = ~np.isnan(round_of)
+    rounds = np.max(np.where(answered, round_of, -1), axis=1, initial=-1).astype(int)
+    if declared(metric).judged:
+        data[metric] = on_shared_verdicts(data[metric], rounds)
     columns: dict[str, np.ndarray] = {}
     for m in METRICS:
         center, low, high = statistics.score_intervals(data[m], chosen.ids, resamples, seed)
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
+    for m in unmeasured([by_id[c].get("answerer") or "" for c in config_ids]):
+        columns.update(
+            {name: np.full(len(config_ids), np.nan) for name in (m, f"{m}_low", f"{m}_high")}
+        )
     labels = [by_id[c]["label"] for c in config_ids]
     sign = declared(metric).sign()  # scores times sign: higher is better
     score = np.nan_to_num(sign * columns[metric], nan=-np.inf)
-    round_of = matrix(results, "round", config_ids, question_ids)
-    answered = ~np.isnan(round_of)
-    rounds = np.max(np.where(answered, round_of, -1), axis=1, initial=-1).astype(int)
     order = sorted(range(len(config_ids)), key=lambda i: (-rounds[i], -score[i], labels[i]))
     columns = {name: values[order] for name, values in columns.items()}
     ranked = sign * data[metric][order]
@@ -230,6 +257,41 @@ def rank_configs(
     for name, values in columns.items():
         rows[name] = pa.array(values, from_pandas=True)
     return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
+
+
+def on_shared_verdicts(values: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+    """A judged metric's configs x questions matrix kept only on the questions every
+    configuration of the same evaluation round has a verdict for (NaN elsewhere).
+
+    A verdict the judge could not read is missing, not wrong; left out of one configuration's
+    mean only, a configuration whose answers trip the judge more would be ranked on the
+    questions it was judged on, perhaps the easier ones. So all are ranked, and compared with
+    the leader, on the same questions (successive halving asks each round its own questions:
+    the configurations that reached the same round are compared on theirs)."""
+    out = np.array(values, dtype=np.float64)
+    for level in np.unique(rounds):
+        rows = rounds == level
+        missing = np.isnan(out[rows])
+        lacking = missing.any(axis=0) & ~missing.all(axis=0)
+        out[np.ix_(rows, lacking)] = np.nan
+    return out
+
+
+def unmeasured(answerers: list[str]) -> dict[str, str]:
+    """The registered metrics that cannot tell apart configurations answered by
+    ``answerers``, each with why: those that need answers written by a model
+    (``Metric.needs_model_answers``) when no answerer is one. The leaderboard shows them as
+    not measured; no run or leaderboard ranks by them."""
+    answerers = sorted(set(answerers))
+    if not answerers or any(uses_model(a) for a in answerers):
+        return {}
+    return {
+        m: f"every configuration answers with {', '.join(answerers)}, which copies the "
+        f"retrieved context, so {m} is the same for all; a model's answers (llm:MODEL) "
+        "measure it"
+        for m in METRICS
+        if declared(m).needs_model_answers
+    }
 
 
 def _verdictless(values: np.ndarray, asked: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -281,10 +343,12 @@ def _errors(results: pa.Table, config_ids: list[str]) -> dict:
     """Per configuration: questions whose answer failed or whose verdict could not be read,
     whether they are more than ``ERRORS_FLAG`` of the questions it answered (those with an
     evaluation round), and the verdicts the judge could not give on an answer it was shown
-    (``judge_errors``: the judge's failures, not the configuration's)."""
+    (``judge_errors``: the judge's failures, not the configuration's), and their share of the
+    answers it was shown (``judge_error_rate``; NaN in a run without a judge)."""
     answer_failed = pc.is_valid(results["answer_error"])
     failed = pc.or_kleene(answer_failed, pc.is_valid(results["judge_error"]))
     unread = pc.and_kleene(pc.is_valid(results["judge_error"]), pc.is_null(results["correctness"]))
+    shown = pc.and_kleene(pc.is_valid(results["round"]), pc.invert(answer_failed))
     counts = (
         pa.table(
             {
@@ -292,23 +356,29 @@ def _errors(results: pa.Table, config_ids: list[str]) -> dict:
                 "failed": pc.cast(failed, pa.int64()),
                 "unread": pc.cast(unread, pa.int64()),
                 "answered": pc.cast(pc.is_valid(results["round"]), pa.int64()),
+                "shown": pc.cast(pc.fill_null(shown, False), pa.int64()),
             }
         )
         .group_by("config_id")
-        .aggregate([("failed", "sum"), ("unread", "sum"), ("answered", "sum")])
+        .aggregate([("failed", "sum"), ("unread", "sum"), ("answered", "sum"), ("shown", "sum")])
         .to_pylist()
     )
     by_id = {r["config_id"]: r for r in counts}
-    none = {"failed_sum": 0, "unread_sum": 0, "answered_sum": 0}
+    none = {"failed_sum": 0, "unread_sum": 0, "answered_sum": 0, "shown_sum": 0}
 
     def column(name: str) -> np.ndarray:
         return np.array([by_id.get(c, none)[name] for c in config_ids], dtype=np.int64)
 
     errors, answered = column("failed_sum"), column("answered_sum")
+    unread, shown = column("unread_sum"), column("shown_sum")
+    judged = results["correctness"].null_count < results.num_rows or bool(unread.any())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(judged & (shown > 0), unread / shown, np.nan)
     return {
         "errors": errors,
         "errors_flagged": errors > ERRORS_FLAG * answered,
-        "judge_errors": column("unread_sum"),
+        "judge_errors": unread,
+        "judge_error_rate": rate,
     }
 
 

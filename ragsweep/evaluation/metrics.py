@@ -216,7 +216,11 @@ class Metric:
     """What a metric plugin declares. ``kind``: ``retrieval``, ``answer`` or ``recorded``
     (a step records it; no ``score``). ``higher_is_better``: its direction, which the
     leaderboard, successive halving and regression verdicts follow. ``low`` / ``high``: its
-    range (None: unbounded on that side). ``column``: the same scores on whole columns."""
+    range (None: unbounded on that side). ``column``: the same scores on whole columns.
+    ``judged``: the judge gives it, and a verdict it could not give is missing (the
+    leaderboard then ranks on the questions every configuration has one for).
+    ``needs_model_answers``: it tells configurations apart only when a model writes some
+    answers (faithfulness: an extractive answer copies its context, so it is 1 for all)."""
 
     kind: str
     score: Score | None = None
@@ -224,6 +228,8 @@ class Metric:
     low: float | None = 0.0
     high: float | None = 1.0
     column: Callable[[Ranked], np.ndarray] | None = None
+    judged: bool = False
+    needs_model_answers: bool = False
 
     def sign(self) -> float:
         """1 for higher is better, -1 for lower: a score times its sign is higher-is-better."""
@@ -276,13 +282,13 @@ DOCUMENT_RECALL = Metric("retrieval", document_recall, column=document_recall_co
 SPAN_RECALL = Metric("retrieval", span_recall)
 SPAN_PRECISION = Metric("retrieval", span_precision)
 ANSWER_CORRECTNESS = Metric("answer", answer_correctness)
-FAITHFULNESS = Metric("answer", faithfulness)
+FAITHFULNESS = Metric("answer", faithfulness, needs_model_answers=True)
 # the share of exact search's top k the store found, recorded by the retrieve step
 RECALL_VS_EXACT = Metric("recorded")
 # the LLM judge's verdict, 1 or 0, recorded by the judge
-CORRECTNESS = Metric("recorded")
+CORRECTNESS = Metric("recorded", judged=True)
 # Red Hat AutoRAG's: the judge's 1-5 rating of the answer's relevance to the question, scaled
 # to [0, 1]; and each question's mean of faithfulness, answer_correctness,
 # context_correctness and answer_relevance (those it has). Scored when a run ranks by one
-ANSWER_RELEVANCE = Metric("recorded")
+ANSWER_RELEVANCE = Metric("recorded", judged=True)
 OVERALL_SCORE = Metric("recorded")

@@ -70,7 +70,7 @@ def run_local(
 ) -> Outcome:
     """Run ``pipeline`` (the sweep's pipeline function, which the caller brings: the library
     imports no pipeline) locally in a new run folder under ``output``; see ``execute``."""
-    from ragsweep.kubeflow.rundir import write_marker
+    from ragsweep.kubeflow.rundir import held, write_marker
 
     settings = replace(
         settings,
@@ -80,24 +80,25 @@ def run_local(
     started = datetime.now(UTC)
     run_dir = output / started.strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
-    arguments = settings.pipeline_arguments()
-    (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
-    for reason in settings.space.pruned():
-        log.warning("pruned: %s", reason)
-    branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
-    write_marker(
-        run_dir,
-        run_id=run_dir.name,
-        status="running",
-        started_at=started.isoformat(),
-        parallelism=settings.parallelism,
-        groups=min(branches, len(settings.space.chunk_configs())),
-        baseline=settings.baseline,
-        record=settings.record(),
-    )
-    n = len(settings.space.all_configs())
-    log.info("sweeping %d configurations; run folder %s", n, run_dir)
-    return execute(pipeline, run_dir, store_url, verbose, tracking_uri)
+    with held(run_dir):
+        arguments = settings.pipeline_arguments()
+        (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
+        for reason in settings.space.pruned():
+            log.warning("pruned: %s", reason)
+        branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
+        write_marker(
+            run_dir,
+            run_id=run_dir.name,
+            status="running",
+            started_at=started.isoformat(),
+            parallelism=settings.parallelism,
+            groups=min(branches, len(settings.space.chunk_configs())),
+            baseline=settings.baseline,
+            record=settings.record(),
+        )
+        n = len(settings.space.all_configs())
+        log.info("sweeping %d configurations; run folder %s", n, run_dir)
+        return execute(pipeline, run_dir, store_url, verbose, tracking_uri)
 
 
 def resume_local(
@@ -107,15 +108,24 @@ def resume_local(
     store_url: str | None = None,
     verbose: bool = False,
     tracking_uri: str = "",
+    skip_unresolved: bool = False,
 ) -> Outcome:
     """Resume the run ``run_id`` under ``output`` (None: the newest interrupted one) with
-    the settings it started with: the steps that finished are reused (kfp.local's cache in
-    the run folder), the others run."""
-    from ragsweep.kubeflow.rundir import find_run
+    the settings it started with (``skip_unresolved``: leaving out the questions whose
+    references match no document, from now on): the steps that finished are reused
+    (kfp.local's cache in the run folder) when what they read is unchanged
+    (``ragsweep.kubeflow.reads``), the others run. The folder is locked while it runs."""
+    from ragsweep.kubeflow.rundir import find_run, held
 
     run_dir = find_run(output, run_id)
-    log.info("resuming run %s in %s: the steps that finished are reused", run_dir.name, run_dir)
-    return execute(pipeline, run_dir, store_url, verbose, tracking_uri, resumed=True)
+    with held(run_dir):
+        if skip_unresolved:
+            path = run_dir / "settings.json"
+            arguments = json.loads(path.read_text(encoding="utf-8"))
+            arguments["skip_unresolved"] = True
+            path.write_text(json.dumps(arguments, indent=2) + "\n")
+        log.info("resuming run %s in %s: the steps that finished are reused", run_dir.name, run_dir)
+        return execute(pipeline, run_dir, store_url, verbose, tracking_uri, resumed=True)
 
 
 def execute(
@@ -144,13 +154,20 @@ def execute(
     from ragsweep.core import progress
     from ragsweep.kubeflow.closing import close_run
     from ragsweep.kubeflow.interrupts import Interrupted, interruptible
-    from ragsweep.kubeflow.rundir import export_run, started_at, write_marker
+    from ragsweep.kubeflow.reads import changes, step_reads, task_digests
+    from ragsweep.kubeflow.rundir import export_run, read_marker, started_at, write_marker
     from ragsweep.kubeflow.tasks import for_local_run
     from ragsweep.kubeflow.terminal import StepTotal
     from ragsweep.results import database, tracking
 
-    marker = write_marker(run_dir, status="running", pid=os.getpid(), failed={}, stored=None)
     arguments = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
+    reads = step_reads(pipeline, arguments)
+    if resumed:
+        for line in changes(read_marker(run_dir).get("reads"), reads):
+            log.info("%s", line)
+    marker = write_marker(
+        run_dir, status="running", pid=os.getpid(), failed={}, stored=None, reads=reads
+    )
     arguments["baseline"] = ""  # compared after the export, by close_run
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
@@ -169,7 +186,7 @@ def execute(
     env.update(thread_environment(marker.get("parallelism", 1)))
     (run_dir / "progress.jsonl").write_text("")  # counters start afresh on a resume
     branches = min(marker.get("parallelism", 1), LOCAL_MAX_BRANCHES)
-    local_pipeline = for_local_run(pipeline, branches)
+    local_pipeline = for_local_run(pipeline, branches, task_digests(reads))
     steps = StepTotal(  # plan's groups; plan_shards' shards, 1 until it has listed them
         local_pipeline.pipeline_spec,
         run_dir / "pipeline",

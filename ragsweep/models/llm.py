@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
+from ragsweep.models import identity
 from ragsweep.models.concurrency import Limit
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT
 
@@ -60,6 +61,11 @@ TRANSPORT_KEYED = {"timeout_s": 120.0, "max_retries": 4, "backoff_s": 1.0}
 # longer than the context window, say) fails that request alone.
 NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object|schema|grammar", re.I)
 NAMES_STREAM = re.compile(r"\bstream", re.I)
+# the fields of a reply's message the OpenAI API defines: the others are the server's own
+# (``Reply.fields``: a deployed assistant's ``context``)
+DEFINED = frozenset(
+    {"role", "content", "refusal", "annotations", "audio", "function_call", "tool_calls"}
+)
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,19 @@ class Endpoint:
     model: str
     base_url: str
     api_key: str = field(default="", repr=False)
-    role: str = "LLM"  # which RAGSWEEP_<role>_* variables it came from
+    role: str = "LLM"  # what it serves: LLM, JUDGE, EMBEDDING or RERANK
+    url_from: str = ""  # the variable its base URL came from; "": RAGSWEEP_<role>_BASE_URL
+    key_from: str = ""  # likewise its API key's
+
+    @property
+    def url_variable(self) -> str:
+        """The variable the base URL was read from, for messages that say what to check."""
+        return self.url_from or f"RAGSWEEP_{self.role}_BASE_URL"
+
+    @property
+    def key_variable(self) -> str:
+        """The variable the API key was read from (its role's when none was set)."""
+        return self.key_from or f"RAGSWEEP_{self.role}_API_KEY"
 
     @classmethod
     def from_env(cls, model: str, role: str = "LLM") -> Endpoint:
@@ -153,23 +171,29 @@ class Endpoint:
         back to its URL too: a key is never sent to a host it was not given for.
         """
         env = os.environ
-        base_url = env.get(f"RAGSWEEP_{role}_BASE_URL", "")
-        api_key = env.get(f"RAGSWEEP_{role}_API_KEY", "")
-        if role != "LLM" and not base_url:
-            base_url = env.get("RAGSWEEP_LLM_BASE_URL", "")
-            api_key = api_key or env.get("RAGSWEEP_LLM_API_KEY", "")
+        url_from, key_from = f"RAGSWEEP_{role}_BASE_URL", f"RAGSWEEP_{role}_API_KEY"
+        if role != "LLM" and not env.get(url_from):
+            url_from = "RAGSWEEP_LLM_BASE_URL"
+            key_from = key_from if env.get(key_from) else "RAGSWEEP_LLM_API_KEY"
+        base_url, api_key = env.get(url_from, ""), env.get(key_from, "")
         if not base_url:
             raise RagsweepError(
                 f"model {model!r}: no endpoint; set RAGSWEEP_{role}_BASE_URL to an "
                 "OpenAI-compatible base URL, e.g. http://localhost:8000/v1"
             )
-        return cls(model=model, base_url=base_url.rstrip("/"), api_key=api_key, role=role)
+        return cls(model, base_url.rstrip("/"), api_key, role, url_from, key_from)
 
     @property
     def where(self) -> str:
         """The base URL without any user:password part, for messages and records."""
         parts = urlsplit(self.base_url)
         return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+    @property
+    def identity(self) -> str:
+        """What this model is (``identity.endpoint``): the URL without credentials and the
+        model name. Replies are cached under it: one model name at two URLs is two models."""
+        return identity.endpoint(self.base_url, self.model)
 
     def redact(self, text: str) -> str:
         """``text`` with the API key and the URL's credentials replaced."""
@@ -188,6 +212,8 @@ class Reply:
     latency_s: float | None = None  # of the request that answered
     calls: int = 0  # requests sent, retries included
     error: str | None = None
+    # the reply message's fields besides role and content (a deployed assistant's contexts)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
@@ -199,7 +225,6 @@ def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
     """
     import httpx
 
-    variable = f"RAGSWEEP_{endpoint.role}_BASE_URL"
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
     try:
         response = httpx.get(f"{endpoint.base_url}/models", headers=headers, timeout=timeout_s)
@@ -207,12 +232,12 @@ def check_reachable(endpoint: Endpoint, timeout_s: float = 10.0) -> None:
         reason = endpoint.redact(str(exc) or type(exc).__name__)
         raise RagsweepError(
             f"the {endpoint.role.lower()} endpoint {endpoint.where} is unreachable ({reason}): "
-            f"check {variable}"
+            f"check {endpoint.url_variable}"
         ) from None
     if response.status_code in (401, 403):
         raise RagsweepError(
             f"the {endpoint.role.lower()} endpoint {endpoint.where} refused the API key "
-            f"(HTTP {response.status_code}): check RAGSWEEP_{endpoint.role}_API_KEY"
+            f"(HTTP {response.status_code}): check {endpoint.key_variable}"
         )
     try:
         served = [m["id"] for m in response.json()["data"]] if response.is_success else []
@@ -415,7 +440,8 @@ class Chat:
             sent_in, started = self.limit.round, time.monotonic()
             try:
                 data, first_token_s = await self._post(asked, started)
-                text = data["choices"][0]["message"]["content"] or ""
+                message = data["choices"][0]["message"]
+                text = message["content"] or ""
                 usage = data.get("usage") or {}
             except StatusError as exc:
                 if exc.status in (400, 422) and self._refused(asked, exc.text):
@@ -452,6 +478,7 @@ class Chat:
                     completion_tokens=usage.get("completion_tokens"),
                     latency_s=latency,
                     calls=calls,
+                    fields={k: v for k, v in message.items() if k not in DEFINED},
                 )
             retries += 1
             await asyncio.sleep(wait)
@@ -490,7 +517,7 @@ class Chat:
                 raise StatusError(response.status_code, text, response.headers)
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 return json.loads(await response.aread()), None  # it did not stream
-            parts, usage, first = [], {}, None
+            parts, fields, usage, first = [], {}, {}, None
             async for line in response.aiter_lines():
                 data = line.removeprefix("data:").strip()
                 if not line.startswith("data:") or not data:
@@ -504,10 +531,15 @@ class Chat:
                     raise ValueError(f"error in the stream: {chunk['error']}")
                 usage = chunk.get("usage") or usage
                 for choice in chunk.get("choices") or []:
-                    if delta := (choice.get("delta") or {}).get("content"):
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
                         first = now - sent if first is None else first
-                        parts.append(delta)
-            message = {"role": "assistant", "content": "".join(parts)}
+                        parts.append(delta["content"])
+                    for name, value in delta.items():  # another field: text joined, else last
+                        if name not in DEFINED and value is not None:
+                            joined = isinstance(value, str) and isinstance(fields.get(name), str)
+                            fields[name] = fields[name] + value if joined else value
+            message = {**fields, "role": "assistant", "content": "".join(parts)}
             return {"choices": [{"message": message}], "usage": usage}, first
 
     def _refused(self, asked: dict[str, Any], text: str) -> bool:

@@ -17,8 +17,9 @@ and pools and normalizes as sentence-transformers does (mean or CLS pooling, the
 length); torch is imported only to export.
 
 Exports are kept in ``<cache dir>/onnx/`` (beside the default embedding cache), named by
-model and variant and keyed by a hash of the model's files, the export's recipe and the
-versions of torch, transformers, onnx and onnxruntime, so an upgrade exports again. A file
+model and variant and keyed by the digest of the contents of the model's files
+(``identity.folder_digest``), the export's recipe and the versions of torch, transformers,
+onnx and onnxruntime: a model retrained in place, or an upgrade, exports again. A file
 is written under a temporary name and renamed, with its SHA-256 beside it; a file whose
 checksum does not match is exported again. Processes exporting at once take turns on a lock
 file.
@@ -43,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.models.identity import folder_digest
 
 log = logging.getLogger("ragsweep")
 
@@ -69,16 +71,12 @@ def exports_dir() -> Path:
 
 
 def export_key(model: Path, variant: str) -> str:
-    """What an export depends on: the model's files (names, sizes, config), the variant and
-    the versions of the exporter and the runtime."""
-    files = sorted(
-        (str(p.relative_to(model)), p.stat().st_size) for p in model.rglob("*") if p.is_file()
-    )
+    """What an export depends on: the contents of the model's files, the variant, the
+    recipe and the versions of the exporter and the runtime."""
     key = {
         "recipe": RECIPE,
         "variant": variant,
-        "files": files,
-        "config": (model / "config.json").read_text(),
+        "model": folder_digest(model),
         # read from the installed packages' metadata: importing them takes seconds
         "versions": [version(p) for p in ("torch", "transformers", "onnx")],
         "onnxruntime": version("onnxruntime"),
@@ -331,6 +329,7 @@ def step_threads() -> int:
 
 
 @lru_cache(maxsize=4)
-def load_encoder(model: Path, variant: str, threads: int = 0) -> OnnxEncoder:
-    """An ``OnnxEncoder``, loaded once per process."""
+def load_encoder(model: Path, variant: str, threads: int = 0, identity: str = "") -> OnnxEncoder:
+    """An ``OnnxEncoder``, loaded once per process and ``identity`` (the model's, by
+    content: a model changed in place is loaded again)."""
     return OnnxEncoder(model, variant, threads)

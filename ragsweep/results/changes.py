@@ -1,7 +1,8 @@
 """What changed between two runs of a sweep, from their recorded settings: the documents
-(added, removed, edited, by id), the test set, the grid and the other settings that change
-what is measured. A nightly sweep over a growing corpus keeps its baseline (it follows the
-sweep's name), and its comparison says what it is being compared across."""
+(added, removed, edited, by id), the test set, the grid, the embedding models' runtimes and
+identities, and the other settings that change what is measured. A nightly sweep over a
+growing corpus keeps its baseline (it follows the sweep's name), and its comparison says
+what it is being compared across."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SHOWN = 10  # ids listed per kind of change; the count is always given
 # settings that change what is measured, besides the documents, the test set and the grid
 MEASURED = ("optimization_metric", "max_document_bytes", "max_questions", "seed")
 MEASURED += ("max_llm_calls", "llm", "qa_generation")
+MEASURED += ("agents",)  # the deployed assistants' names (--agent)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Changes:
     testset: tuple[str, str] = ("", "")  # content fingerprints, when they differ
     grid: list[str] = field(default_factory=list)  # "top_ks: [1, 3] -> [1, 3, 5]"
     settings: list[str] = field(default_factory=list)  # likewise, the other MEASURED
+    models: list[str] = field(default_factory=list)  # "m: runtime torch -> onnx"
 
     @property
     def documents_changed(self) -> bool:
@@ -36,6 +39,7 @@ class Changes:
         """The changes as the compare step logs them; the documents' only when both runs
         recorded their hashes."""
         out = {"testset_changed": int(bool(self.testset[0])), "grid_changed": int(bool(self.grid))}
+        out["embedding_models_changed"] = len(self.models)
         if self.documents_known:
             out["documents_added"] = len(self.documents_added)
             out["documents_removed"] = len(self.documents_removed)
@@ -62,7 +66,28 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> Changes:
         settings=_differences(
             {k: before.get(k) for k in MEASURED}, {k: after.get(k) for k in MEASURED}
         ),
+        models=_model_changes(before, after),
     )
+
+
+def _model_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Each embedding model of the candidate whose runtime or identity (its files, or its
+    endpoint) differs from the baseline's (``RunSettings.embedding_record``); a baseline made
+    before ragsweep recorded them shows ``not recorded``. A model new to the grid is the
+    grid's change, not listed here."""
+    runtimes = [dict(r.get("embedding_runtimes") or []) for r in (before, after)]
+    identities = [dict(r.get("embedding_identities") or []) for r in (before, after)]
+    out = []
+    for model in sorted(runtimes[1]):
+        if runtimes[0] and model not in runtimes[0]:
+            continue
+        old, new = runtimes[0].get(model, "not recorded"), runtimes[1][model]
+        was, now = identities[0].get(model, "not recorded"), identities[1].get(model)
+        if old != new:
+            out.append(f"{model}: runtime {old} -> {new}")
+        elif was != now:
+            out.append(f"{model}: identity {was} -> {now} (its files or its endpoint changed)")
+    return out
 
 
 def _differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -103,4 +128,5 @@ def lines(found: Changes) -> list[str]:
         out.append(f"test set: changed (content {old} -> {new}); its questions below")
     out += [f"grid: {g}" for g in found.grid]
     out += [f"setting: {s}" for s in found.settings]
+    out += [f"embedding model {m}" for m in found.models]
     return out

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import TESTSET
-from ragsweep.documents.testsets import content_id, question_version
+from ragsweep.documents.testsets import check_limits, content_id, question_version
 from ragsweep.results import database
 
 MAX_AUTHOR, MAX_COMMENT = 200, 2000
@@ -273,6 +273,7 @@ def edit_question(
     moved = ("reference_doc_ids", "reference_context")
     if any(rows[row][f] != old[f] for f in moved):
         rows[row]["gold_spans"] = []
+    check_limits("the edited question", rows[row])
     if rows[row] != old:  # an edit that changes nothing keeps the version
         rows[row]["question_version"] = question_version(rows[row])
     return pa.Table.from_pylist(rows, schema=testset.schema)
@@ -304,5 +305,6 @@ def add_question(
         raise RagsweepError(
             f"the test set already has this question and these answers, as {row['question_id']}"
         )
+    check_limits("the new question", row)
     row["question_version"] = question_version(row)
     return pa.concat_tables([testset, pa.Table.from_pylist([row], schema=testset.schema)])

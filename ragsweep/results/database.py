@@ -95,7 +95,9 @@ testset_items = sa.Table(
     sa.Column("created_at", WHEN, nullable=False),
     sa.Column("question_version", sa.String(64)),  # the test set's; null in older stores
     # null in stores made before test-set curation moved here
-    sa.Column("gold_spans", sa.JSON),  # [{doc_id, start, end}]
+    # [{doc_id, start, end, found, score}]; found: exact or approximate (null in spans stored
+    # before it: exact), score: an approximate span's
+    sa.Column("gold_spans", sa.JSON),
     sa.Column("conversation_history", sa.Text),  # JSON text, as Giskard gives it
     sa.Column("item_position", sa.Integer),  # order in the set; added questions go last
     # who made the change and why, when they said (the UI's curation); null in older stores
@@ -344,9 +346,12 @@ def _item_hash(row: dict) -> str:
     fields = ["question", "reference_answers", "reference_doc_ids", "reference_context"]
     content = {k: row.get(k) for k in fields + ["topic", "question_type"]}
     content["reference_context"] = _text(content["reference_context"])
-    # present only when not empty, so that items stored before these fields keep their hash
+    # present only when not empty, so that items stored before these fields keep their hash;
+    # a span by its place only (how it was found follows from the place and the text)
     if row.get("gold_spans"):
-        content["gold_spans"] = [dict(s) for s in row["gold_spans"]]
+        content["gold_spans"] = [
+            {k: s[k] for k in ("doc_id", "start", "end")} for s in row["gold_spans"]
+        ]
     if _text(row.get("conversation_history")) not in (None, "[]"):
         content["conversation_history"] = row["conversation_history"]
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()

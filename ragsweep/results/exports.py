@@ -132,6 +132,9 @@ def render(
     out.append("= : statistically tied with the best (selection-aware max-statistic test, 5%)")
     if has_errors(shown):
         out.append(ERRORS_LEGEND)
+    if has_judge(shown):
+        out.append(JUDGE_LEGEND)
+    out += not_measured_lines(shown)
     return "\n".join(out)
 
 
@@ -181,11 +184,48 @@ def shown_metrics(table: pa.Table, metric: str) -> list[str]:
     """The metrics to show beside ``metric``: those measured, but recall against exact
     search only when a vector store other than memory was swept."""
     hidden = {"recall_vs_exact"} if exact_only(table) else set()
+    missing = not_measured(table)
     return [
         m
         for m in METRICS
-        if m != metric and m not in hidden and table[m].null_count < table.num_rows
+        if m != metric
+        and m not in hidden
+        and (table[m].null_count < table.num_rows or m in missing)
     ]
+
+
+NOT_MEASURED = "n/a"
+
+
+def not_measured(table: pa.Table) -> dict[str, str]:
+    """The metrics the run could not measure (``leaderboard.unmeasured``), each with why:
+    shown as ``n/a`` with a footnote, never as a figure to rank by."""
+    return settings_of(table).get("not_measured") or {}
+
+
+def not_measured_lines(table: pa.Table) -> list[str]:
+    return [f"{NOT_MEASURED} : {m} not measured: {why}" for m, why in not_measured(table).items()]
+
+
+def judge_rate_cell(row: dict[str, Any]) -> str:
+    """The share of a configuration's answers the judge gave no readable verdict on."""
+    rate = row.get("judge_error_rate")
+    return "-" if rate is None or math.isnan(rate) else f"{rate:.1%}"
+
+
+def has_judge(table: pa.Table) -> bool:
+    """Whether the leaderboard's run had a judge (a judge-error rate to show)."""
+    return (
+        "judge_error_rate" in table.column_names
+        and table["judge_error_rate"].null_count < table.num_rows
+    )
+
+
+JUDGE_LEGEND = (
+    "judge errors: the share of the configuration's answers the judge gave no readable "
+    "verdict on; a judged score ranks every configuration on the questions all of them have a "
+    "verdict for"
+)
 
 
 def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
@@ -197,6 +237,7 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
     with_latency = table.num_rows and table["latency_p50_s"].null_count < table.num_rows
     with_search = table.num_rows and not exact_only(table)
     with_rerank = table.num_rows and table["rerank_latency_p50_ms"].null_count < table.num_rows
+    missing = not_measured(table)
     header = ["rank", "=", "configuration", f"{metric.replace('_', ' ')} [95% CI]"]
     header += [m.replace("_", " ") for m in others] + ["questions"]
     with_errors = has_errors(table)
@@ -212,7 +253,8 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
         row.append(
             f"{number(r[metric])} [{number(r[f'{metric}_low'])}, {number(r[f'{metric}_high'])}]"
         )
-        row += [number(r[m]) for m in others] + [str(r["questions"])]
+        row += [NOT_MEASURED if m in missing else number(r[m]) for m in others]
+        row.append(str(r["questions"]))
         row += [errors_cell(r)] if with_errors else []
         row += [eliminated_cell(r)] if with_eliminated else []
         if with_latency:
@@ -224,14 +266,34 @@ def cells(table: pa.Table, metric: str) -> tuple[list[str], list[list[str]]]:
             p50, p95 = r["rerank_latency_p50_ms"], r["rerank_latency_p95_ms"]
             row.append(f"{number(p50, 2)}/{number(p95, 2)}")
         rows.append(row)
-    return header, rows
+    return _with_judge_errors(table, metric, others, header, rows)
+
+
+def _with_judge_errors(
+    table: pa.Table, metric: str, others: list[str], header: list[str], rows: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """The header and rows with a ``judge errors`` column right after the judged score (the
+    ranking metric, else correctness), when the run had a judge."""
+    if not has_judge(table):
+        return header, rows
+    judged = metric if metric_of(metric).judged else "correctness"
+    at = 4 if judged == metric else (5 + others.index(judged) if judged in others else None)
+    if at is None:
+        return header, rows
+    header = header[:at] + ["judge errors"] + header[at:]
+    shown = [judge_rate_cell(r) for r in table.to_pylist()]
+    return header, [row[:at] + [cell] + row[at:] for row, cell in zip(rows, shown, strict=True)]
 
 
 def best_spec(leaderboard: pa.Table) -> str:
-    """The winning configuration as a search-space YAML that reproduces exactly it."""
-    if not leaderboard.num_rows:
+    """The winning configuration as a search-space YAML that reproduces exactly it (of the
+    sweep's: a deployed assistant's row, ``--agent``, is passed over)."""
+    from ragsweep.answering.agents import is_agent
+
+    swept = [row for row in sorted_board(leaderboard).to_pylist() if not is_agent(row)]
+    if not swept:
         raise RagsweepError("the leaderboard is empty: no configuration to recommend")
-    best = sorted_board(leaderboard).slice(0, 1).to_pylist()[0]
+    best = swept[0]
     metric = ranking_metric(leaderboard)
     spec = SearchSpace.of_config(best).to_dict()
     if best["search_type"] != "mmr":
@@ -246,4 +308,11 @@ def best_spec(leaderboard: pa.Table) -> str:
     if settings.get("docs"):
         docs = ", ".join([settings["docs"], *settings.get("more_docs", [])])
         head.append(f"# documents: {docs}; test set: {settings.get('testset')}")
+    left = ((settings.get("evaluation") or {}).get("warm_start") or {}).get("not_answered_again")
+    if left:  # the sweep's best may be a configuration this run did not answer
+        ids = ", ".join(w["config_id"] for w in left)
+        head.append(
+            f"# note: {len(left)} configurations an earlier run of the sweep scored at least "
+            f"as high were not answered again in this run: {ids}"
+        )
     return "\n".join(head) + "\n" + yaml.safe_dump(spec, sort_keys=False)

@@ -36,7 +36,6 @@ from ragsweep.results import database
 KINDS = ("agree", "disagree", "correct", "incorrect")
 NO_JUDGE = "none"  # the judge of a label given where no judge gave a verdict
 FORMATS = (".csv", ".jsonl")
-IN_BATCH = 500  # values in one SQL IN list (Oracle takes at most 1000)
 
 
 def answer_hash(answer: str) -> str:
@@ -309,6 +308,24 @@ class Judged:
     key: list[tuple[str, str]]  # (question version, answer hash)
     verdict: np.ndarray  # float: 1, 0, NaN where no verdict
     token_correct: np.ndarray  # answer_correctness >= 0.5: a second opinion for the queue
+    cluster: list[str]  # the question's cluster (its own id when it has none)
+
+    def stratum(self, i: int) -> int:
+        """The labelling queue's stratum of row ``i`` (``STRATA``): its verdict, and whether
+        the verdict disagrees with answer_correctness. Both follow from the answer and the
+        judge, so the stratum is the same in every configuration giving that answer, and
+        the same when the corrected score is computed as when the queue drew the label."""
+        said = bool(self.verdict[i] >= 0.5)
+        return 2 * said + (said != bool(self.token_correct[i]))
+
+
+# the queue's strata, as ``Judged.stratum`` numbers them
+STRATA = {
+    0: "judged incorrect, answer_correctness agrees",
+    1: "judged incorrect, answer_correctness disagrees",
+    2: "judged correct, answer_correctness agrees",
+    3: "judged correct, answer_correctness disagrees",
+}
 
 
 def judged_of(engine: Engine, run_id: str) -> tuple[Judged, tuple[str, str]]:
@@ -324,7 +341,7 @@ def judged_from(board: pa.Table, results: pa.Table) -> tuple[Judged, tuple[str, 
     settings = json.loads((board.schema.metadata or {}).get(b"ragsweep.settings", b"{}"))
     rows = results.select(
         ["config_id", "question_id", "question_version", "answer", "correctness"]
-        + ["answer_correctness"]
+        + ["answer_correctness", "cluster"]
     ).to_pydict()
     verdict = np.array([np.nan if v is None else v for v in rows["correctness"]], float)
     tokens = np.array([v is not None and v >= 0.5 for v in rows["answer_correctness"]])
@@ -332,7 +349,9 @@ def judged_from(board: pa.Table, results: pa.Table) -> tuple[Judged, tuple[str, 
         (qv or "", answer_hash(a or ""))
         for qv, a in zip(rows["question_version"], rows["answer"], strict=True)
     ]
-    return Judged(rows["config_id"], rows["question_id"], keys, verdict, tokens), judge_of(settings)
+    cluster = [c or q for c, q in zip(rows["cluster"], rows["question_id"], strict=True)]
+    found = Judged(rows["config_id"], rows["question_id"], keys, verdict, tokens, cluster)
+    return found, judge_of(settings)
 
 
 def agreement_of(judged: Judged, known: dict[tuple[str, str], bool]) -> stats.Agreement:
@@ -366,10 +385,10 @@ def board_agreement(
 
 def corrected_scores(
     judged: Judged, known: dict[tuple[str, str], bool]
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """Per configuration: the judged ``correctness`` corrected by the labels of its answers
-    (``agreement.corrected``), its interval, and the labels used; NaN with fewer than 2, or
-    none on a verdict the judge gave."""
+    (``agreement.corrected``, stratified as the queue draws), its interval, the labels used,
+    and ``missing``: why there is no estimate (a stratum with too few labels)."""
     by_config: dict[str, list[int]] = defaultdict(list)
     for i, config in enumerate(judged.config_id):
         if not np.isnan(judged.verdict[i]):
@@ -377,48 +396,24 @@ def corrected_scores(
     out = {}
     name = stats.CORRECTED_METRIC
     for config, rows in by_config.items():
-        verdicts = judged.verdict[rows]
-        labelled = [i for i in rows if judged.key[i] in known]
-        if len(labelled) < 2:
-            estimate = low = high = float("nan")
-        else:
-            person = np.array([known[judged.key[i]] for i in labelled], float)
-            estimate, low, high = (
-                float(v) for v in stats.corrected(verdicts, judged.verdict[labelled], person)
-            )
+        person = np.array([float(known.get(judged.key[i], np.nan)) for i in rows])
+        found = stats.corrected(
+            np.array([judged.stratum(i) for i in rows]),
+            person,
+            np.array([judged.cluster[i] for i in rows]),
+            STRATA,
+        )
         out[config] = {
-            name: estimate,
-            f"{name}_low": low,
-            f"{name}_high": high,
-            "labels": len(labelled),
+            name: found.estimate,
+            f"{name}_low": found.low,
+            f"{name}_high": found.high,
+            "labels": found.labels,
+            "missing": found.missing,
         }
     return out
 
 
 # ---------------------------------------------------------------- the labelling queue
-
-
-def verdicts_by_judge(engine: Engine, versions: set[str]) -> dict[tuple[str, str], set[bool]]:
-    """Every stored run's verdicts on each (question version, answer hash) of the question
-    versions ``versions``, pooled by key: more than one value means the judges (or one judge
-    across runs) disagree. One query, whatever the number of runs."""
-    results, runs = database.results, database.runs
-    query = (
-        sa.select(results.c.question_version, results.c.answer, results.c.scores)
-        .select_from(results.join(runs, results.c.run_pk == runs.c.id))
-        .where(runs.c.status.in_(database.WITH_RESULTS))
-    )
-    found: dict[tuple[str, str], set[bool]] = defaultdict(set)
-    ordered = sorted(versions)
-    with engine.connect() as conn:
-        for start in range(0, len(ordered), IN_BATCH):
-            batch = ordered[start : start + IN_BATCH]
-            rows = conn.execute(query.where(results.c.question_version.in_(batch)))
-            for version, answer, scores in rows:
-                verdict = (scores or {}).get("correctness")
-                if verdict is not None:
-                    found[(version, answer_hash(answer or ""))].add(verdict >= 0.5)
-    return found
 
 
 @dataclass(frozen=True)
@@ -430,34 +425,32 @@ class Proposal:
 
 
 def queue(engine: Engine, run_id: str, size: int = 20) -> list[Proposal]:
-    """The run's unlabelled judged answers whose labels teach the most, first: answers the
-    stored judges disagree on, then those where the verdict and the token metric
-    (answer_correctness >= 0.5) disagree, then the rest; within each tier, round robin over
-    the strata (configuration x verdict), so that every configuration and both verdicts
-    are labelled early. Each distinct answer once."""
+    """The stored run's labelling queue (``queue_of``) against the stored labels."""
     judged, _ = judged_of(engine, run_id)
-    known = truth(engine)
-    pooled = verdicts_by_judge(engine, {version for version, _ in judged.key})
-    strata: dict[tuple[int, str, bool], list[Proposal]] = defaultdict(list)
+    return queue_of(judged, truth(engine), size)
+
+
+def queue_of(judged: Judged, known: dict[tuple[str, str], bool], size: int = 20) -> list[Proposal]:
+    """The run's unlabelled judged answers, each distinct answer once, in the order people
+    should label them: round robin over the strata configuration x ``STRATA`` (so every
+    configuration and both verdicts are labelled early), the strata where the verdict and
+    answer_correctness disagree first in each round (their labels teach the most), and
+    within a stratum in the order of a hash of the answer: a random sample of the stratum,
+    whatever its answers' correctness. That is what keeps the corrected score unbiased
+    however many labels are given (``agreement.corrected`` stratifies the same way)."""
+    strata: dict[tuple[str, int], list[tuple[str, Proposal]]] = defaultdict(list)
     seen = set()
     for i, key in enumerate(judged.key):
-        verdict = judged.verdict[i]
-        if np.isnan(verdict) or key in known or key in seen:
+        if np.isnan(judged.verdict[i]) or key in known or key in seen:
             continue
         seen.add(key)
-        said = bool(verdict >= 0.5)
-        if len(pooled.get(key, ())) > 1:
-            tier, why = 0, "judges disagree"
-        elif said != bool(judged.token_correct[i]):
-            tier, why = 1, "the judge and answer_correctness disagree"
-        else:
-            tier, why = 2, "stratified over configurations and verdicts"
-        config = judged.config_id[i]
-        strata[(tier, config, said)].append(Proposal(config, judged.question_id[i], said, why))
+        stratum, config = judged.stratum(i), judged.config_id[i]
+        proposal = Proposal(config, judged.question_id[i], stratum >= 2, STRATA[stratum])
+        strata[(config, stratum)].append((digest(list(key)), proposal))
     ordered = sorted(
-        ((tier, position, config, not said), proposal)
-        for (tier, config, said), items in strata.items()
-        for position, proposal in enumerate(items)
+        ((position, 1 - stratum % 2, config, -stratum), proposal)
+        for (config, stratum), items in strata.items()
+        for position, (_, proposal) in enumerate(sorted(items, key=lambda item: item[0]))
     )
     return [proposal for _, proposal in ordered[:size]]
 
@@ -471,7 +464,9 @@ def corrected_board(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     name = stats.CORRECTED_METRIC
     rows = []
     for row in board:
-        figures = scores.get(row["config_id"], {name: float("nan"), "labels": 0})
+        figures = scores.get(
+            row["config_id"], {name: float("nan"), "labels": 0, "missing": "no verdicts"}
+        )
         rows.append({**{k: row.get(k) for k in ("config_id", "label", "correctness")}, **figures})
         rows[-1].update(correctness_low=row.get("correctness_low"))
         rows[-1].update(correctness_high=row.get("correctness_high"))
@@ -500,7 +495,9 @@ def corrected_lines(store: str | None, run_id: str, top: int | None = None) -> l
         )
     lines.append(
         f"{name}: the judge's correctness corrected by people's labels of the same answers "
-        "(prediction-powered inference); '-': fewer than 2 labels, or none on a verdict "
-        "the judge gave"
+        "(prediction-powered inference, stratified as the labelling queue draws, clustered)"
     )
+    lines += [
+        f"  '-' #{rank}: {row['missing']}" for rank, row in enumerate(rows, 1) if row.get("missing")
+    ]
     return lines

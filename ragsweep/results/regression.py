@@ -317,11 +317,15 @@ def _overlap(
 
 
 def resolve_deployed(value: str) -> str:
-    """The config id of a deployed configuration given as a config id, as the path of the
-    YAML ``ragsweep best`` prints, or as that YAML's text."""
+    """The config id of a deployed configuration given as a config id, as ``agent:NAME``
+    (a deployed assistant's row, ``--agent``), as the path of the YAML ``ragsweep best``
+    prints, or as that YAML's text."""
+    from ragsweep.answering.agents import PREFIX, row_id
     from ragsweep.sweep.space import SearchSpace
 
     value = value.strip()
+    if value.startswith(PREFIX) and "\n" not in value:
+        return row_id(value.removeprefix(PREFIX))
     path = Path(value)
     if "\n" not in value and path.is_file():
         space = SearchSpace.from_yaml(path)
@@ -353,8 +357,11 @@ def _clusters(board: pa.Table, results: pa.Table, question_ids: list[str]) -> Cl
         results["question_id"].to_pylist(), results["cluster"].to_pylist(), strict=True
     ):
         keys.setdefault(qid, key)
-    unit = (settings_of(board).get("clusters") or {}).get("unit", "document")
-    return clusters.of_keys([keys[q] for q in question_ids], unit)
+    record = settings_of(board).get("clusters") or {}
+    documents = (record.get("documents", 0), record.get("documents_effective", 0.0))
+    return clusters.of_keys(
+        [keys[q] for q in question_ids], record.get("unit", "document"), documents
+    )
 
 
 def _flips(
@@ -479,9 +486,11 @@ def alarm_line(comparison: Comparison) -> str:
 def cannot_fire(comparison: Comparison) -> str:
     """Why the alarm gives no verdict, in words (``Comparison.alarm_can_fire`` is false)."""
     count = comparison.clusters.count if comparison.clusters else len(comparison.overlap.questions)
+    resampled = f" ({comparison.clusters.describe()})" if comparison.clusters else ""
     return (
-        f"with {count} cluster{'' if count == 1 else 's'} this alarm cannot fire at 5% (a test "
-        "over G clusters gives p >= 2^-G); compare on more questions, documents or sections"
+        f"with {count} cluster{'' if count == 1 else 's'}{resampled} this alarm cannot fire at "
+        "5% (a test over G clusters gives p >= 2^-G); compare on more questions, documents or "
+        "sections"
     )
 
 
@@ -497,14 +506,9 @@ def overlap_lines(comparison: Comparison) -> list[str]:
     out = [
         f"compared on what both runs share: {_count(o.configs, 'configuration')}, "
         f"{_count(o.questions, 'question')}"
-        + (f" in {comparison.clusters.describe()}" if comparison.clusters else "")
     ]
-    caution = (
-        clusters.caution(len(o.questions), clusters.effective(comparison.clusters.ids))
-        if comparison.clusters
-        else None
-    )
-    out += [caution] if caution else []
+    if comparison.clusters:
+        out += [comparison.clusters.statement(), *comparison.clusters.cautions()]
     for who, configs, questions in (
         ("only in the baseline", o.configs_removed, o.questions_removed),
         ("only in the candidate", o.configs_added, o.questions_added),

@@ -25,11 +25,17 @@ from ragsweep.evaluation.metrics import metric as metric_of
 from ragsweep.results.agreements import AGREEMENT_SLOT
 from ragsweep.results.exports import (
     ERRORS_LEGEND,
+    JUDGE_LEGEND,
+    NOT_MEASURED,
     eliminated_cell,
     errors_cell,
     exact_only,
     has_eliminated,
     has_errors,
+    has_judge,
+    judge_rate_cell,
+    not_measured,
+    not_measured_lines,
     number,
     ranking_metric,
     render,
@@ -234,7 +240,11 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
         "<tr><th>rank</th><th>tied</th><th>configuration</th>"
         f"<th>{escape(metric)}{better}</th><th>95% CI</th>"
         f"<th>interval ({scale[0]:.3g} to {scale[1]:.3g})</th>"
-        + "".join(f'<th class="wrap">{escape(m.replace("_", " "))}</th>' for m in others)
+        + judged_head(board, metric, None)
+        + "".join(
+            f'<th class="wrap">{escape(m.replace("_", " "))}</th>' + judged_head(board, metric, m)
+            for m in others
+        )
         + "<th>questions</th>"
         + ("<th>eliminated</th>" if with_eliminated else "")
         + ("<th>errors</th>" if with_errors else "")
@@ -267,14 +277,47 @@ def leaderboard_table(board: pa.Table, metric: str) -> str:
             f'<td class="num"><b>{fmt(r[metric])}</b></td>'
             f'<td class="num">{fmt(r[metric + "_low"])} – {fmt(r[metric + "_high"])}</td>'
             f"<td>{interval_bar(r[metric], r[metric + '_low'], r[metric + '_high'], scale)}</td>"
-            + "".join(f'<td class="num">{fmt(r[m])}</td>' for m in others)
+            + judged_cell(board, metric, None, r)
+            + "".join(metric_cell(board, m, r) + judged_cell(board, metric, m, r) for m in others)
             + f'<td class="num">{r["questions"]}</td>{out}{errors}'
             f'<td class="num">{fmt(r["p_value"], 4)}</td><td class="num">{cost_cell}</td>'
             f"{rerank_cell}</tr>"
         )
     legend = f'<p class="muted">{escape(ERRORS_LEGEND)}.</p>' if with_errors else ""
+    legend += "".join(f'<p class="muted">{escape(line)}.</p>' for line in judged_legend(board))
     table = f'<table id="leaderboard">{head}{"".join(lines)}</table>'
     return f'<div class="scroll">{table}</div>{legend}'
+
+
+def _judged_column(board: pa.Table, metric: str) -> str | None:
+    """The metric the judge-error column follows: the ranking metric when the judge gives it,
+    else correctness; None when the run had no judge."""
+    if not has_judge(board):
+        return None
+    return metric if metric_of(metric).judged else "correctness"
+
+
+def judged_head(board: pa.Table, metric: str, after: str | None) -> str:
+    """The judge-error column's header where it follows ``after`` (None: the ranking
+    metric's interval bar; a metric: that metric's column)."""
+    return "<th>judge errors</th>" if _judged_column(board, metric) == (after or metric) else ""
+
+
+def judged_cell(board: pa.Table, metric: str, after: str | None, row: dict) -> str:
+    if _judged_column(board, metric) != (after or metric):
+        return ""
+    return f'<td class="num judge-errors">{escape(judge_rate_cell(row))}</td>'
+
+
+def metric_cell(board: pa.Table, m: str, row: dict) -> str:
+    """A metric's mean, or ``n/a`` where the run could not measure it."""
+    shown = NOT_MEASURED if m in not_measured(board) else fmt(row[m])
+    return f'<td class="num">{shown}</td>'
+
+
+def judged_legend(board: pa.Table) -> list[str]:
+    """The footnotes of the judge-error column and of the metrics not measured."""
+    return ([JUDGE_LEGEND] if has_judge(board) else []) + not_measured_lines(board)
 
 
 def breakdown_tables(breakdown: pa.Table, board: pa.Table, metric: str) -> str:
@@ -400,13 +443,39 @@ def model_summary(record: dict, calls: str) -> str:
 
 
 def warm_summary(warm: dict) -> str:
-    """What the model-based search started from: earlier runs' scores, or why none."""
-    if warm.get("configurations"):
-        return (
-            f" Warm start: {warm['configurations']} configurations scored by earlier runs of "
-            f"the sweep ({', '.join(warm['runs'])}), not answered again."
+    """What the model-based search started from: earlier runs' scores, or why none; which of
+    them were answered again, and which could win but were not (``unchecked_warm``)."""
+    if not warm.get("configurations"):
+        return f" {warm['note'][0].upper()}{warm['note'][1:]}." if warm.get("note") else ""
+    again = warm.get("answered_again") or []
+    text = (
+        f" Warm start: {warm['configurations']} configurations scored by earlier runs of "
+        f"the sweep ({', '.join(warm['runs'])})"
+    )
+    if again:
+        text += (
+            f"; {len(again)} of them, scored by an earlier run at least as high as this run's "
+            "best, answered again in this run, the others not answered again."
         )
-    return f" {warm['note'][0].upper()}{warm['note'][1:]}." if warm.get("note") else ""
+    else:
+        text += ", not answered again."
+    unchecked = unchecked_warm(warm)
+    return text + (f" {unchecked}" if unchecked else "")
+
+
+def unchecked_warm(warm: dict) -> str | None:
+    """A line when configurations an earlier run scored at least as high as this run's best
+    were not answered again (more than ``steps.RECHECKED`` of them): this run's best may not
+    be the sweep's."""
+    left = warm.get("not_answered_again") or []
+    if not left:
+        return None
+    shown = ", ".join(f"{w['label'] or w['config_id']} ({w['score']:.3f})" for w in left)
+    return (
+        f"Not answered again, though an earlier run of the sweep ({', '.join(warm['runs'])}) "
+        f"scored them at least as high as this run's best: {shown}; the sweep's best may be "
+        "among them, and this run's rank 1, patterns and best are this run's only."
+    )
 
 
 JUDGE_UNREADABLE_SHARE = 0.05  # above this share of answers, the run says the judge failed
@@ -420,19 +489,11 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
     record = settings.get("clusters")
     out = []
     if record:
-        if record["unit"] == "question":
-            out.append(
-                f"Intervals and tests resample the {record['questions']} questions one by one "
-                "(too few documents or sections to cluster them)."
-            )
-        else:
-            out.append(
-                f"Intervals and tests resample {clusters.describe(record['unit'], record['count'])}"
-                f", the questions of each together ({record['questions']} questions)."
-            )
-        caution = clusters.caution(record["questions"], record["effective"])
-        if caution:
-            out.append(caution)
+        out.append(clusters.statement_of(record))
+        out += clusters.cautions_of(record)
+    spans = gold_span_line(settings.get("gold_spans"))
+    if spans:
+        out.append(spans)
     rows = board.to_pylist()
     verdictless = [r for r in rows if r["rank"] > 1 and r["p_value"] is None and r["questions"]]
     if verdictless:
@@ -449,6 +510,29 @@ def statistics_lines(board: pa.Table, judge: bool = True) -> list[str]:
         )
     unreadable = judge_warning(settings) if judge else None
     return out + ([unreadable] if unreadable else [])
+
+
+def gold_span_line(record: dict | None) -> str | None:
+    """How many questions the span metrics rest on, and how many of their gold spans were
+    located approximately; None when every question has a span found verbatim."""
+    if not record or (record["located"] == record["questions"] and not record["approximate"]):
+        return None
+    if not record["located"]:
+        return (
+            f"Span recall and span precision: none of the {record['questions']} questions has a "
+            "gold span (its answer or reference context located in its documents)."
+        )
+    approximate = record["approximate"]
+    how = (
+        f"; {approximate} of them located approximately (the answer is said in other words: "
+        "the passage that best matches it, not a verbatim quote)"
+        if approximate
+        else ", found verbatim"
+    )
+    return (
+        f"Span recall and span precision rest on the {record['located']} of "
+        f"{record['questions']} questions with a gold span{how}."
+    )
 
 
 def judge_warning(settings: dict) -> str | None:

@@ -7,9 +7,10 @@
   each searched, their rankings fused by reciprocal rank (``ragsweep.retrieval.search.fuse``).
 
 The model is the space's ``query_model`` (else its first ``llm:`` answerer's), at the LLM
-endpoint (``RAGSWEEP_LLM_BASE_URL``). Each (transform, model, endpoint, prompt, question) is
-asked once and its reply kept in the reply cache (``ragsweep.models.replies``), so the chunk
-sets of a run, and a rerun, share one call per question. A question whose transformation
+endpoint (``RAGSWEEP_LLM_BASE_URL``). Each (transform, model identity: the endpoint's URL
+without credentials and the model name, prompt, question) is asked once and its reply kept
+in the reply cache (``ragsweep.models.replies``), so the chunk sets of a run, and a rerun,
+share one call per question. A question whose transformation
 fails after its retries stops the step with one line naming it.
 """
 
@@ -95,8 +96,7 @@ def transform(
     through the reply cache, ``settings.concurrency`` in flight); one per question."""
     endpoint = Endpoint.from_env(model)
     chat = Chat(endpoint, settings)
-    where = {"kind": "query_transform", "transform": name, "model": model}
-    where["endpoint"] = endpoint.where
+    where = {"kind": "query_transform", "transform": name, "model": endpoint.identity}
     cache = ReplyCache()
 
     async def one(question: str) -> Transformed:

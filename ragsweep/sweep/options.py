@@ -89,6 +89,7 @@ def run_settings(options: Mapping[str, Any]) -> RunSettings:
         patterns=o["patterns"],
         embedding_shard_bytes=o["embedding_shard_bytes"],
         sweep_name=o["sweep"],
+        agents=tuple(o.get("agent") or ()),
     )
 
 

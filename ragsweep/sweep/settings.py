@@ -7,19 +7,21 @@ stored with its results."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ragsweep import __version__
-from ragsweep.core.errors import RagsweepError
+from ragsweep.answering.agents import Agent, parse_agents
+from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
 from ragsweep.evaluation import statistics
-from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric
+from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasured
+from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
@@ -49,11 +51,24 @@ def check_strategy(strategy: str, source: str = "strategy (--strategy)") -> str:
 
 def check_count(patterns: int, source: str = "--patterns") -> int:
     """``patterns`` when it is a count of patterns to write (0: none); else a clear error."""
-    if isinstance(patterns, bool) or not isinstance(patterns, int) or patterns < 0:
-        raise RagsweepError(
-            f"{source}: expected 0 or a positive number of patterns, got {patterns!r}"
-        )
-    return patterns
+    if isinstance(patterns, bool) or not isinstance(patterns, int):
+        raise RagsweepError(f"{source}: expected a number of patterns, got {patterns!r}")
+    return int(check_at_least(patterns, 0, source, " (none)"))
+
+
+# the counts and sizes of a run: (field, the least it may be, what that least means); the
+# option of a field is its name with '-' for '_' (max_questions: --max-questions)
+BOUNDS = (
+    ("max_configs", 0, " (no limit)"),
+    ("max_document_bytes", 0, " (every document)"),
+    ("max_questions", 0, " (every question)"),
+    ("max_llm_calls", 0, " (no limit)"),
+    ("seed", 0, ""),
+    ("cache_max_gb", 0, " (no cap)"),
+    ("embedding_shard_bytes", 0, " (never shard)"),
+    ("parallelism", 1, ""),
+    ("trials_at_once", 1, ""),
+)
 
 
 @dataclass(frozen=True)
@@ -81,36 +96,29 @@ class RunSettings:
     embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
     sweep_name: str = ""  # what `baseline=latest` follows; empty: the sweep key names it
+    agents: tuple[str, ...] = ()  # deployed assistants, NAME=URL, each a row (--agent)
+    # fixed by the pipeline's first step (with_runtimes), not parameters: each embedding
+    # model's runtime, which every step embeds with, and its identity (files and runtime)
+    embedding_runtimes: dict[str, str] = field(default_factory=dict)
+    embedding_identities: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_metric(self.optimization_metric)
-        if self.parallelism < 1:
-            raise RagsweepError(f"parallelism must be 1 or more, not {self.parallelism}")
-        if self.max_llm_calls < 0:
+        missing = unmeasured(list(self.space.answerers)).get(self.optimization_metric)
+        if missing:
             raise RagsweepError(
-                f"max_llm_calls must be 0 (no limit) or more, not {self.max_llm_calls}"
+                f"optimization_metric (--metric) {self.optimization_metric}: cannot rank "
+                f"these configurations: {missing}"
             )
-        if self.cache_max_gb < 0:
-            raise RagsweepError(
-                "cache_max_gb (--cache-max-gb): must be 0 (no cap) or more, "
-                f"not {self.cache_max_gb:g}"
-            )
-        if self.embedding_shard_bytes < 0:
-            raise RagsweepError(
-                "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or "
-                f"more, not {self.embedding_shard_bytes}"
-            )
+        for name, least, meaning in BOUNDS:
+            flag = "--" + name.replace("_", "-")
+            check_at_least(getattr(self, name), least, f"{name} ({flag})", meaning)
         check_strategy(self.strategy)
-        if self.trials_at_once < 1:
-            raise RagsweepError(
-                f"trials_at_once (--trials-at-once): must be 1 or more, not {self.trials_at_once}"
-            )
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
-        elif self.max_configs < 0:
-            raise RagsweepError(f"--max-configs: must be 0 or more, got {self.max_configs}")
         check_count(self.patterns, "patterns (--patterns)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
+        self.deployed()  # each NAME=URL checked
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the settings artifact's), the inverse of ``from_dict``."""
@@ -121,7 +129,16 @@ class RunSettings:
             "llm": self.llm.to_dict(),
             "qa_generation": self.qa_generation.to_dict(),
             "more_docs": list(self.more_docs),
+            "agents": list(self.agents),
         }
+
+    def deployed(self) -> list[Agent]:
+        """The deployed assistants evaluated beside the sweep (``--agent``)."""
+        return parse_agents(self.agents, "agents (--agent)")
+
+    def all_configs(self) -> list[dict[str, Any]]:
+        """Every configuration of the space, then each deployed assistant's row."""
+        return self.space.all_configs() + [agent.config() for agent in self.deployed()]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "settings") -> RunSettings:
@@ -133,8 +150,13 @@ class RunSettings:
                 "llm": LLMSettings.from_dict(data["llm"], source),
                 "qa_generation": QASettings.from_dict(data["qa_generation"], source),
                 "more_docs": tuple(data["more_docs"]),
+                "agents": tuple(data.get("agents") or ()),  # absent from older settings
             }
         )
+
+    def fix_runtimes(self) -> None:
+        """Embed in this process with the runtimes the run fixed (``with_runtimes``)."""
+        embedding.fix_runtimes(self.embedding_runtimes)
 
     def pipeline_arguments(self) -> dict[str, Any]:
         """The pipeline's parameters for this run (locations as keys without a bucket)."""
@@ -160,6 +182,7 @@ class RunSettings:
             "qa_generation": self.qa_generation.to_dict(),
             "patterns": self.patterns,
             "sweep_name": self.sweep_name,
+            "agents": list(self.agents),
         }
 
     def record(
@@ -199,6 +222,8 @@ class RunSettings:
             sweep["max_llm_calls"] = self.max_llm_calls
         if not self.testset:
             sweep["qa_generation"] = self.qa_generation.to_dict()
+        if self.agents:  # absent without, so the sweep keys of older runs still match
+            sweep["agents"] = [agent.name for agent in self.deployed()]
         key = config_id({**sweep, "llm": self.llm.sweep_dict()})  # deadlines aside
         return {
             **sweep,
@@ -210,13 +235,39 @@ class RunSettings:
             **hashes,
             "judge": self.llm.judge or "none (metrics computed without an LLM)",
             "statistics": {
-                "interval": "95% cluster bootstrap, clusters = first reference document",
-                "test": "step-down max-statistic vs the leader, wild cluster bootstrap",
+                "interval": "95% cluster bootstrap, clusters = documents, sections or questions",
+                "test": "step-down max-statistic vs the leader, null-imposed wild bootstrap",
                 "bootstrap_resamples": statistics.RESAMPLES,
                 "seed": statistics.SEED,
             },
             "ragsweep_version": __version__,
+            # outside the sweep key: a nightly keeps its baseline, and the comparison says
+            **self.embedding_record(),
         }
+
+    def embedding_record(self) -> dict[str, Any]:
+        """The models' runtimes and identities, when the run fixed them: ``[model, value]``
+        pairs, by model, so that MLflow logs each as one parameter (a model's name, such as
+        ``all-MiniLM-L6-v2@onnx``, is no valid parameter name)."""
+        if not self.embedding_runtimes:
+            return {}
+        return {
+            "embedding_runtimes": sorted(map(list, self.embedding_runtimes.items())),
+            "embedding_identities": sorted(map(list, self.embedding_identities.items())),
+        }
+
+
+def with_runtimes(settings: RunSettings, gpus: int = 0) -> RunSettings:
+    """``settings`` with each embedding model's runtime and identity fixed, once for the run
+    (the pipeline's first step): its suffix's, else the default, PyTorch when the embedding
+    steps have a GPU (``gpus``, compiled in by ``--gpu``; 0: they run where this does, so
+    a GPU here counts). Every later step embeds with these (``fix_runtimes``): a GPU step and
+    a CPU step never embed chunks and questions with two runtimes."""
+    gpu = gpus > 0 or None  # None: whether torch sees a GPU here
+    models = settings.space.embedding_models
+    runtimes = {m: embedding.runtime(m, gpu) for m in models}
+    identities = {m: embedding.identity(m, runtimes[m]) for m in models}
+    return replace(settings, embedding_runtimes=runtimes, embedding_identities=identities)
 
 
 def write_settings(settings: RunSettings, path: str | Path) -> None:

@@ -26,18 +26,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.answering import agents as deployed
 from ragsweep.answering.answerers import get_answerer, uses_model
 from ragsweep.answering.answers import Answer, History, parse_history, with_history
-from ragsweep.answering.contexts import Contexts, codes, group_rows
+from ragsweep.answering.contexts import SEPARATOR, Contexts, codes, group_rows
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, SCORES
+from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, METRICS, SCORES
 from ragsweep.documents.chunking import chunk_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving, statistics, surrogate
 from ragsweep.evaluation.leaderboard import matrix, resolve_metric
 from ragsweep.evaluation.metrics import metric as declared
-from ragsweep.evaluation.scoring import AUTORAG_METRICS, score_answers
+from ragsweep.evaluation.scoring import AUTORAG_METRICS, OVERALL_PARTS, score_answers
 from ragsweep.models import embedding
 from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
@@ -53,6 +54,9 @@ log = logging.getLogger("ragsweep")
 
 SEARCH_PARAMS = ("mmr_lambda", "mmr_fetch_k")
 EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is measured against
+# warm-started configurations that could win (an earlier run scored them at least as high as
+# this run's best), answered again in this run, out of its budget
+RECHECKED = 3
 
 
 def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -362,6 +366,8 @@ def evaluate(
     max_configs: int = 0,
     known: surrogate.WarmStart | None = None,
     trials_at_once: int = 1,
+    agents: list[deployed.Agent] | None = None,
+    documents: pa.Table | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Answer and score what the configurations retrieved: the answers and the scores, one
     row per config x question.
@@ -377,6 +383,10 @@ def evaluate(
     configuration's retrieval metrics
     (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores of earlier runs
     of the sweep (``ragsweep.results.warmstart``).
+    Each deployed assistant of ``agents`` answers every question once, whatever the
+    strategy (``ragsweep.answering.agents``; its contexts located in ``documents``), in the
+    last round; its calls and its verdicts' come out of ``max_llm_calls`` first, and it is
+    no configuration of ``max_configs``.
     The plan and the calls it made are recorded in the scores' metadata
     (``ragsweep.evaluation``), beside the judge (``ragsweep.evaluation.judge``); model answer
     settings
@@ -406,6 +416,7 @@ def evaluate(
     transforms = {c.get("query_transform", queries.NONE) for c in configured} - {queries.NONE}
     reserved = min(queried, len(order) * len(transforms))
     autorag = metric in AUTORAG_METRICS
+    agents = agents or []
     rounds, planned = plan_evaluation(
         configured,
         len(order),
@@ -415,6 +426,7 @@ def evaluate(
         strategy,
         max_configs,
         autorag,
+        len(agents),
     )
     planned += queried - reserved
     progress.plan(progress.LLM_CALLS, planned)
@@ -466,6 +478,14 @@ def evaluate(
         )
     else:
         halving.run(rounds, len(config_ids), play, seed)
+    if agents:
+        last = 0 if strategy == MODEL else len(rounds) - 1
+        asked_by = _agent_answers(agents, questions, documents, settings, last)
+        scores = score_answers(asked_by.answers, testset, settings, None, autorag)
+        judge = judge or (scores.schema.metadata or {}).get(b"ragsweep.judge")
+        made += asked_by.calls
+        answered.append(asked_by.answers)
+        scored.append(asked_by.measured(scores.select(SCORES.names).cast(SCORES)))
     rest = np.flatnonzero(left)
     answers, _ = _answered(retrievals, rest, contexts, by_id, questions, settings, None)
     answered.append(answers)
@@ -502,6 +522,94 @@ def evaluate(
     return answers, scores
 
 
+class _AgentAnswers:
+    """The deployed assistants' answers (kind ``answers``), the calls they made, and which
+    rows carried contexts and located spans."""
+
+    def __init__(self, answers: pa.Table, calls: int, given: list[bool], located: list[bool]):
+        self.answers, self.calls = answers, calls
+        self.given, self.located = np.array(given, bool), np.array(located, bool)
+
+    def measured(self, scores: pa.Table) -> pa.Table:
+        """``scores`` with what was not measured null: the retrieval metrics and
+        faithfulness where the reply carried no context, the span metrics where its texts
+        were not all found in their documents; AutoRAG's ``overall_score``, where scored,
+        the mean of the parts that remain."""
+        unmeasured = {name: ~self.given for name in _of_kind("retrieval")}
+        unmeasured["faithfulness"] = ~self.given
+        for name in ("span_recall", "span_precision"):
+            unmeasured[name] = ~(self.given & self.located)
+        for name, mask in unmeasured.items():
+            if name in scores.column_names and mask.any():
+                at = scores.schema.get_field_index(name)
+                kept = pc.if_else(pa.array(mask), pa.scalar(None, pa.float64()), scores[name])
+                scores = scores.set_column(at, scores.field(name), kept)
+        if scores["overall_score"].null_count < scores.num_rows:
+            parts = np.column_stack(
+                [scores[p].to_numpy(zero_copy_only=False) for p in OVERALL_PARTS]
+            ).astype(float)
+            with np.errstate(invalid="ignore"):
+                mean = np.nansum(parts, axis=1) / (~np.isnan(parts)).sum(axis=1)
+            at = scores.schema.get_field_index("overall_score")
+            kept = pc.if_else(
+                pc.is_null(scores["overall_score"]),
+                scores["overall_score"],
+                pa.array(mean, pa.float64(), from_pandas=True),
+            )
+            scores = scores.set_column(at, scores.field("overall_score"), kept)
+        return scores
+
+
+def _of_kind(kind: str) -> list[str]:
+    """The registered metrics of ``kind`` (retrieval, answer or recorded)."""
+    return [name for name in METRICS if declared(name).kind == kind]
+
+
+def _agent_answers(
+    agents: list[deployed.Agent],
+    questions: dict[str, tuple[str, History]],
+    documents: pa.Table | None,
+    settings: LLMSettings,
+    number: int,
+) -> _AgentAnswers:
+    """Every question asked of every assistant once, as rows of the answers artifact in
+    round ``number``: what the assistant said it retrieved stands for the retrieval (no
+    chunk ids, no scores)."""
+    texts = (
+        dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
+        if documents is not None
+        else {}
+    )
+    rows: list[dict[str, Any]] = []
+    given, located, calls = [], [], 0
+    for agent in agents:
+        replies = deployed.ask_agent(agent, list(questions.values()), texts, settings)
+        config = agent.config()["config_id"]
+        for question_id, reply in zip(questions, replies, strict=True):
+            got, answer = reply.retrieved, reply.answer
+            spans = got.spans
+            rows.append(
+                {
+                    "config_id": config,
+                    "question_id": question_id,
+                    "retrieved_chunk_ids": [],
+                    "retrieved_doc_ids": list(got.doc_ids),
+                    "context": SEPARATOR.join(got.texts),
+                    "round": number,
+                    **{name: getattr(answer, f) for name, f in ANSWER_COLUMNS.items()},
+                    "retrieved_spans": (
+                        [dict(zip(("doc_id", "start", "end"), s, strict=True)) for s in spans]
+                        if spans is not None
+                        else None
+                    ),
+                }
+            )
+            given.append(got.given)
+            located.append(spans is not None)
+            calls += 0 if answer.cached else answer.llm_calls
+    return _AgentAnswers(pa.Table.from_pylist(rows, schema=ANSWERS), calls, given, located)
+
+
 def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) -> np.ndarray:
     """The row of ``retrievals`` holding each configuration x question (questions in
     ``order``); -1 where there is none. A question not in the test set, or a configuration
@@ -527,15 +635,30 @@ def plan_evaluation(
     strategy: str = GRID,
     max_configs: int = 0,
     autorag: bool = False,
+    agents: int = 0,
 ) -> tuple[list[halving.Round], int]:
     """Which configurations answer which questions and the LLM calls that takes at most,
     ``reserved`` included (the query transformations'; with ``autorag``, a relevance
-    rating besides each verdict); a budget too small raises
+    rating besides each verdict) and the ``agents`` deployed assistants' (an answer and
+    its verdicts per question, taken from the budget first); a budget too small raises
     ``RagsweepError``. ``grid``: every configuration, or successive halving when
     ``max_llm_calls`` would not afford it (``ragsweep.evaluation.halving.plan``);
     ``halving``: successive halving even when it would; ``model``: one round of the
     configurations the model-based search may answer (``plan_model``)."""
     check_strategy(strategy, "strategy")
+    asked = agents * questions * (1 + calls_per_answer_of([], settings, autorag))
+    if max_llm_calls and asked and asked >= max_llm_calls:
+        raise RagsweepError(
+            f"max_llm_calls={max_llm_calls} is too few: the deployed assistants (--agent) take "
+            f"{asked} LLM calls (an answer and its verdicts per question) before any "
+            "configuration answers; raise the budget"
+        )
+    if asked:
+        planned, max_llm_calls = asked, max_llm_calls - asked if max_llm_calls else 0
+        rounds, more = plan_evaluation(
+            configs, questions, settings, max_llm_calls, reserved, strategy, max_configs, autorag
+        )
+        return rounds, planned + more
     if max_llm_calls and reserved >= max_llm_calls:
         raise RagsweepError(
             f"max_llm_calls={max_llm_calls} is too few: the query transformations take "
@@ -623,9 +746,12 @@ def _model_search(
     the seed) on the ``configs``' retrieval metrics (free: no answer needed), starting from
     the ``known`` scores of the configurations in the space; ``answer(batch)`` answers the
     configurations of ``batch`` (``at_once`` at most) together on every question and
-    returns their metric, a row each (higher is better). The
-    trials, in order, and the warm start (how many configurations, from which runs, or why
-    none), for the record."""
+    returns their metric, a row each (higher is better). A warm-started configuration that
+    could win (``_could_win``) is answered again, ``RECHECKED`` at most, out of the budget
+    (what the re-checks do not use goes back to the search), so that this run's best, its
+    patterns and the nightly comparison are this run's measurements of the sweep's best. The
+    trials, in order, and the warm start (how many configurations, from which runs, which
+    were answered again, which that could win were not; or why none), for the record."""
     metric, budget, seed = search
     config_ids = [c["config_id"] for c in configs]
     rows = np.arange(retrievals.num_rows)
@@ -650,8 +776,28 @@ def _model_search(
         scores.update(zip(batch, map(float, statistics.means(answer(batch))), strict=True))
         return [scores[i] for i in batch]
 
-    trials, _ = surrogate.search(x, names, budget, evaluate, seed, warm, at_once)
+    reserve = min(RECHECKED, len(warm), budget)
+    trials, _ = surrogate.search(x, names, budget - reserve, evaluate, seed, warm, at_once)
+    again = _could_win(warm, scores)[:reserve]
+    for start in range(0, len(again), at_once):
+        evaluate(again[start : start + at_once])
+    trials += [
+        surrogate.Trial(i, None, None, f"scored {sign * warm[i]:.3f} by an earlier run, at "
+                        "least this run's best: answered again")
+        for i in again
+    ]  # fmt: skip
+    if reserve > len(again):  # the re-checks not needed go back to the search
+        more, _ = surrogate.search(
+            x, names, reserve - len(again), evaluate, seed + 1, {**warm, **scores}, at_once
+        )
+        trials += more
     started = {"configurations": len(warm), "runs": list(known.runs) if warm else []}
+    if warm:
+        started["answered_again"] = [config_ids[i] for i in again]
+        started["not_answered_again"] = [
+            {"config_id": config_ids[i], "label": configs[i].get("label"), "score": sign * warm[i]}
+            for i in _could_win(warm, scores)
+        ]
     if known.note:
         started["note"] = known.note
     if warm:
@@ -673,6 +819,16 @@ def _model_search(
         }
         for t in trials
     ], started
+
+
+def _could_win(warm: dict[int, float], scores: dict[int, float]) -> list[int]:
+    """The warm-started configurations not answered in this run whose earlier score (higher
+    is better) is at least this run's best: the sweep's best may be among them. Highest
+    first."""
+    answered = [v for v in scores.values() if math.isfinite(v)]
+    best = max(answered, default=-math.inf)
+    found = [i for i, v in warm.items() if i not in scores and v >= best]
+    return sorted(found, key=lambda i: -warm[i])
 
 
 # an ANSWERS column for each field of an Answer

