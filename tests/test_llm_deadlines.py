@@ -143,3 +143,15 @@ def test_the_limit_halves_once_per_round_and_grows_back_by_one_to_its_ceiling():
     limit.answered(1, 0.1, 1.0)  # the fastest first token; answers take a second
     limit.answered(1, 2.5, 1.0)  # waited behind two answers: a queue
     assert (limit.value, limit.lowered["queue"]) == (3, 1)
+
+
+def test_requests_asked_one_at_a_time_say_where_they_settled_once(llm_server, caplog):
+    """As Giskard's question generation asks (``ask_now``): one line, not one per request."""
+    chat = chat_at(LLMSettings())
+    with caplog.at_level(logging.INFO, logger="ragsweep"):
+        replies = [chat.ask_now([("user", f"Question {i}?")]) for i in range(3)]
+    assert [r.error for r in replies] == [None] * 3
+    said = [r.getMessage() for r in caplog.records if "in flight (asked 8" in r.getMessage()]
+    assert said == [
+        f"answerer at {llm_server.url}: 8 in flight (asked 8; no slot count; never lowered)"
+    ]

@@ -319,6 +319,7 @@ class Chat:
         self.limit = Limit(settings.concurrency)
         self._http: httpx.AsyncClient | None = None
         self._probed = False
+        self._said = ""  # the last summary of the requests in flight logged
         self._heard = 0.0  # when the endpoint last sent anything, to any request
         self._answered = 0.0  # when the endpoint last answered a request
 
@@ -326,7 +327,8 @@ class Chat:
         self, items: Sequence[T], work: Callable[[T], Awaitable[R]], what: str = "requests"
     ) -> list[R]:
         """``work(item)`` for every item, at most ``limit.value`` at a time; results in
-        order. Says how many it settled on keeping in flight, when it asked the endpoint."""
+        order. Says how many it settled on keeping in flight, when it asked the endpoint
+        (once per ``Chat``, and again when that changed: ``ask_now`` runs one at a time)."""
         done = 0
         step = max(1, len(items) // 4)  # a progress line per quarter
         sent = self.limit.sent
@@ -352,8 +354,10 @@ class Chat:
 
         progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
         results = run_coroutine(main) if items else []
-        if self.limit.sent > sent:
-            log.info("%s at %s: %s", self.endpoint.model, self.endpoint.where, self.limit.summary())
+        summary = self.limit.summary()
+        if self.limit.sent > sent and summary != self._said:  # once, unless it changed
+            log.info("%s at %s: %s", self.endpoint.model, self.endpoint.where, summary)
+            self._said = summary
         return results
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
