@@ -3,8 +3,12 @@
 by ``overlap_score``).
 
 Each test scripts the replies it needs (``then``): an answer, an HTTP error with headers (429
-with Retry-After), a stall longer than the client's timeout, malformed JSON; a
-``context_window`` answers 400 to longer prompts, as a model server does. Unscripted
+with Retry-After), a stall longer than the client's timeout, a slow stream, malformed JSON;
+a ``context_window`` answers 400 to longer prompts, as a model server does. A request that
+asks to stream (``stream``) is answered as server-sent events, a word per chunk, as
+llama.cpp and vLLM do (``streams = False``: a whole completion, as a server that does not
+stream); ``slots`` > 0 serves that many requests at a time and queues the rest, as
+llama.cpp's ``n_parallel`` (``publish_slots``: its ``GET /props`` says how many). Unscripted
 requests get ``responder``'s reply, by default a plausible one for each prompt ragsweep and
 Giskard send: RAG answers from the context, judge verdicts by word overlap, Giskard's
 question/answer JSON. The server counts requests and the most it had in flight.
@@ -17,7 +21,8 @@ import re
 import socket
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +37,7 @@ class Step:
     content: str | None = None  # the assistant's message; None: the responder's
     headers: dict = field(default_factory=dict)
     stall_s: float = 0.0  # wait this long first (past the client's timeout: a stall)
+    token_interval_s: float = 0.0  # streamed: wait this long before each word
     body: str | None = None  # a raw body instead of a completion
 
 
@@ -158,12 +164,17 @@ class ScriptedLLM:
         self.refuse_json_schema = False  # answer 400 to a json_schema response_format only
         self.context_window = 0  # > 0: answer 400 to prompts of more words, as vLLM does
         self.hold_until = 0  # keep the first requests until this many have come (or 10 s)
+        self.streams = True  # stream when asked to (False: a whole completion regardless)
+        self.refuse_streaming = False  # answer 400 to stream=true, as some gateways do
+        self.slots = 0  # > 0: serve this many requests at a time, queue the rest
+        self.publish_slots = False  # answer GET /props with total_slots, as llama.cpp does
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Condition()
         self.closing = threading.Event()
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.http.daemon_threads = True
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+        self.serving = 0  # requests being answered (the others wait for a slot)
 
     @property
     def url(self) -> str:
@@ -203,6 +214,8 @@ class ScriptedLLM:
             self.lock.wait_for(lambda: len(self.requests) >= self.hold_until, timeout=10)
             step = self.script.pop(0) if self.script else Step()
         asked = (request.get("response_format") or {}).get("type")
+        if self.refuse_streaming and request.get("stream"):
+            return Step(status=400, body=json.dumps({"error": {"message": "stream: unsupported"}}))
         if (self.refuse_json_mode and asked) or (
             self.refuse_json_schema and asked == "json_schema"
         ):
@@ -215,6 +228,19 @@ class ScriptedLLM:
             )
             return Step(status=400, body=json.dumps({"error": {"message": message}}))
         return step
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        """Wait for a free slot (``slots``), hold it while answering."""
+        with self.lock:
+            self.lock.wait_for(lambda: not self.slots or self.serving < self.slots)
+            self.serving += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.serving -= 1
+                self.lock.notify_all()
 
     def _done(self) -> None:
         with self.lock:
@@ -238,7 +264,9 @@ class ScriptedLLM:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
+                if self.path == "/props" and server.publish_slots:
+                    self.send(200, json.dumps({"total_slots": server.slots}))
+                elif self.path.rstrip("/").endswith("/models") and server.models_status != 200:
                     self.send(server.models_status, '{"error": {"message": "refused"}}')
                 elif self.path.rstrip("/").endswith("/models"):
                     data = [{"id": m, "object": "model"} for m in server.models]
@@ -257,9 +285,10 @@ class ScriptedLLM:
                     return
                 step = server._next(request, self.headers.get("Authorization", ""))
                 try:
-                    if step.stall_s and server.closing.wait(step.stall_s):
-                        return
-                    self.reply(request, step)
+                    with server._slot():  # queued until a slot is free
+                        if step.stall_s and server.closing.wait(step.stall_s):
+                            return
+                        self.reply(request, step)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a stall past its timeout)
                 finally:
@@ -304,6 +333,9 @@ class ScriptedLLM:
                 if content is None:
                     content = server.responder(request)
                 prompt = sum(len(m["content"].split()) for m in request["messages"])
+                if request.get("stream") and server.streams:
+                    self.stream(request, step, content, prompt)
+                    return
                 completion = {
                     "id": f"chatcmpl-{len(server.requests)}",
                     "object": "chat.completion",
@@ -327,5 +359,31 @@ class ScriptedLLM:
                     },
                 }
                 self.send(200, json.dumps(completion), step.headers)
+
+            def stream(self, request: dict, step: Step, content: str, prompt: int) -> None:
+                """The reply as server-sent events: a word per chunk, then the usage when
+                asked (``stream_options.include_usage``), then ``[DONE]``."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                base = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion.chunk"}
+
+                def event(choices: list, **extra) -> None:
+                    data = json.dumps({**base, "choices": choices, **extra})
+                    self.wfile.write(f"data: {data}\n\n".encode())
+                    self.wfile.flush()
+
+                first = {"role": "assistant", "content": "", **server.message_fields(request)}
+                event([{"index": 0, "delta": first}])  # an agent's context comes first
+                for word in re.findall(r"\s*\S+", content):
+                    if step.token_interval_s and server.closing.wait(step.token_interval_s):
+                        return
+                    event([{"index": 0, "delta": {"content": word}}])
+                event([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+                if (request.get("stream_options") or {}).get("include_usage"):
+                    n = len(content.split())
+                    usage = {"prompt_tokens": prompt, "completion_tokens": n}
+                    event([], usage={**usage, "total_tokens": prompt + n})
+                self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler

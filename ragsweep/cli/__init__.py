@@ -264,7 +264,11 @@ def run(
     prompt_template: str = typer.Option(
         None, help="Answer prompt with {context} and {question}: text, or @file."
     ),
-    concurrency: int = typer.Option(LLM_DEFAULTS.concurrency, help="Requests in flight."),
+    concurrency: int = typer.Option(
+        LLM_DEFAULTS.concurrency,
+        help="Most requests in flight per endpoint: fewer while it queues, refuses (429, 503) "
+        "or times out, never more than the slots a llama.cpp server says it has.",
+    ),
     qa_llm: str = typer.Option(
         "", help="Without --testset: the model that generates one (default: the first --llm)."
     ),
@@ -314,14 +318,18 @@ def run(
         "--top, --verbose and --skip-unresolved may be given with it.",
     ),
     llm_timeout: float = typer.Option(
-        LLM_DEFAULTS.timeout_s, help="Seconds an answer request waits for its answer."
+        LLM_DEFAULTS.timeout_s,
+        help="Seconds an answer request waits for the endpoint to send anything: for its "
+        "first token while the endpoint sends nothing to any request, then between two "
+        "chunks of its streamed answer.",
     ),
     llm_retries: int = typer.Option(
         LLM_DEFAULTS.max_retries,
         help="Tries after the first of an answer request that timed out or failed (429, 5xx).",
     ),
     judge_timeout: float = typer.Option(
-        LLM_DEFAULTS.judge_timeout_s, help="Seconds a judge request waits for its verdict."
+        LLM_DEFAULTS.judge_timeout_s,
+        help="Seconds a judge request waits for the endpoint to send anything (as --llm-timeout).",
     ),
     judge_retries: int = typer.Option(
         LLM_DEFAULTS.judge_max_retries, help="Tries after the first of a judge request."

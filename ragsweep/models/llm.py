@@ -1,4 +1,4 @@
-"""Talk to any OpenAI-compatible endpoint through llama-index's ``OpenAILike``.
+"""Talk to any OpenAI-compatible endpoint: ``POST /chat/completions`` over httpx, streamed.
 
 A model is named on its own; where it is served comes from the environment:
 ``RAGSWEEP_LLM_BASE_URL`` and ``RAGSWEEP_LLM_API_KEY`` for the answering models, and
@@ -6,8 +6,12 @@ A model is named on its own; where it is served comes from the environment:
 endpoint and key when unset). Keys never leave the environment: they are not parameters,
 and every message that could quote one is redacted.
 
-``Chat`` keeps ``concurrency`` requests in flight, retries 408/409/429/5xx, timeouts and
-dropped connections with exponential backoff (honouring ``Retry-After``), and reports each
+``Chat`` streams each reply (where the server refuses to, it waits for the whole), so that
+its deadlines measure progress: a request queued behind others at a busy server waits, a
+hung server fails as fast as a whole-request deadline would. It keeps up to
+``concurrency`` requests in flight, fewer while the endpoint queues or refuses
+(``ragsweep.models.concurrency``), retries 408/409/429/5xx, timeouts and dropped
+connections with exponential backoff (honouring ``Retry-After``), and reports each
 request's text, token usage, latency and number of calls, or its error: a failed request
 is a result, not an exception.
 """
@@ -15,9 +19,11 @@ is a result, not an exception.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +36,7 @@ from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
 from ragsweep.models import identity
+from ragsweep.models.concurrency import Limit
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:  # imported where used: every pipeline step imports this module
@@ -43,12 +50,22 @@ R = TypeVar("R")
 
 MAX_WAIT_S = 60.0  # the longest back-off or Retry-After we wait before one retry
 RETRY_STATUS = frozenset({408, 409, 429})
-# Deadlines: a request waits TIMEOUT_S for its answer and is tried 1 + RETRIES times, so a
-# hung endpoint fails in about 2 minutes (3 x 40 s and the back-off; with every request in
-# flight failing so, the step stops: ``EndpointDown``). The sweep key keeps the values runs
-# had before deadlines were options, so that a run's key does not change with its deadlines.
+# Deadlines: a request waits TIMEOUT_S for the endpoint to send anything and is tried
+# 1 + RETRIES times, so a hung endpoint fails in about 2 minutes (3 x 40 s and the back-off;
+# with every request in flight failing so, the step stops: ``EndpointDown``). The sweep key
+# keeps the values runs had before deadlines were options, so that a run's key does not
+# change with its deadlines.
 TIMEOUT_S, RETRIES = 40.0, 2
 TRANSPORT_KEYED = {"timeout_s": 120.0, "max_retries": 4, "backoff_s": 1.0}
+# A 400/422 that names what it refuses: structured output, or streaming. Any other (a prompt
+# longer than the context window, say) fails that request alone.
+NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object|schema|grammar", re.I)
+NAMES_STREAM = re.compile(r"\bstream", re.I)
+# the fields of a reply's message the OpenAI API defines: the others are the server's own
+# (``Reply.fields``: a deployed assistant's ``context``)
+DEFINED = frozenset(
+    {"role", "content", "refusal", "annotations", "audio", "function_call", "tool_calls"}
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +79,7 @@ class LLMSettings:
     prompt_template: str = ANSWER_TEMPLATE
     judge: str = ""
     concurrency: int = 8
-    timeout_s: float = TIMEOUT_S  # seconds a request waits for its answer
+    timeout_s: float = TIMEOUT_S  # seconds a request waits without a byte (Chat._post)
     max_retries: int = RETRIES  # tries after the first, on a timeout, 408/409/429 or 5xx
     backoff_s: float = 1.0
     judge_timeout_s: float = TIMEOUT_S  # the judge's
@@ -258,34 +275,67 @@ def retry_delay(headers: httpx.Headers | dict | None, attempt: int, backoff_s: f
 
 
 class EndpointDown(RagsweepError):
-    """Every request in flight timed out or found no connection, retries spent: the
-    endpoint is down or hung, and the step stops rather than wait on each question."""
+    """A request timed out or found no connection, retries spent, and the endpoint answered
+    no other request meanwhile: it is down or hung, and the step stops rather than wait on
+    each question."""
+
+
+class EndpointSilent(Exception):
+    """A request got nothing from the endpoint within its deadline."""
+
+
+class StatusError(Exception):
+    """The endpoint answered a request with an error status."""
+
+    def __init__(self, status: int, text: str, headers: httpx.Headers) -> None:
+        super().__init__(f"{status} {text}")
+        self.status, self.text, self.headers = status, text, headers
+
+    def worded(self) -> str:
+        """The error as the OpenAI client words it, as answers recorded before this client
+        spoke HTTP itself keep it (``Error code: 400 - {...}``)."""
+        text = self.text.strip()
+        try:
+            return f"Error code: {self.status} - {json.loads(text)}"
+        except ValueError:
+            return text or f"Error code: {self.status}"
 
 
 class Chat:
-    """One model at one endpoint: chat requests, retried, many in flight. When as many
-    requests in a row as are in flight (``concurrency``) time out or find no connection
-    after their retries, with no answer between, the endpoint is taken for down and
-    ``EndpointDown`` stops the batch."""
+    """One model at one endpoint: chat requests, streamed, retried, several in flight
+    (``ragsweep.models.concurrency.Limit``). A request waits for its first token as long as
+    the endpoint answers others (it is queued, not hung), and fails after ``timeout_s``
+    without a byte from the endpoint, or ``timeout_s`` of silence in its own stream. When a
+    request times out or finds no connection after its retries and the endpoint answered no
+    other request meanwhile, the endpoint is taken for down and ``EndpointDown`` stops the
+    batch."""
 
     def __init__(self, endpoint: Endpoint, settings: LLMSettings) -> None:
         self.endpoint = endpoint
         self.settings = settings
-        # response_format types the server refused (400/422): asked without them from then on
+        # response_format types the server refused by name: asked without them from then on
         self.refused: set[str] = set()
-        self._llm = None
-        self._unanswered = 0  # requests in a row that timed out or found no connection
+        self.streaming = True  # until the server refuses stream=true
+        self.limit = Limit(settings.concurrency)
+        self._http: httpx.AsyncClient | None = None
+        self._probed = False
+        self._said = ""  # the last summary of the requests in flight logged
+        self._heard = 0.0  # when the endpoint last sent anything, to any request
+        self._answered = 0.0  # when the endpoint last answered a request
 
     def run(
         self, items: Sequence[T], work: Callable[[T], Awaitable[R]], what: str = "requests"
     ) -> list[R]:
-        """``work(item)`` for every item, at most ``concurrency`` at a time; results in order."""
+        """``work(item)`` for every item, at most ``limit.value`` at a time; results in
+        order. Says how many it settled on keeping in flight, when it asked the endpoint
+        (once per ``Chat``, and again when that changed: ``ask_now`` runs one at a time)."""
         done = 0
         step = max(1, len(items) // 4)  # a progress line per quarter
+        sent = self.limit.sent
 
-        async def one(item: T, slots: asyncio.Semaphore) -> R:
+        async def one(item: T) -> R:
             nonlocal done
-            async with slots:
+            async with self.limit.slot():
                 result = await work(item)
             done += 1
             if done % step == 0 or done == len(items):
@@ -293,12 +343,22 @@ class Chat:
             return result
 
         async def main() -> list[R]:
-            slots = asyncio.Semaphore(self.settings.concurrency)
             async with self._session():
-                return list(await asyncio.gather(*(one(item, slots) for item in items)))
+                tasks = [asyncio.ensure_future(one(item)) for item in items]
+                try:
+                    return list(await asyncio.gather(*tasks))
+                finally:  # one raised (EndpointDown): end the others' requests first
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
 
         progress.expect(progress.LLM_CALLS, len(items))  # at most: some may be cached
-        return run_coroutine(main) if items else []
+        results = run_coroutine(main) if items else []
+        summary = self.limit.summary()
+        if self.limit.sent > sent and summary != self._said:  # once, unless it changed
+            log.info("%s at %s: %s", self.endpoint.model, self.endpoint.where, summary)
+            self._said = summary
+        return results
 
     def ask_now(self, messages: list[tuple[str, str]], **options: Any) -> Reply:
         """One request, waited for (for callers that are not async)."""
@@ -307,24 +367,35 @@ class Chat:
     @asynccontextmanager
     async def _session(self):
         import httpx
-        from llama_index.llms.openai_like import OpenAILike
 
-        limits = httpx.Limits(max_connections=self.settings.concurrency)
-        async with httpx.AsyncClient(timeout=self.settings.timeout_s, limits=limits) as http:
-            self._llm = OpenAILike(
-                model=self.endpoint.model,
-                api_base=self.endpoint.base_url,
-                # never None: the OpenAI client would read OPENAI_API_KEY and send it here
-                api_key=self.endpoint.api_key or "none",
-                is_chat_model=True,
-                max_retries=0,  # retried here, where calls are counted and Retry-After read
-                timeout=self.settings.timeout_s,
-                async_http_client=http,
-            )
+        timeout = httpx.Timeout(self.settings.timeout_s, read=None)  # reads: see _post
+        async with httpx.AsyncClient(timeout=timeout, headers=self._headers()) as http:
+            self._http = http
             try:
+                if not self._probed:
+                    self._probed = True
+                    self.limit.cap(await self._slots())
                 yield
             finally:
-                self._llm = None
+                self._http = None
+
+    def _headers(self) -> dict[str, str]:
+        key = self.endpoint.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _slots(self) -> int | None:
+        """The slots the server says it has: llama.cpp's ``GET /props`` (``total_slots``),
+        beside its ``/v1``; None from a server that does not say."""
+        import httpx
+
+        root = self.endpoint.base_url.removesuffix("/v1")
+        try:
+            wait = min(5.0, self.settings.timeout_s)
+            response = await self._http.get(f"{root}/props", timeout=wait)
+            slots = response.json().get("total_slots") if response.is_success else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return slots if isinstance(slots, int) and slots > 0 else None
 
     async def ask(
         self,
@@ -337,7 +408,7 @@ class Chat:
         """Send (role, content) messages; retry what can be retried; never raise for HTTP.
         ``schema``: ask for JSON matching this JSON schema (``response_format`` type
         ``json_schema``), falling back to a JSON object, then to none, as the server refuses
-        each; ``json_object``: ask for a JSON object. Counted as one of
+        each by name; ``json_object``: ask for a JSON object. Counted as one of
         ``ragsweep.core.progress.LLM_CALLS`` once answered (retries included)."""
         try:
             return await self._ask(messages, temperature, max_tokens, json_object, schema)
@@ -352,58 +423,154 @@ class Chat:
         json_object: bool,
         schema: dict[str, Any] | None,
     ) -> Reply:
-        import openai
-        from llama_index.core.llms import ChatMessage
+        import httpx
 
-        chat = [ChatMessage(role=role, content=content) for role, content in messages]
-        options: dict[str, Any] = {"temperature": temperature}
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": [{"role": role, "content": content} for role, content in messages],
+            "temperature": temperature,
+        }
         if max_tokens:
-            options["max_tokens"] = max_tokens
+            body["max_tokens"] = max_tokens
         calls = retries = 0
+        first_sent = time.monotonic()
         while True:
             wanted = self._response_format(json_object, schema)
-            extra = {"response_format": wanted} if wanted else {}
+            asked = {**body, **({"response_format": wanted} if wanted else {})}
+            if self.streaming:
+                asked |= {"stream": True, "stream_options": {"include_usage": True}}
             calls += 1
-            started = time.monotonic()
+            self.limit.sent += 1
+            sent_in, started = self.limit.round, time.monotonic()
             try:
-                response = await self._llm.achat(chat, **options, **extra)
-            except openai.APIStatusError as exc:
-                if wanted and exc.status_code in (400, 422):
-                    log.info(
-                        "%s refused response_format %s; asking without it",
-                        self.endpoint.where,
-                        wanted["type"],
-                    )
-                    self.refused.add(wanted["type"])
+                data, first_token_s = await self._post(asked, started)
+                message = data["choices"][0]["message"]
+                text = message["content"] or ""
+                usage = data.get("usage") or {}
+            except StatusError as exc:
+                if exc.status in (400, 422) and self._refused(asked, exc.text):
                     continue
-                status = exc.status_code
-                retryable = status in RETRY_STATUS or status >= 500
+                if exc.status in (429, 503):
+                    self.limit.lower(sent_in, f"HTTP {exc.status}")
+                retryable = exc.status in RETRY_STATUS or exc.status >= 500
                 if not retryable or retries >= self.settings.max_retries:
-                    return Reply(calls=calls, error=self._error(f"HTTP {status}", exc, calls))
-                wait = retry_delay(exc.response.headers, retries, self.settings.backoff_s)
-            except openai.APIConnectionError as exc:  # timeouts included
+                    kind = f"HTTP {exc.status}"
+                    return Reply(calls=calls, error=self._error(kind, exc.worded(), calls))
+                wait = retry_delay(exc.headers, retries, self.settings.backoff_s)
+            except (EndpointSilent, httpx.TransportError) as exc:
+                timeout = isinstance(exc, EndpointSilent | httpx.TimeoutException)
+                if timeout:
+                    self.limit.lower(sent_in, "timeout")
                 if retries >= self.settings.max_retries:
-                    timeout = isinstance(exc, openai.APITimeoutError)
                     kind = "timed out" if timeout else "no connection"
-                    self._down(kind)
-                    return Reply(calls=calls, error=self._error(kind, exc, calls))
+                    self._down(kind, first_sent)
+                    reason = str(exc) or type(exc).__name__
+                    return Reply(calls=calls, error=self._error(kind, reason, calls))
                 wait = retry_delay(None, retries, self.settings.backoff_s)
-            except (ValueError, LookupError, TypeError, AttributeError) as exc:
+            except (ValueError, LookupError, TypeError, AttributeError, httpx.HTTPError) as exc:
                 # a 200 whose body is no chat completion (a proxy's page, a cut-off body)
-                return Reply(calls=calls, error=self._error("malformed response", exc, calls))
+                reason = str(exc) or type(exc).__name__
+                return Reply(calls=calls, error=self._error("malformed response", reason, calls))
             else:
-                self._unanswered = 0
-                usage = response.additional_kwargs
+                self._answered = time.monotonic()
+                latency = time.monotonic() - started
+                rest = None if first_token_s is None else latency - first_token_s
+                self.limit.answered(sent_in, first_token_s, rest, usage.get("prompt_tokens"))
                 return Reply(
-                    text=response.message.content or "",
+                    text=text,
                     prompt_tokens=usage.get("prompt_tokens"),
                     completion_tokens=usage.get("completion_tokens"),
-                    latency_s=time.monotonic() - started,
+                    latency_s=latency,
                     calls=calls,
-                    fields=_message_fields(response),
+                    fields={k: v for k, v in message.items() if k not in DEFINED},
                 )
             retries += 1
             await asyncio.sleep(wait)
+
+    async def _post(self, body: dict[str, Any], sent: float) -> tuple[dict, float | None]:
+        """POST one chat completion: its JSON (a stream's deltas joined into one message)
+        and the seconds to its first token (None: not streamed). Fails (``EndpointSilent``)
+        when it has waited ``timeout_s`` for its first token with nothing from the endpoint
+        to any request meanwhile, or ``timeout_s`` since the last chunk of its stream."""
+        timeout = self.settings.timeout_s
+        last: list[float] = []  # when its stream's last chunk came
+
+        def deadline() -> float:
+            return (last[-1] if last else max(sent, self._heard)) + timeout
+
+        task = asyncio.ensure_future(self._receive(body, sent, last))
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=max(deadline() - time.monotonic(), 0.0))
+                if not task.done() and time.monotonic() >= deadline():
+                    what = "between two chunks of its stream" if last else "for a first token"
+                    raise EndpointSilent(f"nothing from the endpoint in {timeout:g} s {what}")
+            return task.result()
+        finally:
+            task.cancel()  # closes the connection: a server that can, stops its work
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _receive(
+        self, body: dict[str, Any], sent: float, last: list[float]
+    ) -> tuple[dict, float | None]:
+        url = f"{self.endpoint.base_url}/chat/completions"
+        async with self._http.stream("POST", url, json=body) as response:
+            self._heard = time.monotonic()
+            if response.status_code >= 400:
+                text = (await response.aread()).decode(errors="replace")
+                raise StatusError(response.status_code, text, response.headers)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                return json.loads(await response.aread()), None  # it did not stream
+            parts, fields, usage, first = [], {}, {}, None
+            async for line in response.aiter_lines():
+                data = line.removeprefix("data:").strip()
+                if not line.startswith("data:") or not data:
+                    continue
+                if data == "[DONE]":
+                    break
+                now = self._heard = time.monotonic()
+                last.append(now)
+                chunk = json.loads(data)
+                if "error" in chunk:
+                    raise ValueError(f"error in the stream: {chunk['error']}")
+                usage = chunk.get("usage") or usage
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        first = now - sent if first is None else first
+                        parts.append(delta["content"])
+                    for name, value in delta.items():  # another field: text joined, else last
+                        if name not in DEFINED and value is not None:
+                            joined = isinstance(value, str) and isinstance(fields.get(name), str)
+                            fields[name] = fields[name] + value if joined else value
+            message = {**fields, "role": "assistant", "content": "".join(parts)}
+            return {"choices": [{"message": message}], "usage": usage}, first
+
+    def _refused(self, asked: dict[str, Any], text: str) -> bool:
+        """Whether a 400/422 refused what was asked rather than this request: a
+        ``response_format`` or streaming, named in the error. The refused is not asked for
+        again, and the run says so once; any other 400 (a prompt longer than the context
+        window) changes nothing."""
+        wanted = (asked.get("response_format") or {}).get("type")
+        if wanted and NAMES_FORMAT.search(text):
+            self.refused.add(wanted)
+            log.warning(
+                "%s (%s) refused response_format %s: asking without it from now on",
+                self.endpoint.where,
+                self.endpoint.model,
+                wanted,
+            )
+            return True
+        if asked.get("stream") and NAMES_STREAM.search(text):
+            self.streaming = False
+            log.warning(
+                "%s (%s) refused streaming: waiting %g s for each whole answer from now on",
+                self.endpoint.where,
+                self.endpoint.model,
+                self.settings.timeout_s,
+            )
+            return True
+        return False
 
     def _response_format(
         self, json_object: bool, schema: dict[str, Any] | None
@@ -416,35 +583,26 @@ class Chat:
             return {"type": "json_object"}
         return None
 
-    def _down(self, kind: str) -> None:
-        """Count a request that got no answer; raise ``EndpointDown`` at ``concurrency`` in a
-        row."""
-        self._unanswered += 1
-        if self._unanswered >= self.settings.concurrency:
-            role = self.endpoint.role.lower()
-            options = {
-                "llm": "--llm-timeout, --llm-retries",
-                "judge": "--judge-timeout, --judge-retries",
-            }.get(role, "llm settings timeout_s, max_retries")
-            raise EndpointDown(
-                f"the {role} endpoint {self.endpoint.where} ({self.endpoint.model}): "
-                f"{self._unanswered} requests in a row {kind}, each tried "
-                f"{1 + self.settings.max_retries} time(s) with a {self.settings.timeout_s:g} s "
-                f"timeout; is it up? (the deadlines: {options})"
-            )
+    def _down(self, kind: str, since: float) -> None:
+        """Raise ``EndpointDown`` for a request that got no answer after its retries, when
+        the endpoint answered no other request ``since`` it was first sent."""
+        if self._answered >= since:
+            return
+        role = self.endpoint.role.lower()
+        options = {
+            "llm": "--llm-timeout, --llm-retries",
+            "judge": "--judge-timeout, --judge-retries",
+        }.get(role, "llm settings timeout_s, max_retries")
+        raise EndpointDown(
+            f"the {role} endpoint {self.endpoint.where} ({self.endpoint.model}): a request "
+            f"{kind} {1 + self.settings.max_retries} time(s), each waiting up to "
+            f"{self.settings.timeout_s:g} s for the endpoint to send anything, and it "
+            f"answered no other request meanwhile; is it up? (the deadlines: {options})"
+        )
 
-    def _error(self, kind: str, exc: Exception, calls: int) -> str:
-        detail = " ".join(str(exc).split())[:300]
+    def _error(self, kind: str, detail: str, calls: int) -> str:
+        detail = " ".join(detail.split())[:300]
         return self.endpoint.redact(f"{kind} after {calls} call(s): {detail}")
-
-
-def _message_fields(response: Any) -> dict[str, Any]:
-    """The fields of a chat completion's message that the OpenAI API does not define (what
-    a deployed RAG application adds, e.g. its ``context``); empty when there are none."""
-    try:
-        return dict(response.raw.choices[0].message.model_extra or {})
-    except (AttributeError, IndexError, TypeError):
-        return {}
 
 
 def run_coroutine(main: Callable[[], Awaitable[R]]) -> R:

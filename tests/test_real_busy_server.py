@@ -1,0 +1,91 @@
+"""A local one-slot server that is merely busy is waited for (issue 36): SmolLM2-135M behind
+llama.cpp's server (the session fixture ``real_llm``: one slot, one thread, as a laptop's
+Ollama serves by default) answers and judges 10 questions x 2 configurations at the
+default options (8 in flight, 40 s deadlines), while another process keeps a core busy.
+Before, requests queued behind the one slot timed out and were sent again; now the client
+reads the slot count, streams, and waits while the server makes progress. Texts are
+embedded by a scripted endpoint (``scripted_embedder``): no step loads an embedding model."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ragsweep_here
+
+from ragsweep.core.schemas import read_table
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = "configuration.md"
+QUESTIONS = [  # short, about examples/docs/admin/configuration.md
+    ("Which port does the web console listen on?", "8443"),
+    ("Which port does the sync protocol use?", "7420"),
+    ("How many days do deleted files stay in the trash?", "30 days"),
+    ("What is the size of the PostgreSQL connection pool?", "40"),
+    ("How many users does SQLite support at most?", "25 users"),
+    ("What is the storage quota for new users?", "100 GB"),
+    ("How many failed sign-ins lock an account?", "5"),
+    ("How long does a locked account stay locked?", "15 minutes"),
+    ("What is the minimum password length?", "12 characters"),
+    ("What is the oldest TLS version accepted?", "TLS 1.2"),
+]
+BUSY = "import time\nend = time.monotonic() + 1800\nwhile time.monotonic() < end: pass"
+
+
+@pytest.fixture(scope="module")
+def busy_run(real_llm, tmp_path_factory, scripted_embedder):
+    """The run (two configurations: the top 2 and the top 4 passages of 256 tokens, prompts
+    long enough that eight of them queued take the server longer than the 40 s deadline),
+    with a busy loop on one core for its length (killed after; bounded at 30 minutes): the
+    run folder."""
+    work = tmp_path_factory.mktemp("real-busy")
+    docs = work / "docs"
+    docs.mkdir()
+    shutil.copy(ROOT / "examples" / "docs" / "admin" / DOC, docs)
+    testset = work / "testset.json"
+    testset.write_text(json.dumps([
+        {"question": q, "correct_answers": [a], "correct_answer_document_ids": [DOC]}
+        for q, a in QUESTIONS
+    ]))  # fmt: skip
+    env = {
+        **os.environ,
+        "RAGSWEEP_LLM_BASE_URL": real_llm.url,
+        "RAGSWEEP_CACHE_DIR": str(work / "cache"),  # the replies: this run's own
+        "RAGSWEEP_EMBEDDING_BASE_URL": scripted_embedder.url,
+    }
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        result = ragsweep_here(
+            "run", "--docs", str(docs), "--testset", str(testset),
+            "--llm", real_llm.model, "--judge", real_llm.model,
+            "--chunk-sizes", "256", "--top-k", "2,4", "--search-types", "similarity",
+            "--embedding-models", "openai:embedder", "--output", str(work / "runs"),
+            "--no-store", "--cache", str(work / "vectors"), "--patterns", "0",
+            env=env,
+        )  # fmt: skip
+    finally:
+        busy.kill()
+        busy.wait()
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    [run] = (work / "runs").iterdir()
+    return run
+
+
+def test_a_busy_one_slot_server_answers_and_judges_at_the_default_options(busy_run):
+    rows = read_table(busy_run / "results.arrow", "results").to_pylist()
+    assert len(rows) == 2 * len(QUESTIONS)
+    answered = [r for r in rows if r["answer_error"] is None]
+    judged = [r for r in rows if r["correctness"] is not None and r["judge_error"] is None]
+    print(f"{len(answered)} of {len(rows)} answered, {len(judged)} verdicts read")
+    assert len(answered) >= 0.9 * len(rows), [r["answer_error"] for r in rows]
+    assert len(judged) >= 0.8 * len(rows), [r["judge_error"] for r in rows]
+
+
+def test_the_client_kept_to_the_servers_one_slot_and_says_so(busy_run, real_llm):
+    log = (busy_run / "pipeline.log").read_text()
+    settled = [line for line in log.splitlines() if f"{real_llm.model} at " in line]
+    print(*settled, sep="\n")
+    assert settled and all("1 in flight (asked 8; the server has 1 slot(s)" in s for s in settled)
