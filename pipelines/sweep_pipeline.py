@@ -203,8 +203,9 @@ def sweep(
             MILVUS_TOKEN; PGVECTOR_HOST, _PORT, _DB, _USER, _PASSWORD): the connections
             vector_store_secret_name does not give.
         agents: Deployed RAG applications to evaluate beside the sweep, each NAME=URL (an
-            OpenAI-compatible chat endpoint that retrieves on its own; its key
-            RAGSWEEP_AGENT_API_KEY in llm_secret_name): each a leaderboard row agent:NAME.
+            OpenAI-compatible chat endpoint that retrieves on its own; its key, if it takes
+            one, is a key of llm_secret_name, docs/agents.md): each a leaderboard row
+            agent:NAME.
     """
     # the model endpoint's Secrets: ragsweep's, and Red Hat AutoRAG's two kinds
     llm_secrets = {

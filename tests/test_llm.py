@@ -2,6 +2,7 @@
 timeouts, the reply cache, failures recorded per item, and keys kept out of messages."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import TEST_API_KEY
@@ -46,12 +47,15 @@ def test_answers_keep_their_order_with_several_requests_in_flight(llm_server, no
 
 
 def test_requests_are_made_where_an_event_loop_already_runs(llm_server):
-    """As from a notebook's cell (or after Playwright's sync API started one)."""
+    """As from a notebook's cell (or after Playwright's sync API started one). The cell's
+    loop runs in a thread of its own: this worker's main thread may already hold the
+    session browser's loop, where asyncio.run itself is refused."""
 
     async def cell() -> list:
         return llm_answerer("answerer", FAST)(batch(3))
 
-    answers = asyncio.run(cell())
+    with ThreadPoolExecutor(1) as thread:
+        answers = thread.submit(asyncio.run, cell()).result()
     assert [a.text for a in answers] == [f"Service {i} uses port {7000 + i}." for i in range(3)]
 
 
