@@ -68,3 +68,90 @@ def test_side_by_side_of_a_question_the_run_did_not_ask_is_a_404(demo_engine):
     assert response.status_code == 404 and "nowhere" in response.text
     listing = client.get("/runs/night-1/side-by-side").text
     assert 'href="?question=q039"' in listing
+
+
+def top_of_board(engine, run_id: str) -> tuple[float, float, set[str], set[str]]:
+    """The run's best score, a threshold between its second and third best, and the
+    configurations above it and below it."""
+    board = database.load_leaderboard(engine, run_id).to_pylist()
+    scores = sorted({r["answer_correctness"] for r in board}, reverse=True)
+    threshold = (scores[1] + scores[2]) / 2
+    above = {r["config_id"] for r in board if r["answer_correctness"] > threshold}
+    return scores[0], threshold, above, {r["config_id"] for r in board} - above
+
+
+def drag(page, chart_id: str, start: list[float], end: list[float]) -> None:
+    """A mouse drag on a chart, from and to pixels of its canvas."""
+    page.locator(f"#{chart_id}").scroll_into_view_if_needed()
+    box = page.locator(f"#{chart_id}").bounding_box()
+    page.mouse.move(box["x"] + start[0], box["y"] + start[1])
+    page.mouse.down()
+    page.mouse.move(box["x"] + end[0], box["y"] + end[1], steps=8)
+    page.mouse.up()
+
+
+def rows_marked(page) -> tuple[set[str], set[str]]:
+    rows = page.locator("#leaderboard tr.config-row")
+    marks = rows.evaluate_all(
+        "rs => rs.map(r => [r.dataset.configId, r.classList.contains('chart-selected'),"
+        " r.classList.contains('chart-dimmed')])"
+    )
+    return {c for c, s, _ in marks if s}, {c for c, _, d in marks if d}
+
+
+# where a value lies on the parallel coordinates' last axis (the metrics'), in canvas pixels
+PARALLEL_POINT = """([value]) => {
+  const chart = echarts.getInstanceByDom(document.getElementById('parallel-chart'));
+  const parallel = chart.getModel().getComponent('parallel').coordinateSystem;
+  const dims = parallel.dimensions;
+  return parallel.dataToPoint(value, dims[dims.length - 3]);
+}"""
+SCATTER_Y = """([value]) => echarts.getInstanceByDom(document.getElementById('scatter-chart'))
+  .convertToPixel({yAxisIndex: 0}, value)"""
+
+
+@needs_chromium
+def test_brushing_either_chart_highlights_its_configurations_rows_under_the_csp(
+    browser, demo_engine, demo_url
+):
+    context = browser.new_context()
+    page = context.new_page()
+    console = []
+    page.on("console", lambda m: console.append(m.text))
+    page.on("pageerror", lambda e: console.append(str(e)))
+    try:
+        response = page.goto(f"{demo_url}/runs/night-1")
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        page.wait_for_selector("#run-charts[data-ready=true]")
+        best, threshold, above, below = top_of_board(demo_engine, "night-1")
+        assert rows_marked(page) == (set(), set())
+        # parallel coordinates: brush the ranking metric's axis from its top to the threshold
+        top = page.evaluate(PARALLEL_POINT, [best])
+        low = page.evaluate(PARALLEL_POINT, [threshold])
+        drag(page, "parallel-chart", [top[0], top[1] - 4], low)
+        page.wait_for_selector("#leaderboard tr.chart-selected")
+        assert rows_marked(page) == (above, below)
+        assert "2 of 4 configurations selected" in page.inner_text("#chart-selection")
+        page.check("#only-selected")
+        visible = page.locator("#leaderboard tr.config-row:visible")
+        assert visible.evaluate_all("rs => rs.map(r => r.dataset.configId)") == [
+            r
+            for r in database.load_leaderboard(demo_engine, "night-1")["config_id"].to_pylist()
+            if r in above
+        ]
+        page.uncheck("#only-selected")
+        # the scatter (the metric against chunk size): a new drawing clears the selection,
+        # then a rectangle over the points above the threshold selects them
+        page.select_option("#scatter-x", "top_k")
+        assert rows_marked(page) == (set(), set())
+        page.locator("#scatter-chart").scroll_into_view_if_needed()
+        box = page.locator("#scatter-chart").bounding_box()
+        y = page.evaluate(SCATTER_Y, [threshold])
+        drag(page, "scatter-chart", [62, 42], [box["width"] - 32, y])
+        page.wait_for_selector("#leaderboard tr.chart-selected")
+        assert rows_marked(page) == (above, below)
+        # labels are text in the tooltips, and the page broke no rule of the CSP
+        assert not [m for m in console if "Content Security Policy" in m or "Refused" in m]
+        assert not [m for m in console if "rror" in m], console
+    finally:
+        context.close()
