@@ -184,3 +184,66 @@ def test_the_new_views_of_a_run_among_500_load_in_the_budget(page, crowded, tmp_
         + ", ".join(f"{k} {v:.3f} s" for k, v in timed.items())
     )
     assert page.locator("#side-by-side th.side-config").count() == 2
+
+
+@needs_chromium
+def test_the_run_picker_finds_runs_by_text_and_compares_the_ticked_ones(page, crowded, tmp_path):
+    with ui_demo.serving_store(crowded, tmp_path) as url:
+        page.goto(f"{url}/compare")
+        with page.expect_navigation():
+            page.click("#pick-link")
+        page.fill("#pick-search input[name=q]", "run-12")
+        with page.expect_navigation():
+            page.click("#pick-search button")
+        listed = page.locator("#picked tr.pick-row").evaluate_all(
+            "rs => rs.map(r => r.dataset.runId)"
+        )
+        assert listed and all("run-12" in r for r in listed) and "run-123" in listed
+        page.check("tr[data-run-id=run-120] input")
+        page.check("tr[data-run-id=run-123] input")
+        with page.expect_navigation():
+            page.click("#pick-runs button")
+        assert "runs=run-120" in page.url and "runs=run-123" in page.url
+        # in the order listed (newest first): the first ticked is the baseline
+        assert page.locator("#baseline").input_value() == "run-123"
+        assert page.locator("#candidate").input_value() == "run-120"
+
+
+def test_the_jobs_page_lists_the_jobs_this_ui_started(demo_engine, tmp_path):
+    from ragsweep.ui.jobs import Job
+
+    app = create_app(demo_engine, runs_dir=tmp_path)
+    job = Job("job-1", ["run", "--docs", "d"], tmp_path / ".ui-job-job-1.log", pid=None)
+    job.title = "<b>nightly</b>"
+    app.state.jobs.jobs[job.id] = job
+    page = TestClient(app).get("/jobs").text
+    assert 'data-job-id="job-1"' in page and "&lt;b&gt;nightly&lt;/b&gt;" in page
+
+
+def test_deleting_a_run_needs_its_id_typed_then_removes_it_and_its_folder(tmp_path):
+    with ui_demo.demo_store(tmp_path / "store") as engine:
+        runs_dir = tmp_path / "runs"
+        (runs_dir / "night-2").mkdir(parents=True)
+        (runs_dir / "night-2" / "report.html").write_text("report")
+        client = TestClient(create_app(engine, runs_dir=runs_dir))
+        form = client.get("/runs/night-2/delete").text
+        assert str(runs_dir / "night-2") in form
+        csrf = form.split('name="csrf" value="')[1].split('"')[0]
+        # a wrong confirmation deletes nothing
+        refused = client.post("/runs/night-2/delete", data={"csrf": csrf, "confirm": "night-1"})
+        assert refused.status_code == 400 and "nothing deleted" in refused.text
+        assert (runs_dir / "night-2").is_dir()
+        assert client.get("/runs/night-2").status_code == 200
+        # a run id naming a path outside the runs folder is refused before any deletion
+        outside = client.post("/runs/%2E%2E/delete", data={"csrf": csrf, "confirm": ".."})
+        assert outside.status_code == 400 and runs_dir.is_dir()
+        done = client.post(
+            "/runs/night-2/delete",
+            data={"csrf": csrf, "confirm": "night-2"},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303
+        assert not (runs_dir / "night-2").exists()
+        assert client.get("/runs/night-2").status_code == 404
+        assert "night-2" not in [r["run_id"] for r in database.find_runs(engine)]
+        assert client.get("/runs/night-1").status_code == 200  # the others stay

@@ -20,6 +20,7 @@ from ragsweep.results.report import CSS
 from ragsweep.ui import (
     asked,
     downloads,
+    housekeeping,
     jobs,
     labelling,
     matrix,
@@ -106,6 +107,7 @@ def create_app(
         *matrix.routes(),
         *asked.routes(),
         *views.routes(),
+        *housekeeping.routes(),
         *downloads.routes(),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
