@@ -247,3 +247,37 @@ def test_deleting_a_run_needs_its_id_typed_then_removes_it_and_its_folder(tmp_pa
         assert client.get("/runs/night-2").status_code == 404
         assert "night-2" not in [r["run_id"] for r in database.find_runs(engine)]
         assert client.get("/runs/night-1").status_code == 200  # the others stay
+
+
+def test_a_test_set_reverted_to_an_earlier_version_holds_its_questions_again(tmp_path):
+    from ragsweep.results.curation import DatabaseStore, delete_question, edit_question
+
+    with ui_demo.demo_store(tmp_path / "store") as engine:
+        store = DatabaseStore(engine)
+        first = store.load("curated.json")
+        changed = edit_question(delete_question(first, "q001"), "q002", question="Reworded?")
+        store.save("curated.json", changed, "Ana", "<b>tidy</b>")
+        client = TestClient(create_app(engine))
+        page = client.get("/testsets/curated.json/versions").text
+        assert page.count('class="set-version"') == 2 and "&lt;b&gt;tidy&lt;/b&gt;" in page
+        assert 'id="versions-link"' in client.get("/testsets/curated.json").text
+        csrf = page.split('name="csrf" value="')[1].split('"')[0]
+        done = client.post(
+            "/testsets/curated.json/versions/1/revert",
+            data={"csrf": csrf, "author": "Bo"},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303
+        reverted = store.load("curated.json")
+
+        def texts(table):
+            return dict(
+                zip(table["question_id"].to_pylist(), table["question"].to_pylist(), strict=True)
+            )
+
+        assert texts(reverted) == texts(first)  # q001 back (stored again, it comes last)
+        history = store.history("curated.json", "q002")
+        assert history[0]["author"] == "Bo" and history[0]["comment"] == "reverted to version 1"
+        assert client.get("/testsets/curated.json/versions").text.count('class="set-version"') == 3
+        missing = client.post("/testsets/curated.json/versions/9/revert", data={"csrf": csrf})
+        assert missing.status_code == 400 and "no version 9" in missing.text

@@ -1,10 +1,12 @@
 """Housekeeping pages: the jobs this UI started, a searchable run picker for the
-comparison, and deleting a run (its stored results, then its folder in the runs folder)."""
+comparison, deleting a run (its stored results, then its folder in the runs folder), and a
+test set's versions with a revert to one of them."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -12,6 +14,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.results import setversions
+from ragsweep.results.curation import DatabaseStore
 from ragsweep.results.database import delete_run, find_runs, run_info, sweep_names
 from ragsweep.ui.security import checked_form
 
@@ -90,10 +94,38 @@ async def delete(request: Request) -> Response:
     return RedirectResponse("/", status_code=303)
 
 
+def versions_page(request: Request) -> Response:
+    """A test set's saves, newest first, each with a button to revert to it."""
+    name = request.path_params["name"]
+    try:
+        found = setversions.versions(DatabaseStore(request.app.state.data.engine), name)
+    except RagsweepError as exc:
+        raise HTTPException(404, str(exc)) from None
+    return request.app.state.render(request, "testset_versions.html", name=name, versions=found)
+
+
+async def revert(request: Request) -> Response:
+    """Store the set as it was after the version chosen, as its newest version."""
+    form = await checked_form(request)
+    name, number = request.path_params["name"], request.path_params["number"]
+    try:
+        setversions.revert(
+            DatabaseStore(request.app.state.data.engine),
+            name,
+            number,
+            str(form.get("author", "")).strip() or None,
+        )
+    except RagsweepError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return RedirectResponse(f"/testsets/{quote(name, safe='')}/versions", status_code=303)
+
+
 def routes() -> list[Route]:
     return [
         Route("/jobs", jobs_page),
         Route("/compare/pick", pick_page),
         Route("/runs/{run_id}/delete", delete_form, methods=["GET"]),
         Route("/runs/{run_id}/delete", delete, methods=["POST"]),
+        Route("/testsets/{name}/versions", versions_page, methods=["GET"]),
+        Route("/testsets/{name}/versions/{number:int}/revert", revert, methods=["POST"]),
     ]
