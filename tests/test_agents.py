@@ -292,6 +292,16 @@ def test_one_question_side_by_side_shows_the_agents_as_columns_with_what_they_ci
         assert cited.locator("code.doc").count() == 1  # mybot cites its reference document
         plain = page.locator("#side-by-side td.side-chunks").nth(heads.index("agent:plainbot"))
         assert plain.inner_text().strip() == "nothing retrieved"
+        # the run page's charts are drawn with the assistants' rows (no swept parameter)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{url}/runs/{run_id}")
+        page.wait_for_selector("#run-charts[data-ready=true]")
+        rows = page.evaluate(
+            "async () => (await (await fetch(document.getElementById('run-charts')"
+            ".dataset.src)).json()).rows.map(r => r.label)"
+        )
+        assert {"agent:mybot", "agent:plainbot"} <= set(rows) and not errors
 
 
 def test_settings_json_names_the_agents_of_the_run(nights):
