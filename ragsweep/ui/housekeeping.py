@@ -90,7 +90,14 @@ async def delete(request: Request) -> Response:
     except RagsweepError as exc:
         raise HTTPException(404, str(exc)) from None
     if folder is not None:
-        shutil.rmtree(folder)
+        try:
+            shutil.rmtree(folder)
+        except OSError as exc:
+            raise HTTPException(
+                500,
+                f"run {run_id!r} was deleted from the results database, but not its folder "
+                f"{folder}: {exc}",
+            ) from None
     return RedirectResponse("/", status_code=303)
 
 
