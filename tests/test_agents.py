@@ -274,6 +274,36 @@ def test_the_ui_shows_the_agent_on_the_run_page(nights, page, tmp_path):
         assert nights["rows"][2]["reference_answer"] in page.content()
 
 
+@needs_chromium
+def test_one_question_side_by_side_shows_the_agents_as_columns_with_what_they_cited(
+    nights, page, tmp_path
+):
+    import ui_demo
+
+    engine = database.connect(nights["url"])
+    run_id, question = nights["runs"][0].name, nights["rows"][2]["id"]
+    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
+        page.goto(f"{url}/runs/{run_id}/side-by-side?question={question}")
+        heads = page.locator("#side-by-side th.side-config a").all_inner_texts()
+        assert {"agent:mybot", "agent:plainbot"} <= set(heads) and len(heads) == 3
+        column = heads.index("agent:mybot")
+        assert nights["rows"][2]["reference_answer"] in page.content()
+        cited = page.locator("#side-by-side td.side-chunks").nth(column)
+        assert cited.locator("code.doc").count() == 1  # mybot cites its reference document
+        plain = page.locator("#side-by-side td.side-chunks").nth(heads.index("agent:plainbot"))
+        assert plain.inner_text().strip() == "nothing retrieved"
+        # the run page's charts are drawn with the assistants' rows (no swept parameter)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{url}/runs/{run_id}")
+        page.wait_for_selector("#run-charts[data-ready=true]")
+        rows = page.evaluate(
+            "async () => (await (await fetch(document.getElementById('run-charts')"
+            ".dataset.src)).json()).rows.map(r => r.label)"
+        )
+        assert {"agent:mybot", "agent:plainbot"} <= set(rows) and not errors
+
+
 def test_settings_json_names_the_agents_of_the_run(nights):
     settings = settings_of(read_table(nights["runs"][0] / "leaderboard.arrow", "leaderboard"))
     assert settings["agents"] == ["mybot", "plainbot"]

@@ -4,8 +4,9 @@
 
 STORE_URL: a results database holding at least one succeeded run and a test set (the
 page's: runs on examples/, one with `ragsweep run`, the others started from the page).
-The runs list, the comparison and a question's history are taken over the tests' nightly
-store instead (tests/ui_demo.py: three nights, the last one regressed; one question edited
+The runs list, the comparison, a question's history, one question side by side and the
+run page's charts (two configurations brushed) are taken over the tests' nightly store
+instead (tests/ui_demo.py: three nights, the last one regressed; one question edited
 there). The PNGs are written beside this script.
 """
 
@@ -42,6 +43,7 @@ def main(url: str) -> None:
             with serving(create_app(nightly), free_port()) as base:
                 shoot(page, base, "/", "runs")
                 shoot_nightly(page, base)
+                shoot_views(page, base)
             with serving(create_app(engine), free_port()) as base:
                 shoot(page, base, f"/runs/{runs[0]}", "run", full=True)
                 best = page.locator("#best-config a").get_attribute("href")
@@ -77,6 +79,35 @@ def shoot_nightly(page, base: str) -> None:
     with page.expect_navigation():
         page.click("#edit button")
     shoot(page, base, "/testsets/curated.json/questions/q002", "testset-question", full=True)
+
+
+def shoot_views(page, base: str) -> None:
+    """One question side by side, and the run page's charts with the two best
+    configurations brushed on the metric's axis of the parallel coordinates."""
+    shoot(page, base, f"/runs/{NIGHTS[0]}/side-by-side?question=q002", "side-by-side", full=True)
+    page.goto(f"{base}/runs/{NIGHTS[0]}")
+    page.wait_for_selector("#run-charts[data-ready=true]")
+    chart = page.locator("#parallel-chart")
+    chart.scroll_into_view_if_needed()
+    top, low = page.evaluate(
+        """() => {
+          const chart = echarts.getInstanceByDom(document.getElementById('parallel-chart'));
+          const parallel = chart.getModel().getComponent('parallel').coordinateSystem;
+          const dim = parallel.dimensions[parallel.dimensions.length - 3];
+          return [parallel.dataToPoint(0.8, dim), parallel.dataToPoint(0.69, dim)];
+        }"""
+    )
+    box = chart.bounding_box()
+    page.mouse.move(box["x"] + top[0], box["y"] + top[1] - 4)
+    page.mouse.down()
+    page.mouse.move(box["x"] + low[0], box["y"] + low[1], steps=8)
+    page.mouse.up()
+    page.wait_for_selector("#leaderboard tr.chart-selected")
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    page.locator("#run-charts").scroll_into_view_if_needed()
+    page.screenshot(path=HERE / "charts.png")
+    page.set_viewport_size({"width": 1280, "height": 860})
+    print(f"charts.png: /runs/{NIGHTS[0]}, two configurations brushed")
 
 
 def shoot(page, base: str, path: str, name: str, full: bool = False) -> None:

@@ -135,24 +135,6 @@ class DatabaseStore:
             for name, each in sorted(found.items())
         ]
 
-    def before_last_change(self, name: str) -> pa.Table:
-        """The set as it was before its latest change (an import over it, an edit, a
-        deletion): what a revert stores again, as a new version, so nothing is lost."""
-        with self.engine.connect() as conn:
-            items = _items(conn, self._id(conn, name))
-        changes = {_utc(i["created_at"]) for i in items}
-        if len(changes) < 2:
-            raise RagsweepError(f"test set {name!r} has no earlier version to go back to")
-        last, earlier = max(changes), {}
-        for item in items:  # oldest version first
-            if _utc(item["created_at"]) < last:
-                earlier[item["question_id"]] = item
-        live = sorted(
-            (i for i in earlier.values() if not i["deleted"]),
-            key=lambda i: (_position(i), i["question_id"]),
-        )
-        return pa.Table.from_pylist([database.testset_row(i) for i in live], schema=TESTSET)
-
     def history(self, name: str, question_id: str) -> list[dict[str, Any]]:
         """Every stored version of one question, newest first: ``version``, ``created_at``,
         ``deleted``, ``author``, ``comment`` and the item's fields (null in a deletion)."""

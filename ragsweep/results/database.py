@@ -611,6 +611,14 @@ def _delete_run(conn: Connection, run_id: str) -> dict[str, Any]:
     return {k: getattr(found, k) for k in LABELS}
 
 
+def delete_run(engine: Engine, run_id: str) -> None:
+    """Delete the run stored under ``run_id`` (its row, leaderboard and results), in one
+    transaction; an unknown id is an error and deletes nothing."""
+    with engine.begin() as conn:
+        if not _delete_run(conn, run_id):
+            raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")
+
+
 # RESULTS columns with a column of their own; every other one goes into ``scores`` (JSON)
 _STORED = {"config_id", "question_id", "question_version", "cluster", "topic", "question_type"}
 _STORED |= {"answer"}

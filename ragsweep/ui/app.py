@@ -18,7 +18,19 @@ from starlette.staticfiles import StaticFiles
 
 from ragsweep.core.errors import safe_url
 from ragsweep.results.report import CSS
-from ragsweep.ui import asked, downloads, jobs, labelling, matrix, runlist, runs, security, testsets
+from ragsweep.ui import (
+    asked,
+    downloads,
+    housekeeping,
+    jobs,
+    labelling,
+    matrix,
+    runlist,
+    runs,
+    security,
+    testsets,
+    views,
+)
 from ragsweep.ui.data import Data
 from ragsweep.ui.roots import DocRoots
 
@@ -102,6 +114,8 @@ def create_app(
         *runlist.routes(),
         *matrix.routes(),
         *asked.routes(),
+        *views.routes(),
+        *housekeeping.routes(),
         *downloads.routes(),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),

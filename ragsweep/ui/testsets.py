@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name, export_testset, load_testset, name_from_file
-from ragsweep.results import curation, versions
+from ragsweep.results import curation, setversions, versions
 from ragsweep.ui.security import author_of, checked_form, remember_author
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}
@@ -113,7 +113,7 @@ async def revert(request: Request) -> Response:
     name = request.path_params["name"]
     form = await checked_form(request)
     try:
-        table = stored(request).before_last_change(name)
+        table = setversions.before_latest(stored(request), name)
     except RagsweepError as exc:
         raise _user_error(exc) from None
     return _back(request, name, author=_save(request, name, table, form))
