@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -163,18 +163,10 @@ def ask_agent(
             context = hit.pop(CONTEXT_FIELD, None)
             return Answer(**hit, cached=True), context
         reply = await chat.ask([*history, ("user", question)])
-        answer = Answer(
-            text=reply.text,
-            latency_s=reply.latency_s,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            llm_calls=reply.calls,
-            error=reply.error,
-        )
+        answer = Answer.of_reply(reply)
         context = reply.fields.get(CONTEXT_FIELD)
         if reply.error is None:
-            kept = {k: v for k, v in asdict(answer).items() if k != "cached"}
-            cache.put(key, {**kept, CONTEXT_FIELD: context})
+            cache.put(key, {**answer.cached_fields(), CONTEXT_FIELD: context})
         return answer, context
 
     try:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsweep.models.llm import Reply
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,22 @@ class Answer:
     llm_calls: int = 0
     cached: bool = False  # taken from the reply cache, no call made now
     error: str | None = None
+
+    @classmethod
+    def of_reply(cls, reply: Reply) -> Answer:
+        """A model's reply (``models.llm.Reply``) as an answer: its text, cost and error."""
+        return cls(
+            text=reply.text,
+            latency_s=reply.latency_s,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            llm_calls=reply.calls,
+            error=reply.error,
+        )
+
+    def cached_fields(self) -> dict:
+        """What the reply cache keeps of it (all but ``cached``)."""
+        return {k: v for k, v in asdict(self).items() if k != "cached"}
 
 
 ROLES = ("system", "user", "assistant")  # a history message of another role is the user's

@@ -12,7 +12,6 @@ error, which is not cached, so the next run asks again.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 
 from ragsweep.answering.answers import Answer, Answerer, History, Question, parts
 from ragsweep.core.errors import RagsweepError
@@ -54,16 +53,9 @@ def llm_answerer(model: str, settings: LLMSettings) -> Answerer:
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
             )
-            result = Answer(
-                text=reply.text,
-                latency_s=reply.latency_s,
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-                llm_calls=reply.calls,
-                error=reply.error,
-            )
+            result = Answer.of_reply(reply)
             if reply.error is None:
-                cache.put(key, {k: v for k, v in asdict(result).items() if k != "cached"})
+                cache.put(key, result.cached_fields())
             return result
 
         try:
