@@ -15,6 +15,7 @@ import docx
 import pytest
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.documents import sources
 from ragsweep.documents.sources import read_bytes, read_documents
 
 HTML = b"""<!doctype html>
@@ -172,6 +173,21 @@ def test_unsupported_binary_corrupt_and_empty_files_are_skipped_counted_and_warn
     assert documents.summary() == (
         "read 1 documents, skipped 9 (3 unsupported type, 4 unreadable, 2 no text)"
     )
+
+
+def test_a_document_beyond_the_limit_is_read_up_to_it_with_a_warning_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "MAX_DOCUMENT_CHARS", 1_000)
+    (tmp_path / "small.txt").write_text("a short document\n")
+    (tmp_path / "huge.txt").write_text("word " * 1_000)  # 5,000 characters
+    with caplog.at_level(logging.WARNING, logger="ragsweep"):
+        table = sources.read_documents(str(tmp_path)).table
+    texts = dict(zip(table["doc_id"].to_pylist(), table["text"].to_pylist(), strict=True))
+    assert texts["small.txt"] == "a short document\n"
+    assert 500 < len(texts["huge.txt"]) <= 1_000 and texts["huge.txt"].endswith("word")
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "huge.txt" in warning and "5,000 characters" in warning and "1,000" in warning
 
 
 def test_empty_folder_is_an_error_naming_it(tmp_path: Path) -> None:

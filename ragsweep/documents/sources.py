@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # boto3 is imported where used: most steps read no S3 locatio
 log = logging.getLogger("ragsweep")
 
 UNSUPPORTED, UNREADABLE, NO_TEXT = "unsupported type", "unreadable", "no text"
+# A document's text is read up to this many characters (about 5,000 pages of prose), with a
+# warning naming it: what a corpus holds beyond it (a log or a dump) would only hold the
+# steps' memory, not answers.
+MAX_DOCUMENT_CHARS = 10_000_000
 
 
 # ---- S3 --------------------------------------------------------------------------------------
@@ -272,6 +276,7 @@ def read_documents(uri: str) -> DocumentSet:
                 log.warning("skipped %s: no text could be extracted", source)
             else:
                 format_ = _suffix(doc_id)[1:]
+                text = _within_limit(source, text)
                 rows.append({"doc_id": doc_id, "source": source, "format": format_, "text": text})
 
     documents = DocumentSet(pa.Table.from_pylist(rows, schema=DOCUMENTS), skipped)
@@ -279,6 +284,24 @@ def read_documents(uri: str) -> DocumentSet:
         raise _no_documents(uri, len(files), documents.skip_counts())
     log.log(logging.WARNING if len(rows) < len(files) else logging.INFO, documents.summary())
     return documents
+
+
+def _within_limit(source: str, text: str) -> str:
+    """``text`` up to ``MAX_DOCUMENT_CHARS``, cut at white space, with a warning naming the
+    document when it is longer."""
+    if len(text) <= MAX_DOCUMENT_CHARS:
+        return text
+    cut = text.rfind(" ", 0, MAX_DOCUMENT_CHARS + 1)
+    kept = text[: cut if cut > MAX_DOCUMENT_CHARS // 2 else MAX_DOCUMENT_CHARS]
+    log.warning(
+        "%s: %s characters of text; read up to the limit of %s characters (%s), the rest "
+        "is not swept",
+        source,
+        f"{len(text):,}",
+        f"{MAX_DOCUMENT_CHARS:,}",
+        f"{len(kept):,} kept",
+    )
+    return kept
 
 
 def read_locations(uris: Sequence[str]) -> DocumentSet:
