@@ -35,12 +35,16 @@ def test_a_slow_stream_lasting_beyond_the_deadline_is_not_abandoned(llm_server):
 
 
 def test_a_stream_that_falls_silent_times_out(llm_server):
-    llm_server.then(Step(content="Port 7000.", token_interval_s=5.0))
-    chat = chat_at(LLMSettings(timeout_s=0.5, max_retries=0, concurrency=2))
-    [reply, other] = ask_all(chat, 2)
-    assert reply.error.startswith("timed out after 1 call(s)")
-    assert "between two chunks of its stream" in reply.error
-    assert other.error is None
+    """The other request is answered within the deadline (2 s: on a busy machine 0.5 s was
+    not always enough for it, and with no other answer the endpoint counts as down); the
+    two are sent at once, so either may be the one the server leaves silent."""
+    llm_server.then(Step(content="Port 7000.", token_interval_s=6.0))
+    chat = chat_at(LLMSettings(timeout_s=2.0, max_retries=0, concurrency=2))
+    replies = ask_all(chat, 2)  # whichever reaches the server first gets the silent stream
+    [silent] = [r for r in replies if r.error is not None]
+    assert silent.error.startswith("timed out after 1 call(s)")
+    assert "between two chunks of its stream" in silent.error
+    assert sum(r.error is None for r in replies) == 1
 
 
 def test_requests_queued_at_a_one_slot_server_wait_and_lower_the_concurrency(llm_server, caplog):

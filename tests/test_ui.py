@@ -545,6 +545,7 @@ def test_every_post_form_refuses_a_request_without_this_sessions_csrf_token(eith
             run_id="night-1",
             config_id="c",
             job_id="0" * 12,
+            number=1,
         )
         response = client.post(path, data={"csrf": "not-the-token", "question": "x"})
         assert response.status_code == 403, route.path
