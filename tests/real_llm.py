@@ -9,10 +9,13 @@ Run as ``python tests/real_llm.py PORT``: it serves on 127.0.0.1:PORT until kill
 from __future__ import annotations
 
 import importlib.util
+import json
+import shutil
 import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL = "smollm2"  # the name the server lists and answers to
 MISSING = (
@@ -53,3 +56,17 @@ def serve(port: int) -> None:
 
 if __name__ == "__main__":
     serve(int(sys.argv[1]))
+
+
+def admin_document_set(work: Path, doc: str, questions: list[tuple[str, str]]) -> tuple[Path, Path]:
+    """A folder holding the example admin document ``doc`` and an AutoRAG test set of
+    ``questions`` (question, answer) citing it, under ``work``: (docs folder, test set)."""
+    docs = work / "docs"
+    docs.mkdir()
+    shutil.copy(ROOT / "examples" / "docs" / "admin" / doc, docs)
+    testset = work / "testset.json"
+    testset.write_text(json.dumps([
+        {"question": q, "correct_answers": [a], "correct_answer_document_ids": [doc]}
+        for q, a in questions
+    ]))  # fmt: skip
+    return docs, testset

@@ -6,19 +6,16 @@ Before, requests queued behind the one slot timed out and were sent again; now t
 reads the slot count, streams, and waits while the server makes progress. Texts are
 embedded by a scripted endpoint (``scripted_embedder``): no step loads an embedding model."""
 
-import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import ragsweep_here
+from real_llm import admin_document_set
 
 from ragsweep.core.schemas import read_table
 
-ROOT = Path(__file__).resolve().parent.parent
 DOC = "configuration.md"
 QUESTIONS = [  # short, about examples/docs/admin/configuration.md
     ("Which port does the web console listen on?", "8443"),
@@ -42,14 +39,7 @@ def busy_run(real_llm, tmp_path_factory, scripted_embedder):
     with a busy loop on one core for its length (killed after; bounded at 30 minutes): the
     run folder."""
     work = tmp_path_factory.mktemp("real-busy")
-    docs = work / "docs"
-    docs.mkdir()
-    shutil.copy(ROOT / "examples" / "docs" / "admin" / DOC, docs)
-    testset = work / "testset.json"
-    testset.write_text(json.dumps([
-        {"question": q, "correct_answers": [a], "correct_answer_document_ids": [DOC]}
-        for q, a in QUESTIONS
-    ]))  # fmt: skip
+    docs, testset = admin_document_set(work, DOC, QUESTIONS)
     env = {
         **os.environ,
         "RAGSWEEP_LLM_BASE_URL": real_llm.url,

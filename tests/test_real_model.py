@@ -8,17 +8,14 @@ verdicts are about chance, so the tests assert that every passage was written, s
 counted and kept, and that every answer, token count, latency and verdict was recorded and
 read (verdicts through the JSON schema), not what they say."""
 
-import json
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 from conftest import ragsweep_here
+from real_llm import admin_document_set
 
 from ragsweep.core.schemas import read_table, settings_of
 
-ROOT = Path(__file__).resolve().parent.parent
 DOC = "configuration.md"
 QUESTIONS = [  # about examples/docs/admin/configuration.md, a Markdown file with sections
     ("Which port does the web console listen on by default?", "8443"),
@@ -37,14 +34,7 @@ def real_run(real_llm, tmp_path_factory, scripted_embedder):
     request: the deadlines are long, so a rating is missing only when it could not be
     read."""
     work = tmp_path_factory.mktemp("real-model")
-    docs = work / "docs"
-    docs.mkdir()
-    shutil.copy(ROOT / "examples" / "docs" / "admin" / DOC, docs)
-    testset = work / "testset.json"
-    testset.write_text(json.dumps([
-        {"question": q, "correct_answers": [a], "correct_answer_document_ids": [DOC]}
-        for q, a in QUESTIONS
-    ]))  # fmt: skip
+    docs, testset = admin_document_set(work, DOC, QUESTIONS)
     space = work / "space.yaml"
     space.write_text(
         "chunkers: [headings]\nchunk_sizes: [64]\ntop_ks: [1]\nsearch_types: [similarity]\n"
