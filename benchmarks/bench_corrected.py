@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
+from ragsweep.curation import labels
 from ragsweep.evaluation.agreement import CORRECTED_METRIC, corrected
-from ragsweep.results import labels
 
 ANSWERS, CLUSTERS, TRUTH, RUNS = 300, 60, 0.6, 2000
 LABELS = (20, 40, 80, 160)

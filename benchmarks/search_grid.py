@@ -39,11 +39,11 @@ CONFIG = ("chunker", "chunk_size", "chunk_overlap", "top_k", "search_type", "mmr
 
 
 def build(out: Path) -> None:
+    from ragsweep.curation.stored_sets import load_test_data
     from ragsweep.documents.sources import read_locations
     from ragsweep.documents.testsets import resolve_testset
     from ragsweep.embeddings.cache import EmbeddingCache
     from ragsweep.evaluation import clusters
-    from ragsweep.results.curation import load_test_data
     from ragsweep.sweep import steps
     from ragsweep.sweep.space import SearchSpace
 

@@ -34,8 +34,13 @@ def compare(
     """
     from ragsweep.core.schemas import COMPARISON, read_table, write_table
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.regression import compare_with_store, no_baseline, render, verdict_metrics
-    from ragsweep.results.report import comparison_section, with_comparison
+    from ragsweep.reporting.regression import (
+        compare_with_store,
+        no_baseline,
+        render,
+        verdict_metrics,
+    )
+    from ragsweep.reporting.report import comparison_section, with_comparison
 
     with pipeline_step():
         current = (read_table(leaderboard.path, "leaderboard"), read_table(results.path, "results"))

@@ -25,7 +25,7 @@ def evaluate(
     ``max_configs`` configurations, chosen one at a time by a surrogate of every
     configuration's retrieval metrics (``ragsweep.evaluation.surrogate``), starting from
     what earlier runs of the named sweep in the results store measured on the same
-    ``questions`` and ``documents`` (``ragsweep.results.warmstart``). Each of the run's
+    ``questions`` and ``documents`` (``ragsweep.store.warmstart``). Each of the run's
     ``agents`` (deployed assistants) answers every question once, its contexts located in
     the ``documents`` (``ragsweep.answering.agents``).
 
@@ -34,11 +34,11 @@ def evaluate(
     import pyarrow as pa
 
     from ragsweep.core.schemas import read_table, write_table
+    from ragsweep.curation.judge_choice import choose_judge
     from ragsweep.evaluation.leaderboard import resolve_metric
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.database import reading_url
-    from ragsweep.results.judges import choose_judge
-    from ragsweep.results.warmstart import warm_start
+    from ragsweep.store.database import reading_url
+    from ragsweep.store.warmstart import warm_start
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import evaluate as evaluate_all
 

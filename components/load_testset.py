@@ -14,8 +14,8 @@ def load_testset(settings: Input[Dataset], testset: Output[Dataset]):
     Output: ``testset``, an Arrow artifact of kind testset, its document IDs as given.
     """
     from ragsweep.core.schemas import write_table
+    from ragsweep.curation.stored_sets import load_test_data
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.curation import load_test_data
     from ragsweep.sweep.settings import read_settings
 
     with pipeline_step():

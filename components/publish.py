@@ -15,7 +15,7 @@ def publish(
     variable (from a secret); skip when it is unset. Returns the stored run id, or ''."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.publishing import publish_from_step
+    from ragsweep.reporting.publishing import publish_from_step
 
     with pipeline_step():
         return publish_from_step(

@@ -30,17 +30,17 @@ def rank(
     (of the best configuration); the ``report`` (HTML), a ``summary`` (Markdown) and the
     best configuration's figures as ``best`` metrics; ``rag_patterns``, a folder holding
     the run's ``patterns`` best configurations as runnable patterns
-    (``ragsweep.results.patterns``).
+    (``ragsweep.patterns``).
     """
     from pathlib import Path
 
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.evaluation.leaderboard import build_board
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.agreements import with_stored_labels
-    from ragsweep.results.database import reading_url
-    from ragsweep.results.patterns import write_patterns
-    from ragsweep.results.report import best_metrics, render_html, render_markdown
+    from ragsweep.patterns import write_patterns
+    from ragsweep.reporting.judge_agreement import with_stored_labels
+    from ragsweep.reporting.report import best_metrics, render_html, render_markdown
+    from ragsweep.store.database import reading_url
     from ragsweep.sweep.settings import read_settings
 
     with pipeline_step():

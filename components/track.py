@@ -17,8 +17,8 @@ def track(
     fails, warn and keep the run. Returns the parent run's id, or ''."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.results.database import current_run_id
-    from ragsweep.results.tracking import log_from_step
+    from ragsweep.reporting.tracking import log_from_step
+    from ragsweep.store.database import current_run_id
 
     with pipeline_step():
         return log_from_step(

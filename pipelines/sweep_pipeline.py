@@ -32,7 +32,7 @@ from ragsweep.documents.qagen import QASettings
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.kubeflow import tasks
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.database import DEFAULT_STORE_CONNECTION
+from ragsweep.store.database import DEFAULT_STORE_CONNECTION
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
 from ragsweep.sweep.settings import DEFAULT_PATTERNS
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace

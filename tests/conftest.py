@@ -207,7 +207,7 @@ def emptied(url: str) -> str:
     and each starts from an empty results store."""
     import sqlalchemy as sa
 
-    from ragsweep.results import database
+    from ragsweep.store import database
 
     engine = sa.create_engine(url)
     database.metadata.drop_all(engine)

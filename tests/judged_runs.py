@@ -11,8 +11,8 @@ from builders import SPACE, make_answers, make_scores, make_testset
 
 from ragsweep.core.schemas import write_table
 from ragsweep.evaluation.leaderboard import Board, build_board
-from ragsweep.results import database
-from ragsweep.results.report import render_html
+from ragsweep.reporting.report import render_html
+from ragsweep.store import database
 from ragsweep.sweep.settings import RunSettings
 
 JUDGE = {

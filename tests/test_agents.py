@@ -18,7 +18,7 @@ from scripted_llm import ScriptedLLM, default_responder
 from ragsweep.answering import agents
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of
-from ragsweep.results import database
+from ragsweep.store import database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -411,7 +411,7 @@ def test_the_plan_step_refuses_a_budget_the_agents_alone_would_spend(tmp_path, c
 
 
 def test_a_comparison_says_when_the_agents_of_a_sweep_changed():
-    from ragsweep.results.changes import changes
+    from ragsweep.reporting.changes import changes
 
     found = changes({"seed": 42}, {"seed": 42, "agents": ["mybot"]})
     assert found.settings == ['agents: - -> ["mybot"]']

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragsweep.curation import labels
 from ragsweep.evaluation.agreement import (
     CORRECTED_METRIC,
     MIN_KAPPA,
@@ -14,7 +15,6 @@ from ragsweep.evaluation.agreement import (
     corrected,
     kappa,
 )
-from ragsweep.results import labels
 
 
 def test_kappa_matches_the_textbook_example():

@@ -113,7 +113,7 @@ def test_a_run_with_a_50_mb_question_is_refused_before_the_pipeline_naming_it(tm
 
 
 def test_curation_refuses_a_question_or_answer_over_its_limit(tmp_path):
-    from ragsweep.results.curation import add_question, edit_question
+    from ragsweep.curation.stored_sets import add_question, edit_question
 
     path = tmp_path / "t.jsonl"
     path.write_text(giskard_line())

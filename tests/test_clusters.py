@@ -15,8 +15,8 @@ from ragsweep.core.schemas import SPAN, settings_of
 from ragsweep.evaluation import clusters
 from ragsweep.evaluation.clusters import SECTION_CHARS, choose
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results.regression import compare_runs, render
-from ragsweep.results.report import render_html, render_markdown, statistics_lines
+from ragsweep.reporting.regression import compare_runs, render
+from ragsweep.reporting.report import render_html, render_markdown, statistics_lines
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import bench_clusters  # noqa: E402  (the simulation of benchmarks/README.md, a slice of it)

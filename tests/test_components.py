@@ -21,9 +21,9 @@ from ragsweep.components.publish import publish
 from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.core.schemas import read_table, settings_of, write_table
-from ragsweep.results import database
-from ragsweep.results.regression import alarm_line, compare_runs
-from ragsweep.results.report import COMPARISON_SLOT
+from ragsweep.reporting.regression import alarm_line, compare_runs
+from ragsweep.reporting.report import COMPARISON_SLOT
+from ragsweep.store import database
 from ragsweep.sweep.fanout import NO_SHARD, read_chunk_set
 from ragsweep.sweep.settings import read_settings
 from ragsweep.sweep.space import SearchSpace

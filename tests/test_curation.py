@@ -16,9 +16,14 @@ from conftest import emptied, ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
+from ragsweep.curation.stored_sets import (
+    DatabaseStore,
+    add_question,
+    delete_question,
+    edit_question,
+)
 from ragsweep.documents.testsets import content_id, load_testset, resolve_testset
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore, add_question, delete_question, edit_question
+from ragsweep.store import database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

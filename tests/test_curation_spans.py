@@ -11,8 +11,8 @@ from builders import make_board, make_testset
 from conftest import emptied
 
 from ragsweep.core.schemas import GOLD_SPAN
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store import database
 
 QUESTIONS = [f"q{i:03d}" for i in range(6)]
 

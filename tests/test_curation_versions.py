@@ -13,10 +13,10 @@ from conftest import emptied
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import GOLD_SPAN, TESTSET
+from ragsweep.curation.question_versions import diff, runs_by_version, with_diffs
+from ragsweep.curation.stored_sets import DatabaseStore, delete_question, edit_question
 from ragsweep.documents.testsets import question_version
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore, delete_question, edit_question
-from ragsweep.results.versions import diff, runs_by_version, with_diffs
+from ragsweep.store import database
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -61,7 +61,7 @@ def test_a_missing_extra_is_one_line_naming_it_before_any_work(package, args, me
 
 def test_tracking_without_mlflow_names_the_extra(monkeypatch):
     from ragsweep.core.errors import RagsweepError
-    from ragsweep.results import tracking
+    from ragsweep.reporting import tracking
 
     monkeypatch.setitem(sys.modules, "mlflow.exceptions", None)
     with pytest.raises(RagsweepError, match=r"needs mlflow: pip install 'ragsweep\[mlflow\]'"):

@@ -29,7 +29,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
 from ragsweep.kubeflow.closing import close_run
 from ragsweep.kubeflow.rundir import export_run, is_complete, read_marker
-from ragsweep.results import database
+from ragsweep.store import database
 
 REPO = Path(__file__).resolve().parents[1]
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")

@@ -14,8 +14,8 @@ from builders import SPACE, make_answers, make_board, make_scores, make_testset
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results.exports import csv_text, render
-from ragsweep.results.report import render_html
+from ragsweep.reporting.exports import csv_text, render
+from ragsweep.reporting.report import render_html
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 

@@ -12,10 +12,10 @@ from test_judges import TRUTH, labelled_file
 from test_labels import ragsweep
 
 from ragsweep.cli import app
+from ragsweep.curation.labels import prompt_version
 from ragsweep.evaluation.judge import Judge, Judged
 from ragsweep.models.llm import LLMSettings
 from ragsweep.models.prompts import JUDGE_SYSTEM_PROMPT
-from ragsweep.results.labels import prompt_version
 from ragsweep.sweep.options import run_settings, text_or_file
 
 LENIENT = "LENIENT: call every answer correct."

@@ -15,12 +15,13 @@ from judged_runs import store_judged_run
 from test_labels import ragsweep
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.curation import labels
+from ragsweep.curation.judge_choice import choose_judge, compare_judges, read_labelled
 from ragsweep.evaluation.agreement import agreement
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results import database, labels
-from ragsweep.results.agreements import insert_agreement
-from ragsweep.results.judges import choose_judge, compare_judges, read_labelled
-from ragsweep.results.report import render_html
+from ragsweep.reporting.judge_agreement import insert_agreement
+from ragsweep.reporting.report import render_html
+from ragsweep.store import database
 
 # the truth of each labelled answer: answer i is correct when i is even
 TRUTH = {f"Answer number {i}.": i % 2 == 0 for i in range(30)}
@@ -102,7 +103,7 @@ def test_the_agreement_goes_into_the_report_once(tmp_path):
 def test_the_agreement_is_logged_to_the_runs_mlflow_parent(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from ragsweep.results.tracking import log_agreement, log_sweep
+    from ragsweep.reporting.tracking import log_agreement, log_sweep
 
     monkeypatch.chdir(tmp_path)  # the store's artifacts go to ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"

@@ -13,8 +13,9 @@ from conftest import emptied, ragsweep_here
 from judged_runs import store_judged_run
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.curation import labels
 from ragsweep.models.replies import digest
-from ragsweep.results import database, labels
+from ragsweep.store import database
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.evaluation.clusters import SECTION_CHARS
 from ragsweep.evaluation.leaderboard import build_board, failure_reason, per_question
-from ragsweep.results.exports import best_spec, render
-from ragsweep.results.report import judge_warning, render_html, render_markdown, statistics_lines
+from ragsweep.reporting.exports import best_spec, render
+from ragsweep.reporting.report import judge_warning, render_html, render_markdown, statistics_lines
 from ragsweep.sweep.space import SearchSpace
 
 
@@ -244,7 +244,7 @@ def test_pa_nulls_in_a_metric_are_left_out_of_its_mean():
 
 
 def test_results_keep_each_retrieved_chunks_span_and_export_it_to_csv(tmp_path):
-    from ragsweep.results.exports import export
+    from ragsweep.reporting.exports import export
 
     config_ids = [c["config_id"] for c in SPACE.all_configs()[:2]]
     question_ids = [f"q{i:03d}" for i in range(4)]

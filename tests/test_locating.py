@@ -16,7 +16,7 @@ from ragsweep.core.schemas import read_table, write_table
 from ragsweep.documents.locating import keys
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.evaluation.leaderboard import gold_span_record
-from ragsweep.results.report import gold_span_line
+from ragsweep.reporting.report import gold_span_line
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (
@@ -149,8 +149,8 @@ def test_a_stored_test_set_keeps_and_shows_its_approximate_spans(tmp_path):
 def test_the_test_set_page_says_which_spans_are_approximate(tmp_path):
     from starlette.testclient import TestClient
 
-    from ragsweep.results import database
-    from ragsweep.results.curation import DatabaseStore
+    from ragsweep.curation.stored_sets import DatabaseStore
+    from ragsweep.store import database
     from ragsweep.ui import create_app
 
     engine = database.connect(f"sqlite:///{tmp_path / 'results.db'}")

@@ -20,8 +20,8 @@ from ragsweep.kubeflow.tasks import (
     STORE_CONNECTION_KEYS,
     vector_store_connection_keys,
 )
-from ragsweep.results.database import DEFAULT_STORE_CONNECTION
-from ragsweep.results.database import ENV as STORE_ENV
+from ragsweep.store.database import DEFAULT_STORE_CONNECTION
+from ragsweep.store.database import ENV as STORE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"

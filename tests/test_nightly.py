@@ -17,8 +17,8 @@ from conftest import ragsweep_here
 from scripted_llm import ScriptedLLM
 
 from ragsweep.core.schemas import read_table, settings_of
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store import database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -13,11 +13,11 @@ from builders import tiny_cross_encoder
 from pattern_scripts import PatternScripts, offline_env
 from scripted_llm import ScriptedLLM
 
+from ragsweep import patterns
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
 from ragsweep.models import embedding
-from ragsweep.results import patterns
-from ragsweep.results.patterns import SUPPORT, write_scripts
+from ragsweep.patterns import SUPPORT, write_scripts
 from ragsweep.retrieval import reranking, search
 from ragsweep.sweep.settings import check_count
 

@@ -120,7 +120,7 @@ def test_the_drill_down_shows_what_was_searched_in_the_questions_place(run, tmp_
     configurations' question pages."""
     from starlette.testclient import TestClient
 
-    from ragsweep.results import database
+    from ragsweep.store import database
     from ragsweep.ui import create_app
 
     engine = database.connect(f"sqlite:///{tmp_path / 'results.db'}")

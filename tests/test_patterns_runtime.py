@@ -16,7 +16,7 @@ from ragsweep.core.schemas import DOCUMENTS
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models import embedding, onnx_backend
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.patterns import SUPPORT, write_patterns, write_scripts
+from ragsweep.patterns import SUPPORT, write_patterns, write_scripts
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 

@@ -18,7 +18,7 @@ from test_patterns import (
     sweep,
 )
 
-from ragsweep.results.patterns import STORE_CODE, write_scripts
+from ragsweep.patterns import STORE_CODE, write_scripts
 from ragsweep.retrieval.vector_stores import IndexSpec, milvus_collection, oracle_sql, pgvector_sql
 from ragsweep.retrieval.vector_stores.oracle import OracleStore
 

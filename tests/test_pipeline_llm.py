@@ -25,8 +25,8 @@ from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.kubeflow.closing import Outcome
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.exports import render
-from ragsweep.results.report import render_html
+from ragsweep.reporting.exports import render
+from ragsweep.reporting.report import render_html
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import read_settings
 from ragsweep.sweep.space import SearchSpace

@@ -34,12 +34,12 @@ NOT_EMBEDDING = {
     "evaluate": ["ragsweep.sweep.settings", "ragsweep.sweep.steps"],
     "rank": [
         "ragsweep.evaluation.leaderboard",
-        "ragsweep.results.report",
+        "ragsweep.reporting.report",
         "ragsweep.sweep.settings",
         "ragsweep.documents.qagen",
     ],
-    "publish": ["ragsweep.results.database"],
-    "compare": ["ragsweep.results.regression"],
+    "publish": ["ragsweep.store.database"],
+    "compare": ["ragsweep.reporting.regression"],
 }
 EMBEDDING_STACK = ("torch", "transformers", "sentence_transformers", "llama_index.core")
 

@@ -20,8 +20,8 @@ from test_platform import documents
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.chunking import chunker_names, get_chunker
 from ragsweep.evaluation.metrics import registered_metrics
-from ragsweep.results.patterns import pattern_code
-from ragsweep.results.report import scale_of
+from ragsweep.patterns import pattern_code
+from ragsweep.reporting.report import scale_of
 from ragsweep.retrieval.reranking import Reranking, check_reranker
 from ragsweep.retrieval.vector_stores import connection_keys
 from ragsweep.sweep.space import SearchSpace
@@ -290,8 +290,8 @@ import pyarrow as pa
 sys.path.insert(0, sys.argv[1])
 from builders import SPACE, make_answers, make_scores, make_testset
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results.exports import sorted_board
-from ragsweep.results.regression import compare_runs
+from ragsweep.reporting.exports import sorted_board
+from ragsweep.reporting.regression import compare_runs
 from ragsweep.sweep.settings import RunSettings
 
 def run(words):

@@ -20,12 +20,12 @@ from conftest import TEST_API_KEY
 from test_labels import ragsweep
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.documents.qagen import QASettings, generate_testset
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.curation import DatabaseStore
-from ragsweep.results.database import connect
+from ragsweep.store.database import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"

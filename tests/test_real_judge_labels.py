@@ -24,9 +24,10 @@ from test_labels import ragsweep
 from ui_demo import serving_store
 
 from ragsweep.core.schemas import read_table, settings_of
+from ragsweep.curation import labels
 from ragsweep.evaluation.agreement import MIN_LABELS
 from ragsweep.evaluation.metrics import token_recall
-from ragsweep.results import database, labels
+from ragsweep.store import database
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = MIN_LABELS  # 30: fewer would make the judge unreliable for their count alone

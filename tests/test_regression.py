@@ -15,10 +15,10 @@ from conftest import ragsweep_here
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import write_table
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results import database
-from ragsweep.results.changes import lines as change_lines
-from ragsweep.results.exports import best_spec
-from ragsweep.results.regression import compare_runs, render, resolve_deployed, verdict_metrics
+from ragsweep.reporting.changes import lines as change_lines
+from ragsweep.reporting.exports import best_spec
+from ragsweep.reporting.regression import compare_runs, render, resolve_deployed, verdict_metrics
+from ragsweep.store import database
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 

@@ -12,7 +12,7 @@ from builders import make_board, make_reranked_board, rerank_latencies
 
 from ragsweep.core.schemas import settings_of
 from ragsweep.evaluation.leaderboard import Board
-from ragsweep.results.report import best_metrics, pareto_front, render_html, render_markdown
+from ragsweep.reporting.report import best_metrics, pareto_front, render_html, render_markdown
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -138,7 +138,7 @@ def test_report_renders_in_headless_chromium(board, tmp_path):
 
 
 def test_the_settings_list_counts_the_documents_hashes_instead_of_listing_each():
-    from ragsweep.results.report import settings_list
+    from ragsweep.reporting.report import settings_list
 
     hashes = [[f"doc{i}.md", f"{i:016x}"] for i in range(500)]
     shown = settings_list({"sweep_name": "kb-nightly", "document_hashes": hashes})
@@ -147,7 +147,7 @@ def test_the_settings_list_counts_the_documents_hashes_instead_of_listing_each()
 
 
 def test_the_report_holds_a_place_for_the_comparison_with_the_baseline(board):
-    from ragsweep.results.report import comparison_section, with_comparison
+    from ragsweep.reporting.report import comparison_section, with_comparison
 
     html = render_html(board)
     placed = with_comparison(html, comparison_section(None, "No earlier run of 'kb' & co."))

@@ -12,9 +12,10 @@ import numpy as np
 from judged_runs import store_judged_run, write_judged_folder
 from ui_demo import serving_store
 
+from ragsweep.curation import labels
 from ragsweep.kubeflow.closing import import_folder, publish_folder
-from ragsweep.results import database, labels
-from ragsweep.results.agreements import with_stored_labels
+from ragsweep.reporting.judge_agreement import with_stored_labels
+from ragsweep.store import database
 
 QUESTIONS = 12
 VERDICTS = np.array([[1.0, 0.0] * (QUESTIONS // 2)])  # the judge: every other answer correct

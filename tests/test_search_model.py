@@ -20,7 +20,7 @@ from ragsweep.evaluation import halving, surrogate
 from ragsweep.evaluation.halving import Round
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.report import render_markdown
+from ragsweep.reporting.report import render_markdown
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace

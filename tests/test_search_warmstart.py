@@ -13,10 +13,10 @@ from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import question_version
 from ragsweep.evaluation import surrogate
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results import database
-from ragsweep.results.exports import best_spec
-from ragsweep.results.report import render_markdown
-from ragsweep.results.warmstart import warm_start
+from ragsweep.reporting.exports import best_spec
+from ragsweep.reporting.report import render_markdown
+from ragsweep.store import database
+from ragsweep.store.warmstart import warm_start
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace

@@ -59,4 +59,4 @@ def test_starting_a_step_or_a_command_imports_no_heavy_package(modules):
 def test_the_check_sees_a_package_imported_at_the_top_of_a_module():
     """The results database needs SQLAlchemy from its first line (only the steps that store
     a run import it): the check above would see a package imported so."""
-    assert loaded_after("ragsweep.results.database") == ["sqlalchemy"]
+    assert loaded_after("ragsweep.store.database") == ["sqlalchemy"]

@@ -14,7 +14,8 @@ from sqlalchemy.dialects import oracle
 from sqlalchemy.schema import CreateTable
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import database, publishing
+from ragsweep.reporting import publishing
+from ragsweep.store import database
 
 ORACLE_DSN = os.environ.get("RAGSWEEP_TEST_ORACLE_DSN")
 NOW = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -408,7 +409,7 @@ def test_a_store_made_before_sweep_names_gains_the_column_and_finds_old_runs_by_
 
 
 def test_a_test_set_stored_before_curation_moved_here_loads_and_takes_edits(url):
-    from ragsweep.results.curation import DatabaseStore, edit_question
+    from ragsweep.curation.stored_sets import DatabaseStore, edit_question
 
     make_old_store(url, board())
     testsets = DatabaseStore(database.connect(url))

@@ -15,8 +15,9 @@ from conftest import emptied
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
-from ragsweep.results import database, publishing
-from ragsweep.results.annotations import label_run, parse_tags
+from ragsweep.reporting import publishing
+from ragsweep.store import database
+from ragsweep.store.annotations import label_run, parse_tags
 
 NEW_COLUMNS = ("best_score", "best_low", "best_high", "configurations", "regressed", "title")
 

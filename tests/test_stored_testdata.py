@@ -17,13 +17,18 @@ from kfp import dsl, local
 from ragsweep.components.load_testset import load_testset
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET, read_table
+from ragsweep.curation.stored_sets import (
+    DatabaseStore,
+    delete_question,
+    edit_question,
+    load_test_data,
+)
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset as read_testset
 from ragsweep.documents.testsets import resolve_testset, stored_name
 from ragsweep.kubeflow.tasks import for_local_run
 from ragsweep.pipelines.sweep_pipeline import sweep
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore, delete_question, edit_question, load_test_data
+from ragsweep.store import database
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 

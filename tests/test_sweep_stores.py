@@ -26,9 +26,9 @@ from ragsweep.core.schemas import (
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results.exports import render
-from ragsweep.results.patterns import write_patterns
-from ragsweep.results.report import cost_axis, render_html
+from ragsweep.patterns import write_patterns
+from ragsweep.reporting.exports import render
+from ragsweep.reporting.report import cost_axis, render_html
 from ragsweep.retrieval import store_search
 from ragsweep.sweep.settings import RunSettings, read_settings, write_settings
 from ragsweep.sweep.space import SearchSpace
@@ -290,8 +290,8 @@ def test_a_failing_store_stops_retrieval_naming_it_without_its_secret_and_drops_
 
 
 def test_collection_names_fit_every_stores_identifiers(monkeypatch):
-    from ragsweep.results.database import RUN_ID_ENV
     from ragsweep.retrieval.vector_stores import IndexSpec
+    from ragsweep.store.database import RUN_ID_ENV
 
     assert store_search.RUN_ID_ENV == RUN_ID_ENV  # the run id `ragsweep run` sets
     hnsw = IndexSpec("hnsw", {"m": 16})

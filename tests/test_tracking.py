@@ -23,7 +23,7 @@ from test_cli import assert_user_error
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
-from ragsweep.results.tracking import log_sweep, safe_uri
+from ragsweep.reporting.tracking import log_sweep, safe_uri
 
 REPO = Path(__file__).resolve().parent.parent
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
@@ -217,7 +217,7 @@ def test_ragsweep_run_stops_before_the_sweep_when_mlflow_does_not_answer(tmp_pat
 
 
 def test_mlflow_failing_in_the_pipeline_is_a_warning_and_the_run_goes_on(board, tmp_path, caplog):
-    from ragsweep.results.tracking import log_from_step
+    from ragsweep.reporting.tracking import log_from_step
 
     caplog.set_level("WARNING", logger="ragsweep")
     dead = f"http://carol:pw-9@127.0.0.1:{free_port()}"

@@ -27,10 +27,10 @@ from test_tracking import assert_logged, serving_mlflow
 
 from ragsweep.core.errors import safe_url
 from ragsweep.core.schemas import read_table
+from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.store import database
 from ragsweep.ui import create_app
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.runlist import RUNS_PAGE

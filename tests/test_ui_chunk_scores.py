@@ -10,7 +10,8 @@ import ui_demo
 from builders import make_board
 from conftest import emptied, needs_chromium
 
-from ragsweep.results import database, publishing
+from ragsweep.reporting import publishing
+from ragsweep.store import database
 
 SCORED = "scored-night"
 SCORES = [0.912, 0.4204]  # the two chunks every demo configuration retrieves

@@ -12,7 +12,7 @@ from conftest import needs_chromium
 from starlette.testclient import TestClient
 
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
-from ragsweep.results import database
+from ragsweep.store import database
 from ragsweep.ui import create_app
 
 

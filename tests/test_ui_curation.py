@@ -10,7 +10,7 @@ from pathlib import Path
 import ui_demo
 from conftest import needs_chromium
 
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
 
 
 def follow(page, selector: str) -> None:

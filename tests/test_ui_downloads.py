@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from builders import make_board, make_testset
 from starlette.testclient import TestClient
 
-from ragsweep.results import database
+from ragsweep.store import database
 from ragsweep.ui import create_app
 
 

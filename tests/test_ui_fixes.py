@@ -12,9 +12,10 @@ from builders import SPACE, make_answers, make_board, make_scores, make_testset
 from conftest import free_port, needs_chromium
 from starlette.testclient import TestClient
 
+from ragsweep.curation import labels
+from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.results import database, labels
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.store import database
 from ragsweep.ui import create_app
 from ragsweep.ui.jobs import Job
 from ragsweep.ui.live import Count, counts

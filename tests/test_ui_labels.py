@@ -12,8 +12,9 @@ import ui_demo
 from conftest import free_port, needs_chromium
 from judged_runs import store_judged_run
 
+from ragsweep.curation import labels
 from ragsweep.evaluation.agreement import MIN_LABELS
-from ragsweep.results import database, labels
+from ragsweep.store import database
 from ragsweep.ui import create_app
 
 CONFIGS, QUESTIONS = 2, MIN_LABELS // 2  # as many labels as a reliable judge needs

@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 
 from ragsweep.core.schemas import write_table
 from ragsweep.kubeflow.closing import MLFLOW_FILE, close_run
-from ragsweep.results import database
-from ragsweep.results.tracking import run_link
+from ragsweep.reporting.tracking import run_link
+from ragsweep.store import database
 from ragsweep.ui import create_app
 
 RUN = "20261201-020000-000000"  # a run folder's name: when it started

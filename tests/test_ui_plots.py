@@ -8,8 +8,8 @@ import pytest
 import ui_demo
 from conftest import needs_chromium
 
-from ragsweep.results import database
-from ragsweep.results.annotations import label_run
+from ragsweep.store import database
+from ragsweep.store.annotations import label_run
 from ragsweep.ui.charts import compact, nice_ticks
 
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert('plot')</script>"

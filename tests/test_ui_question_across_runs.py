@@ -9,8 +9,8 @@ from conftest import emptied, needs_chromium
 from starlette.testclient import TestClient
 
 from ragsweep.evaluation.leaderboard import failure_reason
-from ragsweep.results import database
-from ragsweep.results.asked import question_texts, runs_asking
+from ragsweep.store import database
+from ragsweep.store.question_runs import question_texts, runs_asking
 from ragsweep.ui import create_app
 
 NEWEST_FIRST = ui_demo.NIGHTS[::-1]

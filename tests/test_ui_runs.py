@@ -22,8 +22,9 @@ from conftest import needs_chromium
 
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
 from ragsweep.kubeflow.rundir import held, write_marker
-from ragsweep.results import database, publishing
-from ragsweep.results.annotations import label_run
+from ragsweep.reporting import publishing
+from ragsweep.store import database
+from ragsweep.store.annotations import label_run
 from ragsweep.ui import create_app
 from ragsweep.ui.data import TREND_RUNS
 from ragsweep.ui.jobs import Job, Jobs

@@ -25,8 +25,8 @@ from conftest import free_port, needs_chromium
 from starlette.testclient import TestClient
 
 from ragsweep.core.errors import RagsweepError, safe_url
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store import database
 from ragsweep.ui import create_app
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import CSP, LoginLimiter
@@ -531,7 +531,7 @@ def watch_dialogs(page) -> Dialogs:
 def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_answers(
     page, tmp_path
 ):
-    from ragsweep.results.annotations import label_run
+    from ragsweep.store.annotations import label_run
 
     with ui_demo.demo_store(tmp_path) as engine:
         label_run(engine, "night-3", title=PAYLOAD)
@@ -553,7 +553,7 @@ def test_the_compare_of_many_runs_and_a_question_across_runs_escape_names_and_an
 
 @needs_chromium
 def test_curation_escapes_authors_comments_diffs_and_the_selection(page, tmp_path):
-    from ragsweep.results.curation import edit_question
+    from ragsweep.curation.stored_sets import edit_question
 
     with ui_demo.demo_store(tmp_path) as engine:
         store = DatabaseStore(engine)

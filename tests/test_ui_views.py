@@ -11,7 +11,7 @@ from conftest import needs_chromium
 from starlette.testclient import TestClient
 
 from ragsweep.evaluation.leaderboard import failure_reason
-from ragsweep.results import database
+from ragsweep.store import database
 from ragsweep.ui import create_app
 
 crowded = test_ui_runs.crowded  # the store of 500 runs (a fixture of this module's own)
@@ -250,7 +250,7 @@ def test_deleting_a_run_needs_its_id_typed_then_removes_it_and_its_folder(tmp_pa
 
 
 def test_a_test_set_reverted_to_an_earlier_version_holds_its_questions_again(tmp_path):
-    from ragsweep.results.curation import DatabaseStore, delete_question, edit_question
+    from ragsweep.curation.stored_sets import DatabaseStore, delete_question, edit_question
 
     with ui_demo.demo_store(tmp_path / "store") as engine:
         store = DatabaseStore(engine)

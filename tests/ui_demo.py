@@ -23,8 +23,9 @@ from builders import make_board, make_testset
 from sqlalchemy.engine import Engine
 
 from ragsweep.core.schemas import DOCUMENTS, SETTINGS_KEY, SPAN, settings_of
-from ragsweep.results import database, publishing
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.reporting import publishing
+from ragsweep.store import database
 from ragsweep.sweep.settings import document_hashes
 
 NIGHTS = ["night-1", "night-2", "night-3"]  # night-3 regressed: its best config got worse

@@ -24,7 +24,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from scripted_llm import ScriptedLLM, default_responder  # noqa: E402
 from ui_demo import serving  # noqa: E402
 
-from ragsweep.results import database  # noqa: E402
+from ragsweep.store import database  # noqa: E402
 from ragsweep.ui import create_app  # noqa: E402
 
 LABELS = 40

@@ -25,7 +25,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from ui_demo import NIGHTS, fill, serving  # noqa: E402
 
 from ragsweep.core.errors import safe_url  # noqa: E402
-from ragsweep.results import database  # noqa: E402
+from ragsweep.store import database  # noqa: E402
 from ragsweep.ui import create_app  # noqa: E402
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsweep.cli.labels import judges_app, labels_app
-from ragsweep.cli.openshift import schedule_app, submit
+from ragsweep.cli.cluster_commands import schedule_app, submit
+from ragsweep.cli.label_commands import judges_app, labels_app
 from ragsweep.core.errors import RagsweepError, check_at_least, missing_extra, safe_url
 from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.models.llm import LLMSettings
@@ -19,7 +19,7 @@ from ragsweep.sweep.settings import DEFAULT_PATTERNS
 from ragsweep.sweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS
 
 if TYPE_CHECKING:
-    from ragsweep.results.curation import DatabaseStore
+    from ragsweep.curation.stored_sets import DatabaseStore
     from ragsweep.sweep.settings import RunSettings
 
 LLM_DEFAULTS = LLMSettings()
@@ -82,8 +82,8 @@ STORE = typer.Option(
 
 def testsets_in(url: str | None) -> DatabaseStore:
     """The test sets of the results database at ``url`` (else the default one)."""
-    from ragsweep.results import database
-    from ragsweep.results.curation import DatabaseStore
+    from ragsweep.curation.stored_sets import DatabaseStore
+    from ragsweep.store import database
 
     return DatabaseStore(database.connect(url))
 
@@ -384,7 +384,7 @@ def resolved_testset(testset: str, testset_name: str, store: str | None, output:
 def checked_store(store: str | None, no_store: bool, baseline: str) -> str | None:
     """The results database's URL ('' with --no-store), connected to now: a dead database
     fails before the sweep, not after it; and the ``baseline`` run found in it."""
-    from ragsweep.results import database
+    from ragsweep.store import database
 
     if baseline and no_store:
         raise RagsweepError("--baseline reads the results database: drop --no-store")
@@ -433,7 +433,7 @@ def resume_run(
     say before it starts."""
     from ragsweep.kubeflow.local import resume_local
     from ragsweep.pipelines.sweep_pipeline import sweep
-    from ragsweep.results import database as results_store
+    from ragsweep.store import database as results_store
 
     url = None if no_store else results_store.resolve_url(store)
     if url:
@@ -446,7 +446,7 @@ def resume_run(
 
 def checked_tracking_uri(mlflow: str | None) -> str:
     """The MLflow tracking URI to log to ('' for none), its server checked now."""
-    from ragsweep.results import tracking
+    from ragsweep.reporting import tracking
 
     tracking_uri = tracking.resolve_uri(mlflow)
     if tracking_uri:
@@ -470,8 +470,8 @@ def finish(outcome, top: int, patterns: int) -> None:
     """Print a run's leaderboard, report, comparison and last line; exit with its status:
     1 when the best regressed, 3 when partial."""
     from ragsweep.core.schemas import read_table, settings_of
-    from ragsweep.results.regression import render
-    from ragsweep.results.report import judge_warning
+    from ragsweep.reporting.regression import render
+    from ragsweep.reporting.report import judge_warning
 
     run_dir = outcome.run_dir
     show(run_dir, top)
@@ -507,8 +507,8 @@ def stored_testset_file(name: str, url: str | None, output: Path) -> Path:
     import hashlib
     import json
 
+    from ragsweep.curation.stored_sets import live_questions
     from ragsweep.documents.testsets import check_name, export_testset
-    from ragsweep.results.curation import live_questions
 
     check_name(name, "--testset-name")  # a valid name is a safe file name
     table = live_questions(testsets_in(url), name)
@@ -536,8 +536,8 @@ def leaderboard(
     agreement with people's labels."""
     from ragsweep.core.schemas import settings_of
     from ragsweep.evaluation.agreement import CORRECTED_METRIC
-    from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary, statistics_lines
+    from ragsweep.reporting.exports import render
+    from ragsweep.reporting.report import evaluation_summary, statistics_lines
 
     if metric not in (None, CORRECTED_METRIC):
         raise RagsweepError(f"--metric: only {CORRECTED_METRIC} re-ranks a run; not {metric!r}")
@@ -546,7 +546,7 @@ def leaderboard(
         raise RagsweepError(f"--metric {metric}: give a run id in the results database")
     table = load_leaderboard(run, store)
     if metric:
-        from ragsweep.results.labels import corrected_lines
+        from ragsweep.curation.labels import corrected_lines
 
         for line in corrected_lines(store, run, top or None):
             typer.echo(line)
@@ -558,9 +558,9 @@ def leaderboard(
         for line in ([evaluated] if evaluated else []) + statistics_lines(table):
             typer.echo(line)
         if stored:
-            from ragsweep.results.agreements import agreement_lines
-            from ragsweep.results.database import connect
-            from ragsweep.results.labels import run_agreement
+            from ragsweep.curation.labels import run_agreement
+            from ragsweep.reporting.judge_agreement import agreement_lines
+            from ragsweep.store.database import connect
 
             found = run_agreement(connect(store), run)
             for line in agreement_lines(*found) if found else []:
@@ -573,7 +573,7 @@ def best(
     store: str = typer.Option(None, help="Results database URL, for a run id."),
 ) -> None:
     """Print the winning configuration as a search-space YAML that reproduces it."""
-    from ragsweep.results.exports import best_spec
+    from ragsweep.reporting.exports import best_spec
 
     typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
 
@@ -587,7 +587,7 @@ def track(
 ) -> None:
     """Log a finished run to MLflow: a parent run, a child run per configuration."""
     from ragsweep.core.schemas import read_table
-    from ragsweep.results.tracking import log_sweep, resolve_uri
+    from ragsweep.reporting.tracking import log_sweep, resolve_uri
 
     uri = resolve_uri(mlflow)
     if not uri:
@@ -622,7 +622,7 @@ def runs(
     (its name, or an unnamed sweep's key), and what failed."""
     if ctx.invoked_subcommand:
         return
-    from ragsweep.results import database as results_store
+    from ragsweep.store import database as results_store
 
     url = results_store.resolve_url(store)
     rows = results_store.list_runs(results_store.connect(url), limit)
@@ -649,7 +649,7 @@ def runs_import(
     it ran with --no-store), with the status its folder records; a run stored before under
     the folder's name is replaced."""
     from ragsweep.kubeflow.closing import import_folder
-    from ragsweep.results import database as results_store
+    from ragsweep.store import database as results_store
 
     if not run_dir.is_dir():
         raise RagsweepError(f"{run_dir}: no such run folder")
@@ -689,8 +689,8 @@ def compare(
     Exit status: 0 when the alarm did not fire, 1 when it did (a significant regression),
     2 on a usage error (unknown run, nothing shared, metric without values).
     """
-    from ragsweep.results.database import open_run
-    from ragsweep.results.regression import compare_runs, render, resolve_deployed
+    from ragsweep.reporting.regression import compare_runs, render, resolve_deployed
+    from ragsweep.store.database import open_run
 
     if format not in ("table", "markdown"):
         raise RagsweepError(f"--format: unknown format {format!r}; choose from table, markdown")
@@ -731,7 +731,7 @@ def ui(
 ) -> None:
     """Serve the web app over the results database: runs, trends, leaderboards, drill-downs,
     comparisons, test sets, local runs."""
-    from ragsweep.results import database as results_store
+    from ragsweep.store import database as results_store
 
     try:
         import uvicorn
@@ -767,7 +767,7 @@ def ui(
 
 def load_leaderboard(run: str, store: str | None):
     from ragsweep.core.schemas import read_table
-    from ragsweep.results.database import connect, load_leaderboard
+    from ragsweep.store.database import connect, load_leaderboard
 
     folder = Path(run)
     if folder.is_file():  # a leaderboard artifact downloaded from a pipeline run
@@ -784,8 +784,8 @@ def load_leaderboard(run: str, store: str | None):
 
 def show(run_dir: Path, top: int) -> None:
     from ragsweep.core.schemas import read_table, settings_of
-    from ragsweep.results.exports import render
-    from ragsweep.results.report import evaluation_summary, statistics_lines
+    from ragsweep.reporting.exports import render
+    from ragsweep.reporting.report import evaluation_summary, statistics_lines
 
     table = read_table(run_dir / "leaderboard.arrow", "leaderboard")
     typer.echo(render(table, top=top or None))
@@ -962,7 +962,7 @@ def testset_show(
     store: str = STORE,
 ) -> None:
     """Show one question with its references and metadata (or its every version)."""
-    from ragsweep.results.curation import row_of
+    from ragsweep.curation.stored_sets import row_of
 
     stored = testsets_in(store)
     if history:
@@ -992,7 +992,7 @@ def testset_add_question(
     store: str = STORE,
 ) -> None:
     """Add a question to a stored test set; its id is derived from its text and answers."""
-    from ragsweep.results.curation import add_question
+    from ragsweep.curation.stored_sets import add_question
 
     stored = testsets_in(store)
     table = add_question(stored.load(name), question, answer, doc, topic, question_type)
@@ -1008,7 +1008,7 @@ def testset_delete(
     store: str = STORE,
 ) -> None:
     """Delete a question from a stored test set (kept in its history)."""
-    from ragsweep.results.curation import delete_question
+    from ragsweep.curation.stored_sets import delete_question
 
     stored = testsets_in(store)
     table = delete_question(stored.load(name), question_id)
@@ -1027,7 +1027,7 @@ def testset_edit(
     store: str = STORE,
 ) -> None:
     """Edit a question's text or reference answers; its context and metadata stay."""
-    from ragsweep.results.curation import edit_question
+    from ragsweep.curation.stored_sets import edit_question
 
     if question is None and not answer:
         raise RagsweepError("edit: give --question and/or --answer")

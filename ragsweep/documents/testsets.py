@@ -13,7 +13,7 @@ Two formats, chosen by suffix:
   and version); ``ragsweep run --testset-name`` hands a stored test set to the pipeline so.
 
 Test data may also be ``store:<name>``, a test set in the results database, read when the
-pipeline's ``load_testset`` step runs (``ragsweep.results.curation.load_test_data``).
+pipeline's ``load_testset`` step runs (``ragsweep.curation.stored_sets.load_test_data``).
 
 A question's identity: ``question_id`` is the source's id, else ``q-`` and a hash of the
 question and its reference answers (so inserting a question moves no other id);

@@ -26,7 +26,7 @@ from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_mark
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from ragsweep.results.regression import Comparison
+    from ragsweep.reporting.regression import Comparison
 
 log = logging.getLogger("ragsweep")
 
@@ -96,7 +96,7 @@ def close_run(run_dir: Path, store_url: str | None, tracking_uri: str, baseline:
 def _track(outcome: Outcome, board, uri: str) -> None:
     """Log the run to MLflow, and where it went into the folder (``MLFLOW_FILE``: the
     results database keeps it, and the run's page links to it)."""
-    from ragsweep.results.tracking import log_sweep
+    from ragsweep.reporting.tracking import log_sweep
 
     report = outcome.run_dir / "report.html"
     try:
@@ -112,8 +112,7 @@ def _compare(outcome: Outcome, board, baseline: str, store_url: str | None) -> N
     """Compare with the baseline (``latest``: the sweep's latest run with results), into the
     folder: ``comparison.arrow``, ``comparison.md``, the verdict's figures ``verdict.json``
     and the report's section (or why there is no baseline)."""
-    from ragsweep.results import database
-    from ragsweep.results.regression import (
+    from ragsweep.reporting.regression import (
         compare_runs,
         no_baseline,
         render,
@@ -121,7 +120,8 @@ def _compare(outcome: Outcome, board, baseline: str, store_url: str | None) -> N
         sweep_of,
         verdict_metrics,
     )
-    from ragsweep.results.report import insert_comparison
+    from ragsweep.reporting.report import insert_comparison
+    from ragsweep.store import database
 
     run_dir = outcome.run_dir
     try:
@@ -154,7 +154,8 @@ def publish_folder(run_dir: Path, store_url: str, failed: dict[str, str]) -> boo
     """Store a complete run folder under its name, as succeeded or (with ``failed`` side
     steps) partial; a failure to store is added to ``failed``. Returns whether it was
     stored."""
-    from ragsweep.results import database, publishing
+    from ragsweep.reporting import publishing
+    from ragsweep.store import database
 
     detail = "; ".join(f"{step} failed: {why}" for step, why in failed.items()) or None
     try:
@@ -182,8 +183,8 @@ def report_agreement(run_dir: Path, engine: Engine) -> None:
     for its answers (labels given on an earlier run whose answers this one reproduced);
     nothing when none of its judged answers is labelled. The results are whole without it:
     a failure is a warning."""
-    from ragsweep.results.agreements import insert_agreement
-    from ragsweep.results.labels import run_agreement
+    from ragsweep.curation.labels import run_agreement
+    from ragsweep.reporting.judge_agreement import insert_agreement
 
     try:
         found = run_agreement(engine, run_dir.name)

@@ -158,7 +158,8 @@ def execute(
     from ragsweep.kubeflow.rundir import export_run, read_marker, started_at, write_marker
     from ragsweep.kubeflow.tasks import for_local_run
     from ragsweep.kubeflow.terminal import StepTotal
-    from ragsweep.results import database, tracking
+    from ragsweep.reporting import tracking
+    from ragsweep.store import database
 
     arguments = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
     reads = step_reads(pipeline, arguments)
@@ -266,7 +267,7 @@ def _stopped(
     """Record a run that ended without results, in its folder and (when set) the store; the
     error to raise. A store that cannot be reached then is a note, not a second failure."""
     from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
-    from ragsweep.results import database
+    from ragsweep.store import database
 
     try:
         finished = datetime.now(UTC).isoformat()

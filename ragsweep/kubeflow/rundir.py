@@ -268,7 +268,7 @@ def export_run(run_dir: Path, outputs: dict[str, Path]) -> None:
     """Export the pipeline's ``outputs`` (artifact paths by output name) into ``run_dir``:
     each table as .arrow, .parquet, .csv and .json, report.html, the test set and the
     patterns, made the run folder's exports together (``staged``)."""
-    from ragsweep.results.exports import export
+    from ragsweep.reporting.exports import export
 
     with staged(run_dir, whole=True) as stage:
         for name in TABLES:

@@ -118,7 +118,7 @@ class LLMSettings:
     def judges(self) -> list[str]:
         """The judge models named: ``judge`` may list several, comma-separated, for the run
         to pick the one that agrees best with people's labels
-        (``ragsweep.results.judges.choose_judge``)."""
+        (``ragsweep.curation.judge_choice.choose_judge``)."""
         return [name.strip() for name in self.judge.split(",") if name.strip()]
 
     def for_judge(self) -> LLMSettings:

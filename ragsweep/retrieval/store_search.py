@@ -27,7 +27,7 @@ from ragsweep.retrieval.vector_stores import Hits, IndexSpec, open_store
 log = logging.getLogger("ragsweep")
 
 LATENCY_SAMPLE = 100  # questions whose similarity search is timed alone, per store and index
-RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.results.database.RUN_ID_ENV, set by `ragsweep run`
+RUN_ID_ENV = "RAGSWEEP_RUN_ID"  # ragsweep.store.database.RUN_ID_ENV, set by `ragsweep run`
 
 
 @dataclass(frozen=True)

@@ -382,7 +382,7 @@ def evaluate(
     (their questions answered together) by a surrogate of ``metric`` fitted on every
     configuration's retrieval metrics
     (``ragsweep.evaluation.surrogate``), starting from the ``known`` scores of earlier runs
-    of the sweep (``ragsweep.results.warmstart``).
+    of the sweep (``ragsweep.store.warmstart``).
     Each deployed assistant of ``agents`` answers every question once, whatever the
     strategy (``ragsweep.answering.agents``; its contexts located in ``documents``), in the
     last round; its calls and its verdicts' come out of ``max_llm_calls`` first, and it is

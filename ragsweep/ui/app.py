@@ -17,9 +17,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ragsweep.core.errors import safe_url
-from ragsweep.results.report import CSS
+from ragsweep.reporting.report import CSS
 from ragsweep.ui import (
-    asked,
+    across_runs,
     downloads,
     housekeeping,
     jobs,
@@ -28,7 +28,7 @@ from ragsweep.ui import (
     runlist,
     runs,
     security,
-    testsets,
+    testset_pages,
     views,
 )
 from ragsweep.ui.data import Data
@@ -113,7 +113,7 @@ def create_app(
     routes = [
         *runlist.routes(),
         *matrix.routes(),
-        *asked.routes(),
+        *across_runs.routes(),
         *views.routes(),
         *housekeeping.routes(),
         *downloads.routes(),
@@ -127,7 +127,7 @@ def create_app(
         Route("/runs/{run_id}", runs.run_page),
         Route("/compare", runs.compare_page),
         *labelling.routes(),
-        *testsets.routes(),
+        *testset_pages.routes(),
         *jobs.routes(),
         Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

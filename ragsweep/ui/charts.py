@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from ragsweep.evaluation.metrics import metric as metric_of
-from ragsweep.results.report import cost_axis, pareto_front, present
+from ragsweep.reporting.report import cost_axis, pareto_front, present
 from ragsweep.ui.plots import axis
 
 # the swept parameters a panel may show, in the order a configuration's label reads

@@ -1,4 +1,4 @@
-"""What the pages read, through ragsweep.results.database's API, with the derived tables (breakdown,
+"""What the pages read, through ragsweep.store.database's API, with the derived tables (breakdown,
 failures, comparisons) computed once per run and kept while the app runs."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from ragsweep.evaluation import leaderboard
-from ragsweep.results import database
-from ragsweep.results.regression import Comparison, compare_runs
+from ragsweep.reporting.regression import Comparison, compare_runs
+from ragsweep.store import database
 from ragsweep.ui.documents import S3_RECHECK_S
 
 TREND_RUNS = 30  # nights drawn per sweep

@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from ragsweep.curation import labels
 from ragsweep.evaluation.leaderboard import Board
-from ragsweep.results import labels
-from ragsweep.results.agreements import with_agreement
-from ragsweep.results.exports import csv_text
-from ragsweep.results.report import render_html
+from ragsweep.reporting.exports import csv_text
+from ragsweep.reporting.judge_agreement import with_agreement
+from ragsweep.reporting.report import render_html
 from ragsweep.ui.runs import run_of
 
 TABLES = ("leaderboard", "results")

@@ -14,9 +14,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import setversions
-from ragsweep.results.curation import DatabaseStore
-from ragsweep.results.database import delete_run, find_runs, run_info, sweep_names
+from ragsweep.curation import set_versions
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store.database import delete_run, find_runs, run_info, sweep_names
 from ragsweep.ui.security import checked_form
 
 PICKED = 50  # runs a search of the picker shows
@@ -105,7 +105,7 @@ def versions_page(request: Request) -> Response:
     """A test set's saves, newest first, each with a button to revert to it."""
     name = request.path_params["name"]
     try:
-        found = setversions.versions(DatabaseStore(request.app.state.data.engine), name)
+        found = set_versions.versions(DatabaseStore(request.app.state.data.engine), name)
     except RagsweepError as exc:
         raise HTTPException(404, str(exc)) from None
     return request.app.state.render(request, "testset_versions.html", name=name, versions=found)
@@ -116,7 +116,7 @@ async def revert(request: Request) -> Response:
     form = await checked_form(request)
     name, number = request.path_params["name"], request.path_params["number"]
     try:
-        setversions.revert(
+        set_versions.revert(
             DatabaseStore(request.app.state.data.engine),
             name,
             number,

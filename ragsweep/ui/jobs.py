@@ -33,9 +33,9 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
 from ragsweep.kubeflow.closing import PARTIAL_EXIT
 from ragsweep.kubeflow.rundir import LOCK, MARKER, read_marker
-from ragsweep.results.annotations import MAX_TITLE, label_run
-from ragsweep.results.database import ENV as STORE_ENV
-from ragsweep.results.database import find_runs, run_info
+from ragsweep.store.annotations import MAX_TITLE, label_run
+from ragsweep.store.database import ENV as STORE_ENV
+from ragsweep.store.database import find_runs, run_info
 from ragsweep.sweep.options import SPACE_LISTS
 from ragsweep.ui.live import Count, counts
 from ragsweep.ui.roots import DocRoots
@@ -298,7 +298,7 @@ class Jobs:
 
 
 def _testset_names(request: Request) -> list[str]:
-    from ragsweep.ui.testsets import stored
+    from ragsweep.ui.testset_pages import stored
 
     return stored(request).names()
 

@@ -1,7 +1,7 @@
 """Labelling on the drill-down page: one click says whether the judge's verdict on the
 answer is right (agree / disagree) or what the answer is (correct / incorrect), with an
 optional note, and opens the next answer of the labelling queue
-(``ragsweep.results.labels.queue``). Keyboard: the first button has the focus (Enter
+(``ragsweep.curation.labels.queue``). Keyboard: the first button has the focus (Enter
 agrees), Tab moves between them, and each has an access key (a, d, c, i). The judge's
 agreement with the labels is shown beside its verdict. No script: the page's policy
 forbids it."""
@@ -17,8 +17,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import labels
-from ragsweep.results.agreements import agreement_section
+from ragsweep.curation import labels
+from ragsweep.reporting.judge_agreement import agreement_section
 from ragsweep.ui.security import author_of, checked_form, remember_author
 
 BUTTONS = (  # (label, what the button says, access key)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ragsweep.evaluation.leaderboard import failure_reason
-from ragsweep.results.exports import ranking_metric
+from ragsweep.reporting.exports import ranking_metric
 from ragsweep.ui.charts import differing
 from ragsweep.ui.runs import fmt, run_of
 

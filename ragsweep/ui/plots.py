@@ -1,5 +1,5 @@
 """The UI's plots, server-rendered SVG in the report's inline style (no script): the trend of
-a sweep (ragsweep/results/report.py draws the report's plots)."""
+a sweep (ragsweep/reporting/report.py draws the report's plots)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ragsweep.results.report import present
+from ragsweep.reporting.report import present
 
 STEPS = (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0)  # tick spacings, for 0-1 scores
 

@@ -13,8 +13,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import database
-from ragsweep.results.annotations import label_run, parse_tags
+from ragsweep.store import database
+from ragsweep.store.annotations import label_run, parse_tags
 from ragsweep.ui.live import running
 from ragsweep.ui.plots import trend
 from ragsweep.ui.security import checked_form

@@ -15,10 +15,9 @@ from starlette.responses import Response
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation.leaderboard import Board, failure_reason
-from ragsweep.results import report
-from ragsweep.results.changes import lines as change_lines
-from ragsweep.results.database import find_runs, run_info, sweep_names
-from ragsweep.results.exports import (
+from ragsweep.reporting import report
+from ragsweep.reporting.changes import lines as change_lines
+from ragsweep.reporting.exports import (
     COST_COLUMNS,
     eliminated_cell,
     has_eliminated,
@@ -27,8 +26,9 @@ from ragsweep.results.exports import (
     ranking_metric,
     sorted_board,
 )
-from ragsweep.results.regression import cannot_fire
-from ragsweep.results.tracking import run_link
+from ragsweep.reporting.regression import cannot_fire
+from ragsweep.reporting.tracking import run_link
+from ragsweep.store.database import find_runs, run_info, sweep_names
 from ragsweep.ui import labelling
 from ragsweep.ui.charts import forest, parameter_panels, pareto_panels
 from ragsweep.ui.documents import retrieved_chunks, score_name

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from ragsweep.core.schemas import METRICS
 from ragsweep.evaluation.leaderboard import failure_reason
-from ragsweep.results.exports import ranking_metric
+from ragsweep.reporting.exports import ranking_metric
 from ragsweep.ui.charts import PARAMETERS
 from ragsweep.ui.documents import retrieved_chunks, score_name
 from ragsweep.ui.labelling import question_path

@@ -20,7 +20,7 @@ class MemoryStore:
     name = "memory"
     INDEXES: dict[str, dict[str, Any]] = {"exact": {}}
     CONNECTION_KEYS: tuple[str, ...] = ()  # in the step's own memory
-    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.results.patterns.SCRIPT_STORES)
+    PATTERN_CODE = None  # the pattern scripts' own (ragsweep.patterns.SCRIPT_STORES)
 
     def __init__(self, collection: str, distance: str) -> None:
         self.distance = distance

@@ -20,7 +20,7 @@ STORE = typer.Option(None, "--store", help="Results database URL. [default: $RAG
 
 
 def _engine(store: str | None):
-    from ragsweep.results.database import connect
+    from ragsweep.store.database import connect
 
     return connect(store)
 
@@ -38,7 +38,7 @@ def add(
     store: str = STORE,
 ) -> None:
     """Label one judged answer of a stored run."""
-    from ragsweep.results import labels
+    from ragsweep.curation import labels
 
     engine = _engine(store)
     found = labels.label_result(engine, run, config, question, label.lower(), author, note)
@@ -55,7 +55,7 @@ def import_(
 ) -> None:
     """Store the labels of a file; a bad record stops the import, naming its line and field,
     and nothing is stored."""
-    from ragsweep.results import labels
+    from ragsweep.curation import labels
 
     typer.echo(f"imported {labels.add(_engine(store), labels.read_file(path))} labels")
 
@@ -66,7 +66,7 @@ def export(
     store: str = STORE,
 ) -> None:
     """Write every stored label to a file."""
-    from ragsweep.results import labels
+    from ragsweep.curation import labels
 
     typer.echo(f"exported {labels.export_file(_engine(store), path)} labels to {path}")
 
@@ -78,7 +78,7 @@ def queue(
     store: str = STORE,
 ) -> None:
     """The run's judged answers to label next, the most telling first."""
-    from ragsweep.results import labels
+    from ragsweep.curation import labels
 
     for p in labels.queue(_engine(store), run, size):
         verdict = "correct" if p.verdict else "incorrect"
@@ -98,8 +98,8 @@ def agreement(
 ) -> None:
     """The run's judge against the stored labels: labels, accuracy, Cohen's kappa with its
     interval, the confusion matrix; in the report and MLflow on request."""
-    from ragsweep.results import labels
-    from ragsweep.results.agreements import agreement_lines, insert_agreement
+    from ragsweep.curation import labels
+    from ragsweep.reporting.judge_agreement import agreement_lines, insert_agreement
 
     found = labels.run_agreement(_engine(store), run)
     if found is None:
@@ -110,7 +110,7 @@ def agreement(
     if report is not None:
         insert_agreement(report, measured, judge)
     if mlflow:
-        from ragsweep.results.tracking import log_agreement
+        from ragsweep.reporting.tracking import log_agreement
 
         log_agreement(mlflow, run, measured, judge)
 
@@ -132,7 +132,7 @@ def compare(
 ) -> None:
     """Run each judge on the labelled answers (the file holds what the judges see) and rank
     the judges by Cohen's kappa."""
-    from ragsweep.results.judges import compare_judges, read_labelled
+    from ragsweep.curation.judge_choice import compare_judges, read_labelled
     from ragsweep.sweep.options import text_or_file
 
     names = [j.strip() for j in judges.split(",") if j.strip()]

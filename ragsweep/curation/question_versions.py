@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ragsweep.results.database import results, runs, testsets
+from ragsweep.store.database import results, runs, testsets
 
 # the fields a person edits, in the order a question's page shows them
 FIELDS = ("question", "reference_answers", "reference_doc_ids", "reference_context")

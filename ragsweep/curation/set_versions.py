@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
-from ragsweep.results import database
-from ragsweep.results.curation import DatabaseStore
+from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store import database
 
 
 def _item_rows(store: DatabaseStore, name: str) -> list[dict]:

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation import agreement as stats
 from ragsweep.models.replies import digest
-from ragsweep.results import database
+from ragsweep.store import database
 
 KINDS = ("agree", "disagree", "correct", "incorrect")
 NO_JUDGE = "none"  # the judge of a label given where no judge gave a verdict

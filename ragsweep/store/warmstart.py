@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from ragsweep.core.errors import RagsweepError
 from ragsweep.evaluation.surrogate import WarmStart
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results import database
+from ragsweep.store import database
 from ragsweep.sweep.settings import MODEL, RunSettings
 
 log = logging.getLogger("ragsweep")

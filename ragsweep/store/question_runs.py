@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ragsweep.results.database import WITH_RESULTS, results, runs, testset_items, testsets
+from ragsweep.store.database import WITH_RESULTS, results, runs, testset_items, testsets
 
 
 def runs_asking(

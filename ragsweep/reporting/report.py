@@ -22,8 +22,7 @@ from ragsweep.core.schemas import METRICS, settings_of
 from ragsweep.evaluation import clusters
 from ragsweep.evaluation.leaderboard import Board
 from ragsweep.evaluation.metrics import metric as metric_of
-from ragsweep.results.agreements import AGREEMENT_SLOT
-from ragsweep.results.exports import (
+from ragsweep.reporting.exports import (
     ERRORS_LEGEND,
     JUDGE_LEGEND,
     NOT_MEASURED,
@@ -40,9 +39,10 @@ from ragsweep.results.exports import (
     ranking_metric,
     render,
 )
+from ragsweep.reporting.judge_agreement import AGREEMENT_SLOT
 
 if TYPE_CHECKING:
-    from ragsweep.results.regression import Comparison
+    from ragsweep.reporting.regression import Comparison
 
 TOP_CONFIGS_BY_TOPIC = 5
 # where the compare step (or `ragsweep run --baseline`) puts the comparison with the baseline
@@ -688,8 +688,8 @@ def comparison_section(comparison: Comparison | None, none_found: str = "") -> s
     """The comparison with the baseline as a report section: the alarm's verdict, what
     changed since the baseline, what only one run holds, and each shared configuration's
     verdict; or, without a comparison, ``none_found`` (why there is none)."""
-    from ragsweep.results.changes import lines as change_lines
-    from ragsweep.results.regression import alarm_line, overlap_lines, verdict_rows
+    from ragsweep.reporting.changes import lines as change_lines
+    from ragsweep.reporting.regression import alarm_line, overlap_lines, verdict_rows
 
     if comparison is None:
         return (

@@ -4,7 +4,7 @@ question keeps its ``question_id`` and gets a new ``question_version``: it is no
 with its old self.
 
 A store holds named test sets behind ``Store``; ``DatabaseStore`` keeps them in the results
-database (``ragsweep.results.database``), losslessly (every reference answer and document, gold
+database (``ragsweep.store.database``), losslessly (every reference answer and document, gold
 spans,
 reference context, topic, type, conversation history), and every change as a new version of
 the items it changes, so an item's history can be read back. A run reads a stored set as
@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import TESTSET
 from ragsweep.documents.testsets import check_limits, content_id, question_version
-from ragsweep.results import database
+from ragsweep.store import database
 
 MAX_AUTHOR, MAX_COMMENT = 200, 2000
 _ITEM_FIELDS = [

@@ -14,8 +14,8 @@ import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results import database
-from ragsweep.results.regression import compare_runs, sweep_of
+from ragsweep.reporting.regression import compare_runs, sweep_of
+from ragsweep.store import database
 
 log = logging.getLogger("ragsweep")
 

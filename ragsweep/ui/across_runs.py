@@ -8,7 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ragsweep.evaluation.leaderboard import failure_reason
-from ragsweep.results.asked import question_texts, runs_asking
+from ragsweep.store.question_runs import question_texts, runs_asking
 from ragsweep.ui.labelling import question_path
 from ragsweep.ui.runs import fmt
 

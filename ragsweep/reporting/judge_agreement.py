@@ -1,6 +1,6 @@
 """The judge's agreement with people, shown: as lines (``ragsweep leaderboard``, ``ragsweep
 labels agreement``), as an HTML section (the report, the UI's drill-down) and as MLflow
-metrics (``ragsweep.results.tracking.log_agreement``)."""
+metrics (``ragsweep.reporting.tracking.log_agreement``)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def with_stored_labels(html: str, url: str, board: pa.Table, results: pa.Table) 
     agreement with the labels the store at ``url`` holds for its answers (labels given on
     earlier runs whose answers it reproduced); as it is when none is labelled, or when the
     store cannot be read (a warning: the report is whole without it)."""
-    from ragsweep.results import database, labels
+    from ragsweep.curation import labels
+    from ragsweep.store import database
 
     try:
         found = labels.board_agreement(database.connect(url), board, results)

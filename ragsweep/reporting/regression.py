@@ -38,9 +38,9 @@ from ragsweep.evaluation import clusters, statistics
 from ragsweep.evaluation.clusters import Clusters
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, failure_reason, matrix
 from ragsweep.evaluation.metrics import metric as declared
-from ragsweep.results.changes import Changes, changes
-from ragsweep.results.changes import lines as change_lines
-from ragsweep.results.exports import number, ranking_metric
+from ragsweep.reporting.changes import Changes, changes
+from ragsweep.reporting.changes import lines as change_lines
+from ragsweep.reporting.exports import number, ranking_metric
 
 log = logging.getLogger("ragsweep")
 
@@ -425,7 +425,7 @@ def verdict_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 def render(comparison: Comparison, fmt: str = "table") -> str:
     """The verdicts as a terminal or Markdown table; below it what changed since the
-    baseline (``ragsweep.results.changes``), what only one run holds, the flips of the
+    baseline (``ragsweep.reporting.changes``), what only one run holds, the flips of the
     alarm's configuration, and the alarm."""
     header, rows = verdict_rows(comparison)
     if fmt == "markdown":
@@ -569,7 +569,7 @@ def resolve_baseline(
     """A baseline run id: as given, or for ``latest`` the latest successful run of the same
     sweep (``sweep_of``) as ``leaderboard``'s other than ``run_id`` (None when there is
     none)."""
-    from ragsweep.results import database
+    from ragsweep.store import database
 
     if baseline != "latest":
         return baseline
@@ -585,7 +585,7 @@ def compare_with_store(
     (``resolve_deployed``)."""
     import os
 
-    from ragsweep.results import database
+    from ragsweep.store import database
 
     url = os.environ.get(database.ENV)
     if not url:

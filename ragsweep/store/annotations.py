@@ -1,6 +1,6 @@
 """What a team writes on a stored run: a name, a note and tags (``ragsweep ui``'s runs
 list shows them, searches them and filters by tag). A run stored again under its id keeps
-them (``ragsweep.results.database``)."""
+them (``ragsweep.store.database``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.results.database import runs
+from ragsweep.store.database import runs
 
 TAG = re.compile(r"^[\w.:/+-]{1,40}$")  # letters, digits and . : / + - _ ; no comma, no space
 MAX_TAGS = 20

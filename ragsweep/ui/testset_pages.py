@@ -1,4 +1,4 @@
-"""The test-set pages over the results database (``curation.DatabaseStore``): list, view,
+"""The test-set pages over the results database (``stored_sets.DatabaseStore``): list, view,
 edit every field of a question, delete, add, import AutoRAG JSON / Giskard JSONL, export;
 delete, set the topic or type of, or export a selection of questions at once. Every change
 is saved as a new version of the items it changes, with who made it and why when they say
@@ -17,16 +17,16 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.curation import question_versions, set_versions, stored_sets
 from ragsweep.documents.testsets import check_name, export_testset, load_testset, name_from_file
-from ragsweep.results import curation, setversions, versions
 from ragsweep.ui.security import author_of, checked_form, remember_author
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson"}
 UPLOADS = (".json", ".jsonl")
 
 
-def stored(request: Request) -> curation.DatabaseStore:
-    return curation.DatabaseStore(request.app.state.data.engine)
+def stored(request: Request) -> stored_sets.DatabaseStore:
+    return stored_sets.DatabaseStore(request.app.state.data.engine)
 
 
 def _load(request: Request, name: str):
@@ -113,7 +113,7 @@ async def revert(request: Request) -> Response:
     name = request.path_params["name"]
     form = await checked_form(request)
     try:
-        table = setversions.before_latest(stored(request), name)
+        table = set_versions.before_latest(stored(request), name)
     except RagsweepError as exc:
         raise _user_error(exc) from None
     return _back(request, name, author=_save(request, name, table, form))
@@ -157,7 +157,7 @@ async def add(request: Request) -> Response:
     form = await checked_form(request)
     table = _load(request, name)
     try:
-        table = curation.add_question(
+        table = stored_sets.add_question(
             table,
             str(form.get("question", "")).strip(),
             _lines(str(form.get("answers", ""))),
@@ -186,8 +186,8 @@ async def question_page(request: Request) -> Response:
         name=name,
         question=current[0] if current else None,
         question_id=question_id,
-        history=versions.with_diffs(history),
-        used=versions.runs_by_version(engine, name, question_id),
+        history=question_versions.with_diffs(history),
+        used=question_versions.runs_by_version(engine, name, question_id),
         author=author_of(request),
     )
 
@@ -205,10 +205,10 @@ async def edit(request: Request) -> Response:
 
     context = text("reference_context")
     try:
-        current = table.slice(curation.row_of(table, question_id), 1).to_pylist()[0]
+        current = table.slice(stored_sets.row_of(table, question_id), 1).to_pylist()[0]
         if context == (current["reference_context"] or "").strip():
             context = None  # as it is (a textarea gives back its lines ended by CR LF)
-        table = curation.edit_question(
+        table = stored_sets.edit_question(
             table,
             question_id,
             text("question"),
@@ -227,7 +227,7 @@ async def delete(request: Request) -> Response:
     name, question_id = request.path_params["name"], request.path_params["question_id"]
     form = await checked_form(request)
     try:
-        table = curation.delete_question(_load(request, name), question_id)
+        table = stored_sets.delete_question(_load(request, name), question_id)
     except RagsweepError as exc:
         raise _user_error(exc) from None
     return _back(request, name, author=_save(request, name, table, form))
@@ -236,7 +236,7 @@ async def delete(request: Request) -> Response:
 def _selected(table, question_ids: list[str]):
     """The rows of ``question_ids``, in the set's order; an unknown id is refused."""
     try:
-        rows = sorted({curation.row_of(table, q) for q in question_ids})
+        rows = sorted({stored_sets.row_of(table, q) for q in question_ids})
     except RagsweepError as exc:
         raise _user_error(exc) from None
     return table.take(rows)
@@ -259,11 +259,11 @@ async def bulk(request: Request) -> Response:
     try:
         if action == "delete":
             for question_id in chosen:
-                table = curation.delete_question(table, question_id)
+                table = stored_sets.delete_question(table, question_id)
         elif action in ("topic", "type"):
             field = "topic" if action == "topic" else "question_type"
             for question_id in chosen:
-                table = curation.edit_question(table, question_id, **{field: value})
+                table = stored_sets.edit_question(table, question_id, **{field: value})
         else:
             raise RagsweepError(
                 f"action: {action!r}; choose export.json, export.jsonl, delete, topic or type"

@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.curation import labels
 from ragsweep.evaluation import agreement as stats
 from ragsweep.evaluation.judge import Judge, Judged
 from ragsweep.models.llm import LLMSettings
-from ragsweep.results import database, labels
+from ragsweep.store import database
 
 log = logging.getLogger("ragsweep")
 

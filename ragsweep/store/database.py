@@ -185,7 +185,7 @@ leaderboards = sa.Table(
 )
 
 
-# A person's label of a judged answer (``ragsweep.results.labels``): keyed by the question
+# A person's label of a judged answer (``ragsweep.curation.labels``): keyed by the question
 # version, the answer text's hash and the judge (model and prompt version) the person saw,
 # so it holds for every run that reproduces the answer; one per author.
 labels = sa.Table(
@@ -480,7 +480,7 @@ def publish(
 ) -> str:
     """Store a finished run in one transaction, as ``succeeded`` or ``partial`` (``detail``:
     the side steps that failed), with the trend's alarm (``regressed``; computed by
-    ``ragsweep.results.publishing.publish``) and where it was logged to MLflow (``mlflow``,
+    ``ragsweep.reporting.publishing.publish``) and where it was logged to MLflow (``mlflow``,
     a ``tracking.Logged`` as a dict); a run stored before under ``run_id`` (a
     retried step, a resumed or imported run) is replaced, keeping its name, note and tags.
     Its test set goes under its file name (``stored_name``): a new version of each question

@@ -205,7 +205,7 @@ def _write_leaderboard(leaderboard: pa.Table, folder: Path) -> None:
     import pyarrow.parquet as pq
 
     from ragsweep.core.schemas import write_table
-    from ragsweep.results.exports import csv_text
+    from ragsweep.reporting.exports import csv_text
 
     write_table(leaderboard, folder / "leaderboard.arrow", "leaderboard")
     pq.write_table(leaderboard, folder / "leaderboard.parquet")
