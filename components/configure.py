@@ -1,44 +1,17 @@
-from typing import List
+"""The pipeline's first step: the run's settings, built and validated once.
+
+KFP reads a component's parameters from its function's source, and configure takes every
+run option the pipeline has: so its source is written here from their declarations
+(``ragsweep.kubeflow.parameters.configure_parameters``), never by hand."""
+
+import linecache
 
 from kfp import dsl
-from kfp.dsl import Dataset, Output
 
 from ragsweep.components import BASE_IMAGE
+from ragsweep.kubeflow.parameters import configure_parameters
 
-
-@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
-def configure(
-    input_data_bucket_name: str,
-    input_data_key: str,
-    input_data_keys: List[str],
-    test_data_bucket_name: str,
-    test_data_key: str,
-    embedding_models: List[str],
-    generation_models: List[str],
-    search_space: dict,
-    preset: str,
-    vector_io_provider_id: str,
-    optimization_metric: str,
-    optimization_max_rag_patterns: int,
-    max_document_bytes: int,
-    max_questions: int,
-    max_llm_calls: int,
-    strategy: str,
-    trials_at_once: int,
-    seed: int,
-    skip_unresolved: bool,
-    embedding_cache: str,
-    cache_max_gb: float,
-    embedding_shard_bytes: int,
-    baseline: str,
-    keep_collections: bool,
-    llm: dict,
-    qa_generation: dict,
-    patterns: int,
-    sweep_name: str,
-    agents: List[str],
-    settings: Output[Dataset],
-):
+BODY = '''
     """Build and validate the run's settings from the pipeline's parameters, once
     (``ragsweep.kubeflow.parameters``): a mistake in any of them (a search space, a grid
     larger than ``optimization_max_rag_patterns``, a metric, a sweep name, a test data
@@ -61,3 +34,19 @@ def configure(
         run = with_runtimes(run_settings(parameters), embedding_gpus())
         run.space.log_prefixes()
         write_settings(run, settings.path)
+'''
+KFP_TYPES = {str: "str", int: "int", float: "float", bool: "bool", list: "List", dict: "dict"}
+
+
+def _configure():
+    """The component, from its source: the parameters' signature and ``BODY``."""
+    signature = ", ".join(f"{n}: {KFP_TYPES[t]}" for n, t in configure_parameters().items())
+    source = f"def configure({signature}, settings: Output[Dataset]):{BODY}"
+    filename = "<ragsweep configure>"  # where inspect, and so KFP, finds the source
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": __name__, "List": list, **vars(dsl)}
+    exec(compile(source, filename, "exec"), namespace)
+    return dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)(namespace["configure"])
+
+
+configure = _configure()

@@ -5,9 +5,10 @@ compiled YAML is committed beside this file. Parameters take Red Hat AutoRAG's n
 the concept is the same; ``ragsweep.kubeflow.tasks`` says how each step runs on OpenShift AI.
 """
 
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset
@@ -29,13 +30,12 @@ from ragsweep.components.rank import rank
 from ragsweep.components.retrieve import retrieve
 from ragsweep.components.track import track
 from ragsweep.documents.qagen import QASettings
-from ragsweep.evaluation.leaderboard import AUTO_METRIC
 from ragsweep.kubeflow import tasks
+from ragsweep.kubeflow.parameters import configure_parameters
 from ragsweep.models.llm import LLMSettings
 from ragsweep.store.database import DEFAULT_STORE_CONNECTION
-from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS
-from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace
+from ragsweep.sweep.options import SHAPERS, pipeline_options
+from ragsweep.sweep.space import SearchSpace
 
 DEFAULT = SearchSpace().to_parameters()
 DEFAULT_LLM = LLMSettings().to_dict()
@@ -56,7 +56,7 @@ class Results(NamedTuple):
 DESCRIPTION = "Evaluate a grid of RAG configurations on a document collection and rank them."
 
 
-def sweep(
+def steps(
     input_data_key: str = "",
     test_data_key: str = "",
     input_data_bucket_name: str = "",
@@ -64,39 +64,19 @@ def sweep(
     input_data_secret_name: str = tasks.DEFAULT_CONNECTION,
     test_data_secret_name: str = tasks.DEFAULT_CONNECTION,
     input_data_keys: list = [],  # noqa: B006 (a pipeline parameter's default)
-    embedding_models: list = DEFAULT["embedding_models"],
-    generation_models: list = [],  # noqa: B006 (a pipeline parameter's default)
     search_space: dict = DEFAULT["search_space"],
-    optimization_metric: str = AUTO_METRIC,
-    optimization_max_rag_patterns: int = DEFAULT_MAX_CONFIGS,
-    max_document_bytes: int = 0,
-    max_questions: int = 0,
-    max_llm_calls: int = 0,
-    strategy: str = "grid",
-    trials_at_once: int = 1,
-    seed: int = 42,
-    skip_unresolved: bool = False,
-    embedding_cache: str = "",
-    cache_max_gb: float = 0.0,
-    embedding_shard_bytes: int = DEFAULT_SHARD_BYTES,
     llm: dict = DEFAULT_LLM,
     llm_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     qa_generation: dict = DEFAULT_QA,
     results_store_secret_name: str = DEFAULT_STORE_CONNECTION,
     vector_store_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
-    keep_collections: bool = False,
-    baseline: str = "",
-    sweep_name: str = "",
     deployed_config: str = "",
     mlflow_tracking_uri: str = "",
     mlflow_secret_name: str = tasks.DEFAULT_MLFLOW_CONNECTION,
-    patterns: int = DEFAULT_PATTERNS,
-    preset: str = "",
-    vector_io_provider_id: str = "",
     ogx_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     maas_secret_name: str = tasks.DEFAULT_LLM_CONNECTION,
     vector_db_secret_name: str = tasks.DEFAULT_VECTOR_STORE_CONNECTION,
-    agents: list = [],  # noqa: B006 (a pipeline parameter's default)
+    **options: Any,
 ) -> Results:
     """Sweep RAG configurations over a document collection and rank them.
 
@@ -113,49 +93,12 @@ def sweep(
         test_data_secret_name: The OpenShift AI S3 connection (Secret) to read test data with.
         input_data_keys: More document folders or prefixes, read as input_data_key is (Red
             Hat AutoRAG upstream's list); a document's id is its path under its own.
-        embedding_models: Embedding models: all-MiniLM-L6-v2 (in the image) or model folders.
-        generation_models: Answer models, answered through the LLM endpoint
-            (llm_secret_name), and extractive (the offline answerer, no LLM); empty: the
-            answerers of search_space (the older spelling), else extractive.
-        search_space: The other lists to sweep: chunkers, chunk_sizes (in the embedding
-            model's tokens), chunk_overlaps, top_ks, search_types (similarity, mmr),
-            query_prefix / passage_prefix (text before
-            each question / chunk, for every embedding model; default: its family's), and
-            vector_stores (memory, milvus, pgvector, oracle), indexes (store -> index kind
-            -> parameter -> values) and distance (cosine, dot, euclidean), rerankers
-            (none, cross-encoder:/folder, rerank:<model> at RAGSWEEP_RERANK_BASE_URL)
-            and rerank_fetch_k (the search's candidates a reranker reorders).
-        optimization_metric: The metric to rank by (Red Hat AutoRAG's faithfulness,
-            answer_correctness and context_correctness mean the same here); auto: the LLM
-            judge's correctness when a judge is set, else answer_correctness.
-        optimization_max_rag_patterns: The most configurations to evaluate (0: no limit); a
-            larger search space stops the run at planning, unless strategy is model: then
-            the most configurations whose answers are evaluated.
-        max_document_bytes: Document budget in bytes of text, the documents the test set
-            cites first (0: every document).
-        max_questions: Evaluate a random sample of this many questions (0: every question).
-        max_llm_calls: The most LLM calls (answers and judge verdicts) the evaluation may
-            make; when the full grid would take more, successive halving evaluates every
-            configuration on a sample of the questions and promotes the best half to twice
-            as many, until the survivors answer all (0: no limit, the full grid).
-        strategy: grid (every configuration; successive halving above max_llm_calls),
-            halving (successive halving even within the budget) or model (a model-based
-            search answers at most optimization_max_rag_patterns configurations, chosen
-            one at a time from every configuration's retrieval metrics).
-        trials_at_once: With strategy model, the configurations proposed at once and
-            answered together (their questions share the endpoint's concurrency); 1: one
-            at a time. More finish sooner on an endpoint that serves many requests at once,
-            each choice knowing less.
-        seed: The seed of both samples and of the question order of successive halving.
-        skip_unresolved: Leave out, with a warning, the questions whose reference documents
-            (or reference context) are found in no document, instead of failing.
-        embedding_cache: Where embeddings are kept between runs: an s3:// prefix (read with
-            the input data connection) or a folder; empty: not kept.
-        cache_max_gb: The embedding cache's size cap in GB (10^9 bytes): after a write, the
-            least recently used shards are deleted until it fits (0: no cap).
-        embedding_shard_bytes: When the documents hold more bytes of text than this, each
-            chunk set is embedded in shards of about this size by parallel steps before
-            its own step, which then embeds nothing they embedded (0: never shard).
+        search_space: The search space's lists and fields (docs/search.md): chunkers,
+            chunk_sizes (in the embedding model's tokens), chunk_overlaps, top_ks,
+            search_types (similarity, mmr, hybrid), mmr_lambdas, query_prefix /
+            passage_prefix (text before each question / chunk; default: the model
+            family's), vector_stores (memory, milvus, pgvector, oracle) with their indexes
+            and distance, rerankers with their fetch depth, query_transforms.
         llm: Model settings: judge (a model name, or empty), temperature, max_tokens,
             system_prompt, prompt_template, concurrency, and the deadlines: timeout_s (a
             request's wait for its answer) and max_retries, judge_timeout_s and
@@ -169,14 +112,6 @@ def sweep(
         vector_store_secret_name: The Secret with the vector stores' connections
             (RAGSWEEP_MILVUS_URI, RAGSWEEP_PGVECTOR_URL, RAGSWEEP_ORACLE_DSN, ...), read by
             the retrieve step (optional: memory and Milvus Lite need none).
-        keep_collections: Keep each store's collections after retrieval (their names are
-            logged), e.g. to deploy the winner's; by default they are dropped.
-        baseline: Compare with this stored run id, or "latest" (the latest successful run of
-            the same sweep: of sweep_name); empty: no comparison.
-        sweep_name: The sweep's name (1 to 100 letters, digits, '.', '_', '-'), which
-            baseline "latest" follows whatever changes in the documents, test set or grid
-            (the comparison says what changed); empty: the sweep key, a hash of the
-            documents, test set, search space and metric, so any change starts a new sweep.
         deployed_config: The configuration in production, whose regression against the
             baseline is the alarm: its config id, or the YAML `ragsweep best` prints; empty:
             the alarm is whether the sweep's best got worse.
@@ -186,15 +121,6 @@ def sweep(
         mlflow_secret_name: The Secret with MLflow's variables (MLFLOW_TRACKING_URI,
             MLFLOW_TRACKING_TOKEN or _USERNAME and _PASSWORD, MLFLOW_EXPERIMENT_NAME), read
             by the track step (optional).
-        patterns: Write the best N configurations as runnable patterns (the rank step's
-            rag_patterns artifact: pattern.json, evaluation_results.json, indexing.py and
-            inference.py per pattern); 0: none.
-        preset: Red Hat AutoRAG's preset, speed or balanced: its chunk sizes and overlaps
-            (a quarter of its characters, in tokens) and the sentence chunker, instead of
-            search_space's; empty: search_space's.
-        vector_io_provider_id: Red Hat AutoRAG's vector store: sweep the one store it names
-            (milvus, pgvector, oracle; faiss and sqlite-vec: memory) instead of
-            search_space's vector_stores; empty: those.
         ogx_secret_name: Red Hat AutoRAG's OGX Secret (its OGX_CLIENT_* keys; the URL is the
             server's root): the model endpoint when llm_secret_name gives none.
         maas_secret_name: Red Hat AutoRAG upstream's MaaS Secret (its MAAS_* keys): the model
@@ -202,11 +128,8 @@ def sweep(
         vector_db_secret_name: Red Hat AutoRAG upstream's vector database Secret (MILVUS_URI,
             MILVUS_TOKEN; PGVECTOR_HOST, _PORT, _DB, _USER, _PASSWORD): the connections
             vector_store_secret_name does not give.
-        agents: Deployed RAG applications to evaluate beside the sweep, each NAME=URL (an
-            OpenAI-compatible chat endpoint that retrieves on its own; its key, if it takes
-            one, is a key of llm_secret_name, docs/agents.md): each a leaderboard row
-            agent:NAME.
     """
+    given = {**{k: v for k, v in locals().items() if k != "options"}, **options}
     # the model endpoint's Secrets: ragsweep's, and Red Hat AutoRAG's two kinds
     llm_secrets = {
         "llm_connection": llm_secret_name,
@@ -215,37 +138,7 @@ def sweep(
     }
     # the run's settings, built and validated once; every later step reads them from here
     configured = tasks.step(
-        configure(
-            input_data_bucket_name=input_data_bucket_name,
-            input_data_key=input_data_key,
-            input_data_keys=input_data_keys,
-            test_data_bucket_name=test_data_bucket_name,
-            test_data_key=test_data_key,
-            embedding_models=embedding_models,
-            generation_models=generation_models,
-            search_space=search_space,
-            preset=preset,
-            vector_io_provider_id=vector_io_provider_id,
-            optimization_metric=optimization_metric,
-            optimization_max_rag_patterns=optimization_max_rag_patterns,
-            max_document_bytes=max_document_bytes,
-            max_questions=max_questions,
-            max_llm_calls=max_llm_calls,
-            strategy=strategy,
-            trials_at_once=trials_at_once,
-            seed=seed,
-            skip_unresolved=skip_unresolved,
-            embedding_cache=embedding_cache,
-            cache_max_gb=cache_max_gb,
-            embedding_shard_bytes=embedding_shard_bytes,
-            baseline=baseline,
-            keep_collections=keep_collections,
-            llm=llm,
-            qa_generation=qa_generation,
-            patterns=patterns,
-            sweep_name=sweep_name,
-            agents=agents,
-        ),
+        configure(**{name: given[name] for name in configure_parameters()}),
         **llm_secrets,  # an openai:<model> embedding model's identity is its endpoint's URL
     )
     settings = configured.outputs["settings"]
@@ -367,13 +260,13 @@ def sweep(
         mlflow_connection=mlflow_secret_name,  # MLflow's client retries its requests
         cache=False,  # the tracking store lives outside the pipeline
     )
-    with dsl.If(baseline != "", name="baseline-given"):
+    with dsl.If(given["baseline"] != "", name="baseline-given"):
         tasks.step(
             compare(
                 leaderboard=ranked.outputs["leaderboard"],
                 results=ranked.outputs["results"],
                 run_report=ranked.outputs["report"],
-                baseline=baseline,
+                baseline=given["baseline"],
                 pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
                 deployed_config=deployed_config,
             ),
@@ -391,6 +284,41 @@ def sweep(
         rag_patterns=ranked.outputs["rag_patterns"],
         run_id=stored.output,
     )
+
+
+def _signature() -> inspect.Signature:
+    """The pipeline's parameters: ``steps``' own, then each run option's (under AutoRAG's
+    name where it has one) and AutoRAG's preset and store, from their declarations."""
+    own = [p for p in inspect.signature(steps).parameters.values() if p.kind != p.VAR_KEYWORD]
+    declared = [(o.parameter, o.kind, o.pipeline_default()) for o in pipeline_options()] + [
+        (shaper.name, str, "") for shaper in SHAPERS
+    ]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature(
+        own + [inspect.Parameter(n, kind, default=d, annotation=t) for n, t, d in declared],
+        return_annotation=Results,
+    )
+
+
+def _docstring() -> str:
+    """``steps``' docstring with each run option's help among its Args (declared with
+    their settings: ``ragsweep.sweep.options``)."""
+    declared = [(o.parameter, o.declared.help) for o in pipeline_options()]
+    declared += [(shaper.name, shaper.help) for shaper in SHAPERS]
+    lines = "\n".join(f"        {name}: {text}" for name, text in declared)
+    return f"{steps.__doc__.rstrip()}\n{lines}\n    "
+
+
+SIGNATURE = _signature()
+
+
+def sweep(*arguments: Any) -> Results:
+    # KFP calls a pipeline's function with its parameters in order (``SIGNATURE``)
+    return steps(**dict(zip(SIGNATURE.parameters, arguments, strict=True)))
+
+
+sweep.__signature__ = SIGNATURE  # type: ignore[attr-defined]
+sweep.__doc__ = _docstring()
 
 
 @cache

@@ -189,12 +189,12 @@ def pipeline_arguments(*args: str) -> dict:
     settings.json, from the options as the CLI parses and composes them (no run)."""
     import typer.main
 
-    from ragsweep.cli import app
-    from ragsweep.sweep.options import run_settings
+    from ragsweep.cli import app, local_settings
+    from ragsweep.sweep.options import pipeline_arguments
 
     command = typer.main.get_command(app).get_command(None, "run")
     with command.make_context("run", list(args)) as context:
-        return run_settings(context.params).pipeline_arguments()
+        return pipeline_arguments(local_settings(context.params))
 
 
 def test_a_local_run_never_shards_unless_asked(lost_context, kb):

@@ -6,6 +6,7 @@ import pytest
 from ragsweep.core.schemas import read_table, write_table
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.sweep import fanout
+from ragsweep.sweep.options import pipeline_arguments
 from ragsweep.sweep.space import SearchSpace
 from ragsweep.sweep.steps import (
     build_chunk_sets,
@@ -199,7 +200,7 @@ def test_a_negative_shard_size_is_a_clear_error():
     with pytest.raises(RagsweepError, match=r"--embedding-shard-bytes\): must be 0"):
         RunSettings("docs", "testset.json", embedding_shard_bytes=-1)
     assert (
-        RunSettings("docs", "t.json", embedding_shard_bytes=0).pipeline_arguments()[
+        pipeline_arguments(RunSettings("docs", "t.json", embedding_shard_bytes=0))[
             "embedding_shard_bytes"
         ]
         == 0

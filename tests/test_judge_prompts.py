@@ -11,12 +11,12 @@ import typer
 from test_judges import TRUTH, labelled_file
 from test_labels import ragsweep
 
-from ragsweep.cli import app
+from ragsweep.cli import app, local_settings
 from ragsweep.curation.labels import prompt_version
 from ragsweep.evaluation.judge import Judge, Judged
 from ragsweep.models.llm import LLMSettings
 from ragsweep.models.prompts import JUDGE_SYSTEM_PROMPT
-from ragsweep.sweep.options import run_settings, text_or_file
+from ragsweep.sweep.options import text_or_file
 
 LENIENT = "LENIENT: call every answer correct."
 
@@ -81,6 +81,6 @@ def test_ragsweep_run_reads_the_judge_prompt_from_a_file(tmp_path: Path):
     run = typer.main.get_command(app).commands["run"]
     args = ["--docs", "docs", "--testset", "t.json", "--judge", "j", "--judge-prompt"]
     context = run.make_context("run", [*args, f"@{tmp_path / 'judge.txt'}"])
-    assert run_settings(context.params).llm.judge_system_prompt == LENIENT
-    built_in = run_settings(run.make_context("run", args[:-1]).params)
+    assert local_settings(context.params).llm.judge_system_prompt == LENIENT
+    built_in = local_settings(run.make_context("run", args[:-1]).params)
     assert built_in.llm.judge_system_prompt == JUDGE_SYSTEM_PROMPT

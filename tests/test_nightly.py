@@ -152,7 +152,7 @@ def test_a_sweep_name_that_cannot_name_a_sweep_is_refused_in_one_line(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: sweep_name (--sweep) 'kb nightly': a sweep name is 1 to 100 letters, digits, "
+        "error: sweep_name (--sweep-name) 'kb nightly': a sweep name is 1 to 100 letters, digits, "
         "'.', '_' or '-', the first a letter or digit"
     ]
     assert not (tmp_path / "runs").exists()

@@ -23,6 +23,7 @@ from scripted_llm import ScriptedLLM, Step
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
 from ragsweep.kubeflow.rundir import held, holder, read_marker, status_of, write_marker
+from ragsweep.sweep.options import pipeline_arguments
 
 REPO = Path(__file__).resolve().parents[1]
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
@@ -141,7 +142,7 @@ def reads_of(docs: str, testset: str = "", **settings) -> dict:
     from ragsweep.sweep.settings import RunSettings
 
     return step_reads(
-        sweep, RunSettings(docs=docs, testset=testset, **settings).pipeline_arguments()
+        sweep, pipeline_arguments(RunSettings(docs=docs, testset=testset, **settings))
     )
 
 

@@ -22,6 +22,7 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
 from ragsweep.reporting.report import render_markdown
 from ragsweep.sweep import steps
+from ragsweep.sweep.options import pipeline_arguments
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 
@@ -191,7 +192,7 @@ def test_max_configs_caps_the_grid_but_bounds_only_the_answered_with_the_model()
     with pytest.raises(RagsweepError, match="holds 500 configurations, more than the budget"):
         RunSettings(docs="d", testset="t", space=space, max_configs=16)
     settings = RunSettings(docs="d", testset="t", space=space, max_configs=16, strategy="model")
-    assert settings.pipeline_arguments()["strategy"] == "model"
+    assert pipeline_arguments(settings)["strategy"] == "model"
     with pytest.raises(RagsweepError, match="'best': expected one of grid, halving, model"):
         RunSettings(docs="d", testset="t", strategy="best")
 

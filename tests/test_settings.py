@@ -10,6 +10,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.qagen import QASettings
 from ragsweep.kubeflow.parameters import run_settings
 from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.options import pipeline_arguments
 from ragsweep.sweep.settings import RunSettings, read_settings, with_runtimes
 from ragsweep.sweep.space import SearchSpace
 
@@ -45,7 +46,7 @@ AUTORAG_DEFAULTS = {"preset": "", "vector_io_provider_id": ""}
 
 def pipeline_parameters(settings: RunSettings) -> dict:
     """The pipeline's parameters for ``settings``, as ``ragsweep submit`` sends them."""
-    arguments = settings.pipeline_arguments()
+    arguments = pipeline_arguments(settings)
     return {
         **arguments,
         **AUTORAG_DEFAULTS,
@@ -93,7 +94,7 @@ def test_autorag_parameters_are_applied_once_in_the_settings():
     ("change", "message"),
     [
         ({"optimization_max_rag_patterns": 1}, "more than the budget of 1"),
-        ({"sweep_name": "a b"}, "sweep_name 'a b': a sweep name is"),
+        ({"sweep_name": "a b"}, "sweep_name (--sweep-name) 'a b': a sweep name is"),
         ({"patterns": -1}, "patterns (--patterns): must be 0 (none) or more, not -1"),
         ({"llm": {"temperature": 5}}, "llm: field 'temperature': must be between 0 and 2"),
         ({"optimization_metric": "nope"}, "nope"),

@@ -29,6 +29,7 @@ from ragsweep.documents.testsets import resolve_testset, stored_name
 from ragsweep.kubeflow.tasks import for_local_run
 from ragsweep.pipelines.sweep_pipeline import sweep
 from ragsweep.store import database
+from ragsweep.sweep.options import pipeline_arguments
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
 
@@ -164,9 +165,14 @@ def test_a_pipeline_run_on_store_name_reads_the_live_set_and_records_its_version
         search_types=("similarity",),
         embedding_models=("openai:embedder",),
     )
-    arguments = RunSettings(
-        docs=str(docs), testset="store:tw", space=space, embedding_cache=str(tmp_path / "vectors")
-    ).pipeline_arguments()  # the second night reads the first's vectors
+    arguments = pipeline_arguments(
+        RunSettings(
+            docs=str(docs),
+            testset="store:tw",
+            space=space,
+            embedding_cache=str(tmp_path / "vectors"),
+        )
+    )  # the second night reads the first's vectors
     monkeypatch.setenv(database.ENV, url)  # the results-store Secret, on a cluster
     local.init(
         runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "pipeline")

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ragsweep.cli.cluster_commands import schedule_app, submit
 from ragsweep.cli.label_commands import judges_app, labels_app
 from ragsweep.core.errors import RagsweepError, check_at_least, missing_extra, safe_url
-from ragsweep.evaluation.leaderboard import AUTO_METRIC
-from ragsweep.models.llm import LLMSettings
-from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
-from ragsweep.sweep.settings import DEFAULT_PATTERNS
-from ragsweep.sweep.space import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CONFIGS
+from ragsweep.sweep.fanout import LOCAL_SHARD_BYTES
 
 if TYPE_CHECKING:
     from ragsweep.curation.stored_sets import DatabaseStore
+    from ragsweep.sweep.options import RunOption
     from ragsweep.sweep.settings import RunSettings
 
-LLM_DEFAULTS = LLMSettings()
 LAST_INTERRUPTED = "last"  # --resume alone
+CACHE_VARIABLE = "RAGSWEEP_EMBEDDING_CACHE"  # one embedding cache for a team
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+NOT_GIVEN = (None, False, (), [])  # an option's value when it is not on the command line
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -116,187 +116,23 @@ def check_endpoints(settings: RunSettings) -> None:
 @app.command()
 def run(
     ctx: typer.Context,
-    docs: str = typer.Option(
-        None, help="Documents: a folder or s3://bucket/prefix (required unless --resume)."
-    ),
-    testset: str = typer.Option(
-        "",
-        help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key. "
-        "None: generate one with Giskard (--qa-llm).",
-    ),
     testset_name: str = typer.Option(
         "",
         "--testset-name",
         help="Instead of --testset: a test set stored in the results database "
         "(`ragsweep testset list`); the run's results join its versions.",
     ),
-    space: Path = typer.Option(None, help="Search-space YAML file (see examples/space.yaml)."),
-    chunkers: str = typer.Option(
-        None, help="Chunkers: sentence, token, or a plugin's. [default: sentence]"
-    ),
-    chunk_sizes: str = typer.Option(
-        None, help="Chunk sizes in model tokens. [default: 64,128,192]"
-    ),
-    chunk_overlaps: str = typer.Option(
-        None, help="Overlaps: tokens, or a fraction of the size below 1. [default: 16]"
-    ),
-    embedding_models: str = typer.Option(None, help=f"[default: {DEFAULT_EMBEDDING_MODEL}]"),
-    query_prefix: str = typer.Option(
+    space: Path = typer.Option(
         None,
-        help="Text before each question, for every embedding model ('' for none). "
-        "[default: the model family's, e.g. 'query: ' for e5]",
-    ),
-    passage_prefix: str = typer.Option(
-        None, help="Text before each chunk, likewise. [default: the model family's]"
-    ),
-    top_k: str = typer.Option(None, help="Top K values. [default: 1,3,5]"),
-    search_types: str = typer.Option(
-        None, help="similarity, mmr, hybrid (BM25 + vector). [default: similarity,mmr]"
-    ),
-    mmr_lambdas: str = typer.Option(None, help="MMR relevance weights. [default: 0.5]"),
-    rerankers: str = typer.Option(
-        None,
-        help="Rerankers of the search's first rerank_fetch_k candidates: none, "
-        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
-        "LLM's), or a plugin's <kind>:<argument>. [default: none]",
-    ),
-    query_transforms: str = typer.Option(
-        None,
-        help="What to search for each question: none (as asked), hyde (a passage the LLM "
-        "writes), multi_query:N (N LLM paraphrases, fused by reciprocal rank); the model: "
-        "--space's query_model, else the first --llm model. [default: none]",
-    ),
-    vector_stores: str = typer.Option(
-        None,
-        help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
-        "oracle, or a plugin's; indexes per store in --space. [default: memory]",
-    ),
-    keep_collections: bool = typer.Option(
-        False,
-        "--keep-collections",
-        help="Keep the vector stores' collections after retrieval (their names are logged).",
-    ),
-    metric: str = typer.Option(
-        AUTO_METRIC,
-        "--metric",
-        "--optimization-metric",
-        help="Metric to rank by; auto: the judge's correctness with --judge, else "
-        "answer_correctness. AutoRAG's answer_relevance (with --judge) and overall_score "
-        "are scored when ranked by.",
-    ),
-    max_configs: int = typer.Option(
-        DEFAULT_MAX_CONFIGS,
-        help="Refuse a larger grid (0: no limit); with --strategy model, the most "
-        "configurations whose answers are evaluated.",
-    ),
-    strategy: str = typer.Option(
-        "grid",
-        help="grid (every configuration; successive halving above --max-llm-calls), halving, "
-        "or model (a surrogate of the retrieval metrics picks which configurations answer).",
-    ),
-    trials_at_once: int = typer.Option(
-        1,
-        help="With --strategy model: configurations proposed at once and answered together "
-        "(for an endpoint that serves many requests at once); 1: one at a time.",
-    ),
-    max_document_bytes: int = typer.Option(
-        0, help="Document budget in bytes of text; cited documents first. 0: all."
-    ),
-    max_questions: int = typer.Option(0, help="Evaluate a random sample of questions. 0: all."),
-    max_llm_calls: int = typer.Option(
-        0,
-        help="LLM calls (answers and verdicts) the evaluation may make; above it, successive "
-        "halving. 0: no limit, the full grid.",
-    ),
-    seed: int = typer.Option(42, help="Seed of the samples and of successive halving."),
-    skip_unresolved: bool = typer.Option(
-        False,
-        "--skip-unresolved",
-        help="Leave out (with a warning) the questions whose reference documents or context "
-        "match no document, instead of stopping.",
-    ),
-    cache: str = typer.Option(
-        None,
-        envvar="RAGSWEEP_EMBEDDING_CACHE",
-        show_envvar=False,
-        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off; "
-        "RAGSWEEP_EMBEDDING_CACHE sets the default (one cache for a team). "
-        "[default: ~/.cache/ragsweep]",
-    ),
-    cache_max_gb: float = typer.Option(
-        0.0,
-        help="Cap the embedding cache at this many GB; the least recently used shards are "
-        "evicted. 0: no cap.",
-    ),
-    parallelism: int = typer.Option(
-        1, help="Chunk configurations processed at once, sharing this machine's cores."
-    ),
-    embedding_shard_bytes: int = typer.Option(
-        LOCAL_SHARD_BYTES,
-        help="When the documents hold more bytes of text than this, embed each chunk set "
-        "in shards of about this size, one step each. 0 (the default here): never; on one "
-        "machine the shards run one after another, each loading the model, and only add "
-        f"time. submit and schedule: the pipeline's default, {DEFAULT_SHARD_BYTES}.",
+        help="Search-space YAML file (see examples/space.yaml): the space's fields, and any "
+        "option below by its name or AutoRAG's (given options override it).",
     ),
     output: Path = typer.Option(Path("runs"), help="Folder for run folders."),
-    patterns: int = typer.Option(
-        DEFAULT_PATTERNS,
-        help="Write the best N configurations as runnable patterns (pattern.json, "
-        "evaluation_results.json, indexing.py, inference.py) under patterns/. 0: none.",
-    ),
     top: int = typer.Option(20, help="Leaderboard rows to print."),
-    llm: str = typer.Option(
-        "",
-        "--generation-models",
-        "--llm",
-        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
-        "'extractive' among them keeps the offline answerer. --llm is the older name.",
-    ),
-    judge: str = typer.Option(
-        "", help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's)."
-    ),
-    judge_prompt: str = typer.Option(
-        None, help="The judge's instructions (system prompt): text, or @file. [default: built-in]"
-    ),
-    temperature: float = typer.Option(LLM_DEFAULTS.temperature, help="Answer temperature."),
-    max_tokens: int = typer.Option(LLM_DEFAULTS.max_tokens, help="Longest answer, in tokens."),
-    system_prompt: str = typer.Option(None, help="Answer system prompt: text, or @file."),
-    prompt_template: str = typer.Option(
-        None, help="Answer prompt with {context} and {question}: text, or @file."
-    ),
-    concurrency: int = typer.Option(
-        LLM_DEFAULTS.concurrency,
-        help="Most requests in flight per endpoint: fewer while it queues, refuses (429, 503) "
-        "or times out, never more than the slots a llama.cpp server says it has.",
-    ),
-    qa_llm: str = typer.Option(
-        "", help="Without --testset: the model that generates one (default: the first --llm)."
-    ),
-    num_questions: int = typer.Option(20, help="Without --testset: questions to generate."),
-    question_types: str = typer.Option(
-        "simple,complex", help="Without --testset: Giskard question types to generate."
-    ),
     store: str = typer.Option(
         None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Do not store the run."),
-    baseline: str = typer.Option(
-        "", help="Compare with this stored run id, or `latest` run of the same sweep."
-    ),
-    sweep: str = typer.Option(
-        "",
-        "--sweep",
-        help="Name the sweep (letters, digits, . _ -): --baseline latest then finds the last "
-        "run of this name, whatever changed in the documents, test set or grid, and says what "
-        "changed. [default: unnamed, a hash of the documents, test set, space and metric]",
-    ),
-    agent: list[str] = typer.Option(
-        None,
-        "--agent",
-        help="A deployed RAG application to evaluate beside the sweep, NAME=URL (an "
-        "OpenAI-compatible chat endpoint that retrieves on its own; key: "
-        "RAGSWEEP_AGENT_API_KEY): a leaderboard row agent:NAME. Repeatable.",
-    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -317,23 +153,7 @@ def run(
         "reused if what they read is unchanged. Only --output, --store, --no-store, --mlflow, "
         "--top, --verbose and --skip-unresolved may be given with it.",
     ),
-    llm_timeout: float = typer.Option(
-        LLM_DEFAULTS.timeout_s,
-        help="Seconds an answer request waits for the endpoint to send anything: for its "
-        "first token while the endpoint sends nothing to any request, then between two "
-        "chunks of its streamed answer.",
-    ),
-    llm_retries: int = typer.Option(
-        LLM_DEFAULTS.max_retries,
-        help="Tries after the first of an answer request that timed out or failed (429, 5xx).",
-    ),
-    judge_timeout: float = typer.Option(
-        LLM_DEFAULTS.judge_timeout_s,
-        help="Seconds a judge request waits for the endpoint to send anything (as --llm-timeout).",
-    ),
-    judge_retries: int = typer.Option(
-        LLM_DEFAULTS.judge_max_retries, help="Tries after the first of a judge request."
-    ),
+    **options: Any,
 ) -> None:
     """Sweep the configurations through the pipeline on this machine and print the leaderboard.
 
@@ -345,23 +165,92 @@ def run(
     130 / 143 interrupted by SIGINT / SIGTERM (resume with --resume).
     """
     check_at_least(top, 0, "--top", " (every row)")
+    skip_unresolved = bool(options["skip_unresolved"])
     if resume:
         refuse_with_resume(ctx)
         return resume_run(resume, output, store, no_store, mlflow, top, verbose, skip_unresolved)
-    if docs is None:
-        raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     from ragsweep.kubeflow.local import preflight, run_local
     from ragsweep.pipelines.sweep_pipeline import sweep
-    from ragsweep.sweep.options import run_settings
 
-    testset = resolved_testset(testset, testset_name, store, output)
-    settings = run_settings({**ctx.params, "testset": testset})
-    preflight(docs, testset, skip_unresolved)  # a bad test set or folder fails in a moment
-    url = checked_store(store, no_store, baseline)
+    settings = local_settings(ctx.params)
+    preflight(settings.docs, settings.testset, settings.skip_unresolved)  # fails in a moment
+    url = checked_store(store, no_store, settings.baseline)
     check_endpoints(settings)
     tracking_uri = checked_tracking_uri(mlflow)
     check_writable(output)
-    finish(run_local(sweep, settings, output, url, verbose, tracking_uri), top, patterns)
+    finish(run_local(sweep, settings, output, url, verbose, tracking_uri), top, settings.patterns)
+
+
+def local_settings(params: dict[str, Any]) -> RunSettings:
+    """The settings of ``ragsweep run`` with ``params`` (its options by name): the
+    ``--space`` file's fields and options, the options given over them, and a local run's
+    defaults (the user's embedding cache, no shards)."""
+    from ragsweep.kubeflow.autorag import apply
+    from ragsweep.sweep.options import SHAPERS, build_settings, read_options_file, run_options
+
+    space = params["space"]
+    fields, given = read_options_file(space) if space else ({}, {})
+    declared = {o.name for o in run_options()} | {s.name for s in SHAPERS}
+    given.update({k: v for k, v in params.items() if k in declared and v not in NOT_GIVEN})
+    if not given.get("docs"):
+        raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
+    output, store = params["output"], params["store"]
+    testset = resolved_testset(given.get("testset") or "", params["testset_name"], store, output)
+    given.update(testset=testset, embedding_cache=local_cache(given.get("embedding_cache")))
+    given.setdefault("embedding_shard_bytes", LOCAL_SHARD_BYTES)
+    shaped = apply(fields, given.pop("preset", ""), given.pop("vector_io_provider_id", ""))
+    return build_settings(given, str(space or "options"), shaped)
+
+
+def declared_options() -> list[inspect.Parameter]:
+    """``run``'s options from their declarations (``ragsweep.sweep.options``): each under
+    its canonical flag, AutoRAG's and older spellings beside it; None when not given."""
+    from ragsweep.sweep.options import SHAPERS, run_options
+
+    out = []
+    for option in run_options():
+        help_text = f"{option.declared.help} [default: {local_default(option)}]"
+        if option.kind is bool:
+            annotation, default = bool, False
+        elif option.declared.repeat:
+            annotation, default = list[str], None
+        else:
+            annotation = str if option.kind is list else option.kind
+            default = None
+        cache = option.field == "embedding_cache"
+        extra = {"envvar": CACHE_VARIABLE, "show_envvar": False} if cache else {}
+        info = typer.Option(default, *option.flags, help=help_text, show_default=False, **extra)
+        out.append(inspect.Parameter(option.name, KEYWORD, default=info, annotation=annotation))
+    for shaper in SHAPERS:
+        flags = ("--" + shaper.name.replace("_", "-"),)
+        info = typer.Option(None, *flags, help=shaper.help, show_default=False)
+        out.append(inspect.Parameter(shaper.name, KEYWORD, default=info, annotation=str))
+    return out
+
+
+def local_default(option: RunOption) -> str:
+    """An option's default for a run on this machine (``--help``, the docs)."""
+    if option.field == "embedding_cache":
+        return "~/.cache/ragsweep"
+    if option.field == "embedding_shard_bytes":
+        return f"{LOCAL_SHARD_BYTES} (never)"
+    return option.shown_default()
+
+
+def local_cache(value: str | None) -> str:
+    """The embedding cache of a run on this machine: ``value`` ('none': no cache), else the
+    user's cache folder."""
+    from ragsweep.models.replies import cache_dir
+
+    if value == "none":
+        return ""
+    return str(value or cache_dir())
+
+
+run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [p for p in inspect.signature(run).parameters.values() if p.kind != p.VAR_KEYWORD]
+    + declared_options()
+)
 
 
 def resolved_testset(testset: str, testset_name: str, store: str | None, output: Path) -> str:

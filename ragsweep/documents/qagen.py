@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.fromdict import build
+from ragsweep.core.options import NESTED, option
 from ragsweep.core.schemas import TESTSET
 from ragsweep.core.text import locate
 from ragsweep.documents.chunking import chunk_documents
@@ -55,9 +56,21 @@ class QASettings:
     """What to generate: how many questions of which types, for which agent, in which
     language, with which model; and how to chunk the documents for Giskard."""
 
-    model: str = ""
-    num_questions: int = 20
-    question_types: tuple[str, ...] = ("simple", "complex")
+    model: str = option(
+        "",
+        name="qa_llm",
+        help="Without a test set: the model that generates one (default: the first "
+        "--generation-models model).",
+        pipeline=NESTED,
+    )
+    num_questions: int = option(
+        20, help="Without a test set: questions to generate.", pipeline=NESTED
+    )
+    question_types: tuple[str, ...] = option(
+        ("simple", "complex"),
+        help="Without a test set: Giskard question types to generate.",
+        pipeline=NESTED,
+    )
     agent_description: str = "An assistant that answers questions about the documentation."
     language: str = "en"
     chunk_size: int = 256  # in the embedding model's tokens; chunks do not overlap

@@ -71,6 +71,7 @@ def run_local(
     """Run ``pipeline`` (the sweep's pipeline function, which the caller brings: the library
     imports no pipeline) locally in a new run folder under ``output``; see ``execute``."""
     from ragsweep.kubeflow.rundir import held, write_marker
+    from ragsweep.sweep.options import pipeline_arguments
 
     settings = replace(
         settings,
@@ -81,7 +82,7 @@ def run_local(
     run_dir = output / started.strftime("%Y%m%d-%H%M%S-%f")
     run_dir.mkdir(parents=True)
     with held(run_dir):
-        arguments = settings.pipeline_arguments()
+        arguments = pipeline_arguments(settings)
         (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
         for reason in settings.space.pruned():
             log.warning("pruned: %s", reason)

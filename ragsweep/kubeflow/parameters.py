@@ -6,13 +6,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragsweep.documents.qagen import QASettings
+from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.sources import locations
 from ragsweep.documents.testsets import test_data_location
 from ragsweep.kubeflow.autorag import apply
-from ragsweep.models.llm import LLMSettings
-from ragsweep.sweep.settings import RunSettings, check_sweep_name
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.options import SHAPERS, build_settings, pipeline_options
+from ragsweep.sweep.settings import RunSettings
+
+# the parameters configure reads besides the options': locations, and the nests' dicts
+LOCATIONS = (
+    "input_data_bucket_name",
+    "input_data_key",
+    "input_data_keys",
+    "test_data_bucket_name",
+    "test_data_key",
+)
+NESTS = ("search_space", "llm", "qa_generation")
+
+
+def configure_parameters() -> dict[str, type]:
+    """The parameters of the pipeline's first step, ``configure``, and their types: the
+    locations, the nests' dicts, AutoRAG's preset and store, and each option's own."""
+    out: dict[str, type] = {name: str for name in LOCATIONS}
+    out["input_data_keys"] = list
+    out.update({name: dict for name in NESTS})
+    out.update({shaper.name: str for shaper in SHAPERS})
+    out.update({o.parameter: o.kind for o in pipeline_options()})
+    return out
 
 
 def run_settings(parameters: dict[str, Any]) -> RunSettings:
@@ -20,35 +40,31 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
     the run; the Secrets' names and the side steps' own are not among them), validated:
     a mistake fails the run's first step, before any data is read."""
     p = parameters
-    check_sweep_name(p["sweep_name"], "sweep_name")
-    search_space = apply(p["search_space"], p["preset"], p["vector_io_provider_id"])
+    # older runs' settings.json hold no preset nor store: their space has them applied
+    space = apply(p["search_space"], p.get("preset", ""), p.get("vector_io_provider_id", ""))
+    if "embedding_models" in space:
+        raise RagsweepError(
+            "search_space: give the embedding models as the embedding_models parameter"
+        )
+    if p["generation_models"] and "answerers" in space:
+        raise RagsweepError(
+            "search_space: field 'answerers': give the answer models once, as the "
+            "generation_models parameter"
+        )
+    given = {o.name: p[o.parameter] for o in pipeline_options()}
+    given["generation_models"] = p["generation_models"] or None  # empty: the space's
     docs, *more_docs = locations(
         p["input_data_bucket_name"], p["input_data_key"], p["input_data_keys"]
     )
-    return RunSettings(
-        docs=docs,
-        more_docs=tuple(more_docs),
-        testset=test_data_location(p["test_data_bucket_name"], p["test_data_key"]),
-        space=SearchSpace.from_parameters(
-            search_space, p["embedding_models"], p["generation_models"]
-        ),
-        optimization_metric=p["optimization_metric"],
-        max_configs=p["optimization_max_rag_patterns"],
-        max_document_bytes=p["max_document_bytes"],
-        max_questions=p["max_questions"],
-        max_llm_calls=p["max_llm_calls"],
-        strategy=p["strategy"],
-        trials_at_once=p["trials_at_once"],
-        seed=p["seed"],
-        skip_unresolved=p["skip_unresolved"],
-        embedding_cache=p["embedding_cache"],
-        cache_max_gb=p["cache_max_gb"],
-        embedding_shard_bytes=p["embedding_shard_bytes"],
-        baseline=p["baseline"],
-        keep_collections=p["keep_collections"],
-        llm=LLMSettings.from_dict(p["llm"], "llm"),
-        qa_generation=QASettings.from_dict(p["qa_generation"], "qa_generation"),
-        patterns=p["patterns"],
-        sweep_name=p["sweep_name"],
-        agents=tuple(p.get("agents") or ()),
+    given.update(
+        docs=docs, testset=test_data_location(p["test_data_bucket_name"], p["test_data_key"])
+    )
+    return build_settings(
+        given,
+        "pipeline parameters",
+        space,
+        p["llm"],
+        p["qa_generation"],
+        tuple(more_docs),
+        {"llm": "llm", "qa_generation": "qa_generation"},  # the dict parameters' names
     )

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
+from ragsweep.core.options import ANSWERS, NESTED, option
 from ragsweep.models import identity
 from ragsweep.models.concurrency import Limit
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT
@@ -73,18 +74,67 @@ class LLMSettings:
     """How ragsweep uses models: the answer prompt and sampling, the judge model (empty: no
     judge), and the transport. Plain data, so it travels as a pipeline parameter."""
 
-    temperature: float = 0.0
-    max_tokens: int = 512
-    system_prompt: str = ANSWER_SYSTEM_PROMPT
-    prompt_template: str = ANSWER_TEMPLATE
-    judge: str = ""
-    concurrency: int = 8
-    timeout_s: float = TIMEOUT_S  # seconds a request waits without a byte (Chat._post)
-    max_retries: int = RETRIES  # tries after the first, on a timeout, 408/409/429 or 5xx
+    temperature: float = option(0.0, help="Answer temperature.", pipeline=NESTED, form=ANSWERS)
+    max_tokens: int = option(512, help="Longest answer, in tokens.", pipeline=NESTED, form=ANSWERS)
+    system_prompt: str = option(
+        ANSWER_SYSTEM_PROMPT,
+        help="Answer system prompt: text, or @file.",
+        pipeline=NESTED,
+        from_file=True,
+    )
+    prompt_template: str = option(
+        ANSWER_TEMPLATE,
+        help="Answer prompt with {context} and {question}: text, or @file.",
+        pipeline=NESTED,
+        from_file=True,
+    )
+    judge: str = option(
+        "",
+        help="Judge every answer with this model (RAGSWEEP_JUDGE_BASE_URL, else the LLM's).",
+        pipeline=NESTED,
+        form=ANSWERS,
+    )
+    concurrency: int = option(
+        8,
+        help="Most requests in flight per endpoint: fewer while it queues, refuses (429, 503) "
+        "or times out, never more than the slots a llama.cpp server says it has.",
+        pipeline=NESTED,
+        form=ANSWERS,
+    )
+    timeout_s: float = option(  # seconds a request waits without a byte (Chat._post)
+        TIMEOUT_S,
+        name="llm_timeout",
+        help="Seconds an answer request waits for the endpoint to send anything: for its "
+        "first token while the endpoint sends nothing to any request, then between two "
+        "chunks of its streamed answer.",
+        pipeline=NESTED,
+    )
+    max_retries: int = option(  # tries after the first, on a timeout, 408/409/429 or 5xx
+        RETRIES,
+        name="llm_retries",
+        help="Tries after the first of an answer request that timed out or failed (429, 5xx).",
+        pipeline=NESTED,
+    )
     backoff_s: float = 1.0
-    judge_timeout_s: float = TIMEOUT_S  # the judge's
-    judge_max_retries: int = RETRIES
-    judge_system_prompt: str = JUDGE_SYSTEM_PROMPT  # a version of the judge's instructions
+    judge_timeout_s: float = option(
+        TIMEOUT_S,
+        name="judge_timeout",
+        help="Seconds a judge request waits for the endpoint to send anything (as --llm-timeout).",
+        pipeline=NESTED,
+    )
+    judge_max_retries: int = option(
+        RETRIES,
+        name="judge_retries",
+        help="Tries after the first of a judge request.",
+        pipeline=NESTED,
+    )
+    judge_system_prompt: str = option(  # a version of the judge's instructions
+        JUDGE_SYSTEM_PROMPT,
+        name="judge_prompt",
+        help="The judge's instructions (system prompt): text, or @file.",
+        pipeline=NESTED,
+        from_file=True,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "llm settings") -> LLMSettings:

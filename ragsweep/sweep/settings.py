@@ -16,6 +16,7 @@ import pyarrow as pa
 from ragsweep import __version__
 from ragsweep.answering.agents import Agent, parse_agents
 from ragsweep.core.errors import RagsweepError, check_at_least
+from ragsweep.core.options import BUDGET, NOT, SWEEP, declared, option
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
@@ -23,7 +24,7 @@ from ragsweep.evaluation import statistics
 from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasured
 from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
-from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES
+from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
 
 DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
@@ -56,47 +57,155 @@ def check_count(patterns: int, source: str = "--patterns") -> int:
     return int(check_at_least(patterns, 0, source, " (none)"))
 
 
-# the counts and sizes of a run: (field, the least it may be, what that least means); the
-# option of a field is its name with '-' for '_' (max_questions: --max-questions)
-BOUNDS = (
-    ("max_configs", 0, " (no limit)"),
-    ("max_document_bytes", 0, " (every document)"),
-    ("max_questions", 0, " (every question)"),
-    ("max_llm_calls", 0, " (no limit)"),
-    ("seed", 0, ""),
-    ("cache_max_gb", 0, " (no cap)"),
-    ("embedding_shard_bytes", 0, " (never shard)"),
-    ("parallelism", 1, ""),
-    ("trials_at_once", 1, ""),
-)
-
-
 @dataclass(frozen=True)
 class RunSettings:
-    docs: str  # a folder or s3://bucket/prefix
-    testset: str  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key; "": generate
+    """Everything a run is asked to do. Each field that is a run option declares it
+    (``ragsweep.core.options``): its help, bounds and AutoRAG's name."""
+
+    docs: str = option(  # a folder or s3://bucket/prefix
+        help="Documents: a folder or s3://bucket/prefix (required unless --resume).",
+        autorag="input_data_key",
+        pipeline=NOT,  # the pipeline's: input_data_bucket_name, input_data_key(s)
+    )
+    testset: str = option(  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key
+        "",
+        help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key; "
+        "none: generate one with Giskard (--qa-llm).",
+        autorag="test_data_key",
+        pipeline=NOT,  # the pipeline's: test_data_bucket_name, test_data_key
+    )
     space: SearchSpace = field(default_factory=SearchSpace)
-    optimization_metric: str = AUTO_METRIC  # auto: the judge's correctness, if judged
-    max_configs: int = DEFAULT_MAX_CONFIGS  # AutoRAG's optimization_max_rag_patterns; 0: any
-    max_document_bytes: int = 0  # 0: every document
-    max_questions: int = 0  # 0: every question
-    max_llm_calls: int = 0  # answers and verdicts; above it, successive halving; 0: no limit
-    strategy: str = GRID  # grid | halving | model (max_configs: the most answered)
-    trials_at_once: int = 1  # model: configurations proposed and answered together
-    seed: int = 42  # for both samples
-    skip_unresolved: bool = False  # leave out questions whose references match no document
-    embedding_cache: str = ""  # a folder or s3:// prefix; empty: embeddings are not kept
-    cache_max_gb: float = 0.0  # the embedding cache's cap; least recently used evicted; 0: none
-    baseline: str = ""  # a stored run id, or "latest", to compare against; empty: none
-    keep_collections: bool = False  # keep the vector stores' collections after retrieval
+    optimization_metric: str = option(
+        AUTO_METRIC,
+        help="Metric to rank by; auto: the judge's correctness with --judge, else "
+        "answer_correctness. AutoRAG's answer_relevance (with --judge) and overall_score "
+        "are scored when ranked by.",
+        name="metric",
+        autorag="optimization_metric",
+        form=BUDGET,
+    )
+    max_configs: int = option(
+        DEFAULT_MAX_CONFIGS,
+        help="Refuse a larger grid (0: no limit); with --strategy model, the most "
+        "configurations whose answers are evaluated.",
+        autorag="optimization_max_rag_patterns",
+        least=0,
+        meaning=" (no limit)",
+        form=BUDGET,
+    )
+    max_document_bytes: int = option(
+        0,
+        help="Document budget in bytes of text, the documents the test set cites first "
+        "(0: every document).",
+        least=0,
+        meaning=" (every document)",
+        form=BUDGET,
+    )
+    max_questions: int = option(
+        0,
+        help="Evaluate a random sample of this many questions (0: every question).",
+        least=0,
+        meaning=" (every question)",
+        form=BUDGET,
+    )
+    max_llm_calls: int = option(
+        0,
+        help="LLM calls (answers and judge verdicts) the evaluation may make; above it, "
+        "successive halving (0: no limit, the full grid).",
+        least=0,
+        meaning=" (no limit)",
+        form=BUDGET,
+    )
+    strategy: str = option(
+        GRID,
+        help="grid (every configuration; successive halving above --max-llm-calls), "
+        "halving, or model (a surrogate of the retrieval metrics picks which "
+        "configurations answer, at most --max-configs).",
+        form=BUDGET,
+    )
+    trials_at_once: int = option(
+        1,
+        help="With --strategy model: configurations proposed at once and answered "
+        "together (for an endpoint that serves many requests at once); 1: one at a time.",
+        least=1,
+        form=BUDGET,
+    )
+    seed: int = option(
+        42, help="Seed of the samples and of successive halving.", least=0, form=BUDGET
+    )
+    skip_unresolved: bool = option(
+        False,
+        help="Leave out (with a warning) the questions whose reference documents or context "
+        "match no document, instead of stopping.",
+        form=SWEEP,
+    )
+    embedding_cache: str = option(  # empty: embeddings are not kept
+        "",
+        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off; "
+        "RAGSWEEP_EMBEDDING_CACHE sets the default (one cache for a team). Locally "
+        "[default: ~/.cache/ragsweep]; on the pipeline, empty: not kept.",
+        flags=("--cache",),
+    )
+    cache_max_gb: float = option(
+        0.0,
+        help="Cap the embedding cache at this many GB; the least recently used shards are "
+        "evicted (0: no cap).",
+        least=0,
+        meaning=" (no cap)",
+    )
+    baseline: str = option(
+        "",
+        help="Compare with this stored run id, or `latest` run of the same sweep.",
+        form=SWEEP,
+    )
+    keep_collections: bool = option(
+        False,
+        help="Keep the vector stores' collections after retrieval (their names are logged).",
+    )
     llm: LLMSettings = field(default_factory=LLMSettings)  # answer prompt, judge, transport
     qa_generation: QASettings = field(default_factory=QASettings)  # when testset is ""
-    parallelism: int = 1  # chunk configurations at once (local runs; not a pipeline parameter)
-    patterns: int = DEFAULT_PATTERNS  # the best configurations written as runnable patterns
-    embedding_shard_bytes: int = DEFAULT_SHARD_BYTES  # above it, embed in shards; 0: never
+    parallelism: int = option(
+        1,
+        help="Chunk configurations processed at once, sharing this machine's cores "
+        "(submit and schedule: their own --parallelism).",
+        least=1,
+        pipeline=NOT,
+        form=BUDGET,
+    )
+    patterns: int = option(
+        DEFAULT_PATTERNS,
+        help="Write the best N configurations as runnable patterns (pattern.json, "
+        "evaluation_results.json, indexing.py, inference.py) under patterns/ (0: none).",
+        least=0,
+        meaning=" (none)",
+        form=SWEEP,
+    )
+    embedding_shard_bytes: int = option(
+        DEFAULT_SHARD_BYTES,
+        help="When the documents hold more bytes of text than this, embed each chunk set "
+        "in shards of about this size, one step each (0: never). On one machine the "
+        f"shards run one after another and only add time: `ragsweep run` defaults to "
+        f"{LOCAL_SHARD_BYTES}.",
+        least=0,
+        meaning=" (never shard)",
+    )
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
-    sweep_name: str = ""  # what `baseline=latest` follows; empty: the sweep key names it
-    agents: tuple[str, ...] = ()  # deployed assistants, NAME=URL, each a row (--agent)
+    sweep_name: str = option(
+        "",
+        help="Name the sweep (letters, digits, . _ -): baseline latest then finds the last "
+        "run of this name, whatever changed in the documents, test set or grid, and says "
+        "what changed; unnamed: a hash of the documents, test set, space and metric.",
+        flags=("--sweep",),
+        form=SWEEP,
+    )
+    agents: tuple[str, ...] = option(
+        (),
+        help="A deployed RAG application to evaluate beside the sweep, NAME=URL (an "
+        "OpenAI-compatible chat endpoint that retrieves on its own; key: "
+        "RAGSWEEP_AGENT_API_KEY): a leaderboard row agent:NAME. Repeatable.",
+        flags=("--agent",),
+        repeat=True,
+    )
     # fixed by the pipeline's first step (with_runtimes), not parameters: each embedding
     # model's runtime, which every step embeds with, and its identity (files and runtime)
     embedding_runtimes: dict[str, str] = field(default_factory=dict)
@@ -110,14 +219,18 @@ class RunSettings:
                 f"optimization_metric (--metric) {self.optimization_metric}: cannot rank "
                 f"these configurations: {missing}"
             )
-        for name, least, meaning in BOUNDS:
-            flag = "--" + name.replace("_", "-")
-            check_at_least(getattr(self, name), least, f"{name} ({flag})", meaning)
+        for data_field in fields(self):
+            declared_as = declared(data_field)
+            if declared_as is not None and declared_as.least is not None:
+                name = data_field.name
+                flag = "--" + name.replace("_", "-")
+                value = getattr(self, name)
+                check_at_least(value, declared_as.least, f"{name} ({flag})", declared_as.meaning)
         check_strategy(self.strategy)
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns, "patterns (--patterns)")
-        check_sweep_name(self.sweep_name, "sweep_name (--sweep)")
+        check_sweep_name(self.sweep_name, "sweep_name (--sweep-name)")
         self.deployed()  # each NAME=URL checked
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,33 +270,6 @@ class RunSettings:
     def fix_runtimes(self) -> None:
         """Embed in this process with the runtimes the run fixed (``with_runtimes``)."""
         embedding.fix_runtimes(self.embedding_runtimes)
-
-    def pipeline_arguments(self) -> dict[str, Any]:
-        """The pipeline's parameters for this run (locations as keys without a bucket)."""
-        return {
-            "input_data_key": self.docs,
-            "test_data_key": self.testset,
-            **self.space.to_parameters(),
-            "optimization_metric": self.optimization_metric,
-            "optimization_max_rag_patterns": self.max_configs,
-            "max_document_bytes": self.max_document_bytes,
-            "max_questions": self.max_questions,
-            "max_llm_calls": self.max_llm_calls,
-            "strategy": self.strategy,
-            "trials_at_once": self.trials_at_once,
-            "seed": self.seed,
-            "skip_unresolved": self.skip_unresolved,
-            "embedding_cache": self.embedding_cache,
-            "cache_max_gb": self.cache_max_gb,
-            "embedding_shard_bytes": self.embedding_shard_bytes,
-            "baseline": self.baseline,
-            "keep_collections": self.keep_collections,
-            "llm": self.llm.to_dict(),
-            "qa_generation": self.qa_generation.to_dict(),
-            "patterns": self.patterns,
-            "sweep_name": self.sweep_name,
-            "agents": list(self.agents),
-        }
 
     def record(
         self, testset: pa.Table | None = None, documents: pa.Table | None = None

@@ -38,6 +38,7 @@ import pyarrow as pa
 import yaml
 
 from ragsweep.core.errors import RagsweepError
+from ragsweep.core.options import ANSWERS, CHUNKING, NESTED, RETRIEVAL, option
 from ragsweep.core.schemas import (
     CONFIG_DEFAULTS,
     CONFIGS,
@@ -103,23 +104,91 @@ STORE_FIELDS = {
 class SearchSpace:
     """Lists of values to sweep; every combination that makes sense is one configuration."""
 
-    chunkers: tuple[str, ...] = ("sentence",)
-    chunk_sizes: tuple[int, ...] = (64, 128, 192)
-    chunk_overlaps: tuple[float, ...] = (16,)
-    embedding_models: tuple[str, ...] = (DEFAULT_EMBEDDING_MODEL,)
-    top_ks: tuple[int, ...] = (1, 3, 5)
-    search_types: tuple[str, ...] = ("similarity", "mmr")
-    mmr_lambdas: tuple[float, ...] = (0.5,)
+    chunkers: tuple[str, ...] = option(
+        ("sentence",),
+        help="Chunkers: sentence, token, headings, semantic, or a plugin's.",
+        pipeline=NESTED,
+        form=CHUNKING,
+    )
+    chunk_sizes: tuple[int, ...] = option(
+        (64, 128, 192),
+        help="Chunk sizes, in the embedding model's tokens.",
+        pipeline=NESTED,
+        form=CHUNKING,
+    )
+    chunk_overlaps: tuple[float, ...] = option(
+        (16,),
+        help="Chunk overlaps: tokens, or a fraction of the size below 1.",
+        pipeline=NESTED,
+        form=CHUNKING,
+    )
+    embedding_models: tuple[str, ...] = option(
+        (DEFAULT_EMBEDDING_MODEL,),
+        help="Embedding models: all-MiniLM-L6-v2 (bundled), a local model folder, or "
+        "openai:<model> on the LLM endpoint.",
+        form=RETRIEVAL,
+    )
+    top_ks: tuple[int, ...] = option(
+        (1, 3, 5),
+        name="top_k",
+        help="Top K values: chunks retrieved per question.",
+        pipeline=NESTED,
+        form=RETRIEVAL,
+    )
+    search_types: tuple[str, ...] = option(
+        ("similarity", "mmr"),
+        help="Search types: similarity, mmr, hybrid (BM25 + vector).",
+        pipeline=NESTED,
+        form=RETRIEVAL,
+    )
+    mmr_lambdas: tuple[float, ...] = option(
+        (0.5,), help="MMR relevance weights.", pipeline=NESTED, form=RETRIEVAL
+    )
     mmr_fetch_k: int = 20
-    answerers: tuple[str, ...] = ("extractive",)
-    query_prefix: str | None = None  # None: each model's own, from its family
-    passage_prefix: str | None = None
-    vector_stores: tuple[str, ...] = (DEFAULT_STORE,)
+    answerers: tuple[str, ...] = option(
+        ("extractive",),
+        name="generation_models",
+        flags=("--llm",),
+        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
+        "'extractive' among them keeps the offline answerer. --llm is the older name.",
+        form=ANSWERS,
+    )
+    query_prefix: str | None = option(  # None: each model's own, from its family
+        None,
+        help="Text before each question, for every embedding model ('' for none); "
+        "default: the model family's, e.g. 'query: ' for e5.",
+        pipeline=NESTED,
+    )
+    passage_prefix: str | None = option(
+        None,
+        help="Text before each chunk, likewise; default: the model family's.",
+        pipeline=NESTED,
+    )
+    vector_stores: tuple[str, ...] = option(
+        (DEFAULT_STORE,),
+        help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
+        "oracle, or a plugin's; indexes per store in --space.",
+        pipeline=NESTED,
+        form=RETRIEVAL,
+    )
     indexes: dict[str, dict[str, dict[str, tuple]]] = field(default_factory=dict)
     distance: str = DEFAULT_DISTANCE
-    rerankers: tuple[str, ...] = (NO_RERANKER,)
+    rerankers: tuple[str, ...] = option(
+        (NO_RERANKER,),
+        help="Rerankers of the search's first candidates (the space's fetch depth): none, "
+        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
+        "LLM's), or a plugin's <kind>:<argument>.",
+        pipeline=NESTED,
+        form=RETRIEVAL,
+    )
     rerank_fetch_k: int = DEFAULT_FETCH_K
-    query_transforms: tuple[str, ...] = (queries.NONE,)
+    query_transforms: tuple[str, ...] = option(
+        (queries.NONE,),
+        help="What to search for each question: none (as asked), hyde (a passage the LLM "
+        "writes), multi_query:N (N LLM paraphrases, fused by reciprocal rank); the model: "
+        "--space's query_model, else the first --generation-models model.",
+        pipeline=NESTED,
+    )
     query_model: str | None = None
 
     @classmethod

@@ -36,7 +36,6 @@ from ragsweep.kubeflow.rundir import LOCK, MARKER, read_marker
 from ragsweep.store.annotations import MAX_TITLE, label_run
 from ragsweep.store.database import ENV as STORE_ENV
 from ragsweep.store.database import find_runs, run_info
-from ragsweep.sweep.options import SPACE_LISTS
 from ragsweep.ui.live import Count, counts
 from ragsweep.ui.roots import DocRoots
 from ragsweep.ui.security import checked_form
@@ -44,48 +43,30 @@ from ragsweep.ui.security import checked_form
 log = logging.getLogger("ragsweep")
 LOG_TAIL = 30  # log lines shown
 URL = re.compile(r"https?://[^\s'\"]+")
-# form field -> (`ragsweep run` option, what it takes), by group; values are passed as they
-# are and the CLI checks them (its error is the job's log)
-OPTION_GROUPS = {
-    "Chunking": {
-        "chunkers": ("--chunkers", "sentence,token"),
-        "chunk_sizes": ("--chunk-sizes", "64,128,192"),
-        "chunk_overlaps": ("--chunk-overlaps", "16 (tokens, or a fraction below 1)"),
-    },
-    "Embedding and retrieval": {
-        "embedding_models": ("--embedding-models", "all-minilm-l6-v2 or a model's name"),
-        "top_k": ("--top-k", "1,3,5"),
-        "search_types": ("--search-types", "similarity,mmr,hybrid"),
-        "mmr_lambdas": ("--mmr-lambdas", "0.5"),
-        "rerankers": ("--rerankers", "none, cross-encoder:/folder, rerank:<model>"),
-        "vector_stores": ("--vector-stores", "memory, milvus, pgvector, oracle"),
-    },
-    "Answers and judge": {
-        "generation_models": ("--generation-models", "extractive, or models of the LLM"),
-        "judge": ("--judge", "a judge model (RAGSWEEP_JUDGE_BASE_URL)"),
-        "temperature": ("--temperature", "0"),
-        "max_tokens": ("--max-tokens", "longest answer, in tokens"),
-        "concurrency": ("--concurrency", "requests in flight"),
-    },
-    "Budget and ranking": {
-        "metric": ("--metric", "auto"),
-        "max_questions": ("--max-questions", "0: all"),
-        "max_document_bytes": ("--max-document-bytes", "0: all"),
-        "max_configs": ("--max-configs", "refuse a larger grid; model: the most answered"),
-        "strategy": ("--strategy", "grid, halving or model"),
-        "trials_at_once": ("--trials-at-once", "model: configurations answered together"),
-        "max_llm_calls": ("--max-llm-calls", "0: the full grid; above it, halving"),
-        "seed": ("--seed", "42"),
-        "parallelism": ("--parallelism", "1"),
-    },
-    "Sweep": {
-        "sweep": ("--sweep", "a name: the trend and baseline=latest follow it"),
-        "baseline": ("--baseline", "latest, or a run id"),
-        "patterns": ("--patterns", "best N as runnable patterns"),
-    },
-}
+
+
+def form_options() -> tuple[dict[str, dict[str, tuple[str, str]]], dict[str, tuple[str, str]]]:
+    """The start form's fields, from the run options' declarations (``Option.form``):
+    by group, each text field's (flag, placeholder: its default); and the checkboxes'
+    (flag, help). Values are passed as they are and the CLI checks them (its error is the
+    job's log)."""
+    from ragsweep.core.options import FORM_GROUPS
+    from ragsweep.sweep.options import run_options
+
+    groups: dict[str, dict[str, tuple[str, str]]] = {group: {} for group in FORM_GROUPS}
+    checks: dict[str, tuple[str, str]] = {}
+    for option in run_options():
+        if not option.declared.form:
+            continue
+        if option.kind is bool:
+            checks[option.name] = (option.flags[0], option.declared.help)
+        else:
+            groups[option.declared.form][option.name] = (option.flags[0], option.shown_default())
+    return {g: fields for g, fields in groups.items() if fields}, checks
+
+
+OPTION_GROUPS, FLAGS = form_options()
 OPTIONS = {name: flag for group in OPTION_GROUPS.values() for name, (flag, _) in group.items()}
-FLAGS = {"skip_unresolved": "--skip-unresolved"}  # checkboxes
 
 
 # what `ragsweep run`'s exit status says besides success (docs/failures.md)
@@ -242,7 +223,7 @@ class Jobs:
         for name, flag in OPTIONS.items():
             if options.get(name):
                 argv += [flag, options[name]]
-        argv += [flag for name, flag in FLAGS.items() if options.get(name)]
+        argv += [flag for name, (flag, _) in FLAGS.items() if options.get(name)]
         store_url = self.engine.url.render_as_string(hide_password=False)
         return self._spawn(argv, {STORE_ENV: store_url}, title)
 
@@ -303,21 +284,11 @@ def _testset_names(request: Request) -> list[str]:
     return stored(request).names()
 
 
-# form field -> where a stored run's settings hold it: in its search space (the form's
-# fields are `ragsweep run`'s options, SPACE_LISTS), or beside it
-FROM_SETTINGS = {
-    "metric": "optimization_metric",
-    "max_questions": "max_questions",
-    "max_document_bytes": "max_document_bytes",
-    "max_llm_calls": "max_llm_calls",
-    "seed": "seed",
-    "sweep": "sweep_name",
-}
-
-
 def last_options(engine: Engine, testset: str) -> dict[str, str]:
     """The form's defaults for ``testset``: the documents and options of its last stored run
     (none without one)."""
+    from ragsweep.sweep.options import run_options
+
     found = find_runs(engine, text=testset, limit=50)
     runs_of_set = [r for r in found if r["testset_name"] == testset]
     if not runs_of_set:
@@ -328,9 +299,12 @@ def last_options(engine: Engine, testset: str) -> dict[str, str]:
     def text(value: object) -> str:
         return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
+    held = {"space": space, "": settings, "llm": settings.get("llm") or {}}
     out = {"docs": settings.get("docs") or ""}
-    out |= {k: text(space[v]) for k, v in SPACE_LISTS.items() if space.get(v) is not None}
-    out |= {k: text(settings[v]) for k, v in FROM_SETTINGS.items() if settings.get(v)}
+    for option in run_options():
+        value = held.get(option.nest, {}).get(option.field)
+        if option.name in OPTIONS and value not in (None, "", [], 0):
+            out[option.name] = text(option.plain(value))
     return out
 
 
@@ -342,6 +316,7 @@ async def start_form(request: Request) -> Response:
         testsets=_testset_names(request),
         jobs=sorted(request.app.state.jobs.jobs.values(), key=lambda j: j.started, reverse=True),
         groups=OPTION_GROUPS,
+        checks=FLAGS,
         chosen=chosen,
         defaults=last_options(request.app.state.data.engine, chosen) if chosen else {},
         openshift=openshift_configured(),
