@@ -812,9 +812,10 @@ def convert(
         None, help="Documents to resolve IDs against and locate reference spans in."
     ),
 ) -> None:
-    """Convert a test set between the AutoRAG and Giskard formats."""
+    """Convert a test set between the AutoRAG and Giskard formats (every answer and document
+    ID kept; a warning on stderr counts the fields the target format has none for)."""
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset, load_testset
+    from ragsweep.documents.testsets import export_testset, left_out, load_testset
 
     table = load_testset(source)
     if docs:
@@ -823,6 +824,8 @@ def convert(
         read = read_documents(docs)
         table = resolve_testset(table, read.table, skipped=read.skipped)
     export_testset(table, target)
+    if lost := left_out(table, target):  # one line: the fields the format has none for
+        typer.echo(f"warning: {lost}", err=True)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
 
 
@@ -1045,8 +1048,10 @@ def testset_export(
     store: str = STORE,
 ) -> None:
     """Export a stored test set as AutoRAG JSON, Giskard JSONL or a ragsweep .arrow file."""
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import export_testset, left_out
 
     table = testsets_in(store).load(name)
     export_testset(table, target)
+    if lost := left_out(table, target):  # one line: the fields the format has none for
+        typer.echo(f"warning: {lost}", err=True)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
