@@ -569,12 +569,22 @@ def leaderboard(
 
 @app.command()
 def best(
-    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
+    run: str = typer.Argument(
+        ...,
+        help="A run folder, or a run id in the results database; or a pattern folder (or its "
+        "pattern.json).",
+    ),
     store: str = typer.Option(None, help="Results database URL, for a run id."),
 ) -> None:
-    """Print the winning configuration as a search-space YAML that reproduces it."""
+    """Print the winning configuration (or a pattern's) as a search-space YAML that
+    reproduces it."""
     from ragsweep.reporting.exports import best_spec
 
+    if Path(run).name == "pattern.json" or (Path(run) / "pattern.json").is_file():
+        from ragsweep.patterns import pattern_spec
+
+        typer.echo(pattern_spec(Path(run)), nl=False)
+        return
     typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
 
 

@@ -196,6 +196,15 @@ class SearchSpace:
             )
         return cls(**values)
 
+    @classmethod
+    def spec_of(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The search-space spec (plain data, ``from_dict``'s) that holds exactly ``config``:
+        ``of_config``'s, without MMR's fields for another search type."""
+        spec = cls.of_config(config).to_dict()
+        if config["search_type"] != "mmr":
+            del spec["mmr_lambdas"], spec["mmr_fetch_k"]
+        return spec
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data: lists, the scalars, and the prefixes when given (None: left out); the
         store fields when they are not the defaults."""
