@@ -83,10 +83,44 @@ def test_a_preset_sets_autorags_chunk_lists_in_tokens():
     assert balanced["chunk_sizes"] == [128, 256, 512]
     assert balanced["chunk_overlaps"] == [0, 32, 64]
     assert apply(SPACE, "", "") == SPACE
-    space = SearchSpace.from_parameters(balanced, ["all-MiniLM-L6-v2"], [])
-    # all-MiniLM-L6-v2 reads 254 text tokens: longer chunks are pruned, with why
-    assert {c["chunk_size"] for c in space.chunk_configs()} == {128}
-    assert any("chunk size 256 exceeds" in reason for reason in space.pruned())
+
+
+def preset_settings(preset: str, *more: str):
+    """The settings the pipeline's configure step builds (``run_settings``) for a run with
+    ``preset`` and the compiled pipeline's defaults otherwise (the bundled model)."""
+    from ragsweep.kubeflow import openshift
+
+    params = [f"preset={preset}", *more]
+    arguments = openshift.run_arguments("s3://b/kb/", "s3://b/t.json", "s", None, params)
+    return openshift.preflight(openshift.packaged_pipeline(), arguments)
+
+
+def test_a_preset_leaves_out_the_chunk_sizes_the_model_cannot_read_with_one_warning(caplog):
+    # all-MiniLM-L6-v2 reads 254 text tokens; balanced asks for 128, 256 and 512
+    settings = preset_settings("balanced")
+
+    assert {c["chunk_size"] for c in settings.space.chunk_configs()} == {128}
+    warned = [r.getMessage() for r in caplog.records if "maximum input" in r.getMessage()]
+    assert warned == [
+        "pruned: chunk sizes 256, 512 exceed all-MiniLM-L6-v2's maximum input of 254 tokens"
+    ]
+
+
+def test_a_preset_the_model_reads_whole_keeps_every_chunk_size(caplog):
+    settings = preset_settings("speed")
+
+    assert {c["chunk_size"] for c in settings.space.chunk_configs()} == {32, 64, 128}
+    assert not [r for r in caplog.records if "maximum input" in r.getMessage()]
+
+
+def test_a_preset_fails_only_when_no_chunk_size_is_left():
+    tight = 'search_space={"passage_prefix": "' + "word " * 200 + '"}'
+
+    with pytest.raises(RagsweepError) as refused:
+        preset_settings("balanced", tight)
+    message = str(refused.value)
+    assert message.startswith("pipeline parameters: no valid chunk configuration: ")
+    assert "chunk sizes 128, 256, 512 and the passage prefix" in message
 
 
 def test_an_unknown_preset_is_refused():

@@ -234,6 +234,33 @@ def test_convert_writes_the_other_format(kb):
     assert '"seed_document_id": "a.md"' in out.read_text()
 
 
+def test_convert_to_autorag_warns_once_of_the_fields_it_leaves_out(tmp_path):
+    source = tmp_path / "in.jsonl"
+    item = {
+        "id": "q1",
+        "question": "Port?",
+        "reference_answer": "8443",
+        "reference_context": "Tidewater listens on port 8443.",
+        "conversation_history": [{"role": "user", "content": "Hi"}],
+        "metadata": {"question_type": "simple", "seed_document_id": "a.md", "topic": "Ops"},
+    }
+    source.write_text(json.dumps(item) + "\n")
+
+    result = ragsweep_here("testset", "convert", str(source), str(tmp_path / "out.json"))
+
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {tmp_path / 'out.json'}: AutoRAG JSON has no field for id (1 of 1), "
+        "reference_context (1 of 1), question_type (1 of 1), topic (1 of 1), "
+        "conversation_history (1 of 1): left out"
+    ]
+    back = ragsweep_here(
+        "testset", "convert", str(tmp_path / "out.json"), str(tmp_path / "b.jsonl")
+    )
+    assert back.returncode == 0 and "warning" not in back.stderr
+
+
 def test_leaderboard_of_an_unknown_run_id_names_it(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     assert_user_error(ragsweep_here("leaderboard", "nope", "--store", url), "no run 'nope'")

@@ -258,7 +258,11 @@ def test_testset_commands_curate_a_test_set_in_the_results_database(ragsweep, tm
     assert "# version 2" in run("testset", "show", "tw", "q002", "--history").split(": deleted")[0]
 
     run("testset", "export", "tw", str(tmp_path / "tw.jsonl"))
-    run("testset", "export", "tw", str(tmp_path / "tw.json"))
+    to_autorag = ragsweep("testset", "export", "tw", str(tmp_path / "tw.json"), url=url)
+    assert to_autorag.returncode == 0, to_autorag.stderr
+    assert f"warning: {tmp_path / 'tw.json'}: AutoRAG JSON has no field for id (63 of 64), " in (
+        to_autorag.stderr
+    )
     exported = load_testset(str(tmp_path / "tw.jsonl"))
     assert exported.num_rows == 64 and "q002" not in exported["question_id"].to_pylist()
     edited = exported.to_pylist()[1]

@@ -249,6 +249,52 @@ def test_an_unreachable_host_fails_at_once(env):
     assert_user_error(result, f"cannot reach the pipelines API at http://127.0.0.1:{port}")
 
 
+def test_a_bad_parameter_is_refused_before_any_connection(env, tmp_path):
+    """Host and kubeconfig point at a closed port: a connection attempt would fail with
+    "cannot reach"; the parameter's own line comes first, for submit and schedule alike."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    by_host = {**env, "RAGSWEEP_KFP_HOST": closed, "RAGSWEEP_KFP_TOKEN": SECRET_TOKEN}
+    by_kubeconfig = {**env, **kubeconfig(tmp_path, closed)}
+    bad = ["-p", "max_questions=-5"]
+    message = "max_questions (--max-questions): must be 0"
+
+    assert_user_error(ragsweep(by_host, "submit", *S3_RUN, *bad), message)
+    assert_user_error(ragsweep(by_kubeconfig, "submit", *S3_RUN, *bad), message)
+    schedule = ["schedule", "create", "--cron", "0 2 * * *", *S3_RUN, *bad]
+    assert_user_error(ragsweep(by_kubeconfig, *schedule), message)
+    unknown = ragsweep(by_host, "submit", *S3_RUN, "-p", "vector_db=milvus")
+    assert_user_error(unknown, "unknown pipeline parameter(s) ['vector_db']")
+    # the same parameters, good: the connection is tried, and fails
+    assert_user_error(ragsweep(by_host, "submit", *S3_RUN), "cannot reach the pipelines API")
+
+
+def test_dry_run_checks_and_prints_the_submission_with_no_cluster(env):
+    closed = f"http://127.0.0.1:{free_port()}"
+    env = {**env, "RAGSWEEP_KFP_HOST": closed, "RAGSWEEP_KFP_TOKEN": SECRET_TOKEN}
+    preset = ["-p", "preset=speed", "-p", "sweep_name=nightly-kb"]
+
+    result = ragsweep(env, "submit", *S3_RUN, *preset, "--image", "quay.io/x/r:1", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    assert "pipeline: compiled for quay.io/x/r:1 (parallelism 0, GPUs 0)" in result.stdout
+    assert "experiment: ragsweep; 30 configuration(s)" in result.stdout
+    shown = result.stdout.split("parameters: ", 1)[1].rsplit("\ndry run:", 1)[0]
+    assert json.loads(shown) == {
+        "input_data_bucket_name": "team-docs",
+        "input_data_key": "kb/",
+        "input_data_secret_name": "ragsweep-s3",
+        "test_data_bucket_name": "team-eval",
+        "test_data_key": "testset.json",
+        "test_data_secret_name": "ragsweep-s3",
+        "preset": "speed",
+        "sweep_name": "nightly-kb",
+    }
+    assert result.stdout.rstrip().endswith("nothing submitted, no cluster asked")
+    assert SECRET_TOKEN not in result.stdout + result.stderr
+    bad = ragsweep(env, "submit", *S3_RUN, "-p", "preset=fastest", "--dry-run")
+    assert_user_error(bad, "preset")
+
+
 def test_unknown_parameters_and_oversized_grids_are_refused_before_submitting(env, pipelines):
     env = with_api(env, pipelines)
     unknown = ragsweep(env, "submit", *S3_RUN, "-p", "vector_db=milvus", "--package", str(PACKAGE))

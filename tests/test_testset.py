@@ -16,6 +16,7 @@ from ragsweep.documents.testsets import (
     check_references,
     content_id,
     export_testset,
+    left_out,
     load_testset,
     locate,
     name_from_file,
@@ -160,6 +161,46 @@ def test_giskard_export_writes_the_first_answer_and_first_document(tmp_path: Pat
     assert second["id"] == loaded["question_id"][1].as_py()
     assert second["reference_answer"] == "It clamps values to the range."
     assert second["metadata"]["seed_document_id"] == "api/types.md"
+
+
+def test_autorag_to_giskard_to_autorag_keeps_every_answer_and_document(tmp_path: Path) -> None:
+    loaded = load_testset(write_json(tmp_path / "in.json", AUTORAG))
+
+    giskard = export_testset(loaded, tmp_path / "out.jsonl")
+    back = export_testset(load_testset(str(giskard)), tmp_path / "back.json")
+
+    first, second = (json.loads(line) for line in giskard.read_text().splitlines())
+    assert first["reference_answer"] == "Use show_default=True."
+    assert first["metadata"]["other_reference_answers"] == ["Pass show_default."]
+    assert second["metadata"]["other_document_ids"] == ["options.rst"]
+    assert json.loads(back.read_text()) == AUTORAG
+    again = load_testset(str(giskard))
+    for column in ("question_id", "reference_answers", "reference_doc_ids", "question_version"):
+        assert again[column].equals(loaded[column])
+
+
+def test_export_says_which_fields_autorag_json_cannot_carry(tmp_path: Path) -> None:
+    loaded = load_testset(write_jsonl(tmp_path / "in.jsonl", GISKARD))
+    autorag = load_testset(write_json(tmp_path / "in.json", AUTORAG))
+
+    line = left_out(loaded, tmp_path / "out.json")
+
+    assert line == (
+        f"{tmp_path / 'out.json'}: AutoRAG JSON has no field for id (2 of 2), "
+        "reference_context (2 of 2), question_type (2 of 2), topic (1 of 2), "
+        "conversation_history (1 of 2): left out"
+    )
+    assert left_out(loaded, tmp_path / "out.jsonl") is None
+    assert left_out(autorag, tmp_path / "out.json") is None
+
+
+def test_giskard_metadata_with_other_answers_of_the_wrong_type_names_the_field(
+    tmp_path: Path,
+) -> None:
+    item = dict(GISKARD[0], metadata={"seed_document_id": "a.md", "other_reference_answers": "B"})
+
+    with pytest.raises(RagsweepError, match=r"line 1: field 'metadata.other_reference_answers'"):
+        load_testset(write_jsonl(tmp_path / "t.jsonl", [item]))
 
 
 def test_autorag_export_keeps_every_answer(tmp_path: Path) -> None:

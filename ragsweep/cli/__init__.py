@@ -458,12 +458,22 @@ def leaderboard(
 
 @app.command()
 def best(
-    run: str = typer.Argument(..., help="A run folder, or a run id in the results database."),
+    run: str = typer.Argument(
+        ...,
+        help="A run folder, or a run id in the results database; or a pattern folder (or its "
+        "pattern.json).",
+    ),
     store: str = typer.Option(None, help="Results database URL, for a run id."),
 ) -> None:
-    """Print the winning configuration as a search-space YAML that reproduces it."""
+    """Print the winning configuration (or a pattern's) as a search-space YAML that
+    reproduces it."""
     from ragsweep.reporting.exports import best_spec
 
+    if Path(run).name == "pattern.json" or (Path(run) / "pattern.json").is_file():
+        from ragsweep.patterns import pattern_spec
+
+        typer.echo(pattern_spec(Path(run)), nl=False)
+        return
     typer.echo(best_spec(load_leaderboard(run, store)), nl=False)
 
 
@@ -701,9 +711,10 @@ def convert(
         None, help="Documents to resolve IDs against and locate reference spans in."
     ),
 ) -> None:
-    """Convert a test set between the AutoRAG and Giskard formats."""
+    """Convert a test set between the AutoRAG and Giskard formats (every answer and document
+    ID kept; a warning on stderr counts the fields the target format has none for)."""
     from ragsweep.documents.sources import read_documents
-    from ragsweep.documents.testsets import export_testset, load_testset
+    from ragsweep.documents.testsets import export_testset, left_out, load_testset
 
     table = load_testset(source)
     if docs:
@@ -712,6 +723,8 @@ def convert(
         read = read_documents(docs)
         table = resolve_testset(table, read.table, skipped=read.skipped)
     export_testset(table, target)
+    if lost := left_out(table, target):  # one line: the fields the format has none for
+        typer.echo(f"warning: {lost}", err=True)
     typer.echo(f"wrote {table.num_rows} questions to {target}")
 
 
@@ -934,8 +947,10 @@ def testset_export(
     store: str = STORE,
 ) -> None:
     """Export a stored test set as AutoRAG JSON, Giskard JSONL or a ragsweep .arrow file."""
-    from ragsweep.documents.testsets import export_testset
+    from ragsweep.documents.testsets import export_testset, left_out
 
     table = testsets_in(store).load(name)
     export_testset(table, target)
+    if lost := left_out(table, target):  # one line: the fields the format has none for
+        typer.echo(f"warning: {lost}", err=True)
     typer.echo(f"wrote {table.num_rows} questions to {target}")

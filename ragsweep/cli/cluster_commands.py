@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,6 +16,9 @@ from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.kubeflow import openshift
 from ragsweep.kubeflow.cron import normalise
 from ragsweep.kubeflow.tasks import DEFAULT_CONNECTION, load_resources
+
+if TYPE_CHECKING:
+    from ragsweep.sweep.settings import RunSettings
 
 schedule_app = typer.Typer(
     help="Recurring (nightly) runs on OpenShift AI: create, list, pause, resume, delete.",
@@ -87,10 +93,36 @@ GPU = typer.Option(
 )
 
 
-def check_compiled(parallelism: int, gpus: int) -> None:
-    """Refuse a negative ``--parallelism`` or ``--gpu`` before the cluster is asked."""
+DRY_RUN = typer.Option(
+    False,
+    "--dry-run",
+    help="Check the parameters, print what would be submitted, and stop: no cluster is asked.",
+)
+
+
+def checked(
+    package: Path | None,
+    resources: str | None,
+    parallelism: int,
+    gpus: int,
+    arguments: dict,
+) -> RunSettings:
+    """Check everything that needs no cluster, before one is asked: ``--parallelism``,
+    ``--gpu``, ``--package`` or ``--resources``, and the pipeline's arguments, with the
+    settings the pipeline's first step builds from them (the run's settings)."""
     check_at_least(parallelism, 0, "--parallelism", " (no bound)")
     check_at_least(gpus, 0, "--gpu", " (none)")
+    if package is not None:
+        if not package.is_file():
+            raise RagsweepError(f"--package {package}: no such file")
+        if parallelism or gpus:
+            raise RagsweepError(
+                "--parallelism and --gpu are compiled into the pipeline: "
+                "drop them with --package, or drop --package"
+            )
+    else:
+        load_resources(resources)
+    return openshift.preflight(package or openshift.packaged_pipeline(), arguments)
 
 
 @contextmanager
@@ -102,19 +134,11 @@ def prepared(
     parallelism: int = 0,
     gpus: int = 0,
 ) -> Iterator[Path]:
-    """The compiled pipeline: ``package`` as given, or one compiled for the image (with the
-    fan-out's ``parallelism`` and each embedding step's ``gpus``)."""
+    """The compiled pipeline: ``package`` as given (``checked`` first), or one compiled for
+    the image (with the fan-out's ``parallelism`` and each embedding step's ``gpus``)."""
     if package is not None:
-        if not package.is_file():
-            raise RagsweepError(f"--package {package}: no such file")
-        if parallelism or gpus:
-            raise RagsweepError(
-                "--parallelism and --gpu are compiled into the pipeline: "
-                "drop them with --package, or drop --package"
-            )
         yield package
         return
-    load_resources(resources)  # a bad file first: it needs no cluster to find out
     with tempfile.TemporaryDirectory() as tmp:
         image = image or openshift.default_image(namespace)
         target = Path(tmp) / "ragsweep.yaml"
@@ -162,18 +186,22 @@ def submit(
     dspa: str = DSPA,
     kubeconfig: str = KUBECONFIG,
     ca_cert: str = CA_CERT,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL."""
-    check_compiled(parallelism, gpu)
+    """Run the sweep on OpenShift AI Data Science Pipelines; print the run id and its URL.
+    Every parameter is checked before the cluster is asked (``--dry-run``: only that)."""
     check_at_least(poll_seconds, 0, "--poll-seconds")
     test_data = test_data_location(testset, testset_name)
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep)
     openshift.add_agents(arguments, agent)
+    settings = checked(package, resources, parallelism, gpu, arguments)
+    if dry_run:
+        show_submission(settings, arguments, package, image, parallelism, gpu, experiment)
+        return
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
-        openshift.preflight(compiled, arguments)
         run_id = pipelines.submit(compiled, arguments, experiment, run_name or openshift.run_name())
     typer.echo(f"run {run_id} in experiment '{experiment}'")
     typer.echo(f"  {endpoint.run_url(run_id)}")
@@ -186,6 +214,28 @@ def submit(
         "the leaderboard is output 'leaderboard' of step 'rank' (every score: output 'results'): "
         "download it from the run's page and print it with `ragsweep leaderboard FILE`"
     )
+
+
+def show_submission(
+    settings: RunSettings,
+    arguments: dict,
+    package: Path | None,
+    image: str | None,
+    parallelism: int,
+    gpus: int,
+    experiment: str,
+) -> None:
+    """What ``submit`` would send: the pipeline, the experiment and the arguments (Secrets
+    travel by name, so none of their values is among them)."""
+    if package is not None:
+        typer.echo(f"pipeline: {package}")
+    else:
+        image = image or os.environ.get("RAGSWEEP_IMAGE") or "the project's ragsweep ImageStream"
+        typer.echo(f"pipeline: compiled for {image} (parallelism {parallelism}, GPUs {gpus})")
+    configs = len(settings.all_configs())
+    typer.echo(f"experiment: {experiment}; {configs} configuration(s)")
+    typer.echo("parameters: " + json.dumps(arguments, indent=2, sort_keys=True))
+    typer.echo("dry run: parameters valid; nothing submitted, no cluster asked")
 
 
 @schedule_app.command("create")
@@ -220,7 +270,6 @@ def schedule_create(
     """Run the sweep on a cron schedule, one run at a time, never catching up missed runs.
     Its runs are one sweep, named after the schedule (or --sweep), so that a run's
     baseline=latest is the schedule's last successful run whatever changed since."""
-    check_compiled(parallelism, gpu)
     schedule = normalise(cron)
     if schedule.note:
         typer.echo(f"note: {schedule.note}")
@@ -228,10 +277,10 @@ def schedule_create(
     arguments = openshift.run_arguments(docs, test_data, docs_secret, testset_secret, param)
     openshift.name_sweep(arguments, sweep, schedule=name)
     openshift.add_agents(arguments, agent)
+    checked(package, resources, parallelism, gpu, arguments)
     endpoint = openshift.connect(host, token, namespace, dspa, kubeconfig, ca_cert)
     pipelines = openshift.Pipelines(endpoint)
     with prepared(package, image, resources, endpoint.namespace, parallelism, gpu) as compiled:
-        openshift.preflight(compiled, arguments)
         created = pipelines.create_schedule(name, schedule, compiled, arguments, experiment)
     typer.echo(
         f"schedule '{name}' ({created.recurring_run_id}) runs {schedule.describe()}: "

@@ -9,6 +9,8 @@ Two formats, chosen by suffix:
   "conversation_history": [...], "metadata": {"question_type", "seed_document_id", "topic"}}``
   a line, as ragsweep or Giskard's ``QATestset.save`` writes it (there ``seed_document_id``
   is Giskard's knowledge-base index and the context reads ``Document <index>: <text>``).
+  Giskard holds one answer and one document: ragsweep writes the others in ``metadata``
+  (``other_reference_answers``, ``other_document_ids``) and reads them back.
 - ``.arrow``, ragsweep's own test set artifact (lossless: every answer, document, gold span
   and version); ``ragsweep run --testset-name`` hands a stored test set to the pipeline so.
 
@@ -66,6 +68,8 @@ LIMITS = {
 # the fields' names in AutoRAG JSON and Giskard JSONL, where they differ from the columns'
 _AUTORAG_FIELDS = {"reference_answers": "correct_answers"}
 _GISKARD_FIELDS = {"reference_answers": "reference_answer"}
+# where Giskard JSONL keeps the answers and document ids after its first
+_MORE_ANSWERS, _MORE_DOC_IDS = "other_reference_answers", "other_document_ids"
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -110,9 +114,11 @@ class _Record:
             self.fail(field, f"expected a string or a number, got {_type_name(value)}")
         return None if value is None or value == "" else str(value)
 
-    def texts(self, field: str, allow_empty: bool = False) -> list[str]:
-        """A list of non-empty strings."""
-        value = self._get(field, True)
+    def texts(self, field: str, allow_empty: bool = False, required: bool = True) -> list[str]:
+        """A list of non-empty strings; an optional field may be absent or null (no strings)."""
+        value = self._get(field, required)
+        if value is None and not required:
+            return []
         if not isinstance(value, list):
             self.fail(field, f"expected a list of strings, got {_type_name(value)}")
         for number, item in enumerate(value, 1):
@@ -322,12 +328,16 @@ def _read_giskard(name: str, text: str) -> list[dict]:
         history = record.value("conversation_history", list, [])
         metadata = _Record(where, record.value("metadata", dict, {}), prefix="metadata.")
         seed = metadata.scalar("seed_document_id")  # Giskard's own: an index or a uuid
+        more_answers = metadata.texts(_MORE_ANSWERS, allow_empty=True, required=False)
+        more_doc_ids = metadata.texts(_MORE_DOC_IDS, allow_empty=True, required=False)
+        if more_doc_ids and not seed:
+            metadata.fail(_MORE_DOC_IDS, "given without a seed_document_id")
         rows.append(
             _row(
                 question_id,
                 question,
-                [answer],
-                [seed] if seed else [],
+                [answer, *more_answers],
+                [seed, *more_doc_ids] if seed else [],
                 reference_context=context,
                 question_type=metadata.text("question_type", required=False),
                 topic=metadata.text("topic", required=False),
@@ -364,6 +374,8 @@ def _giskard_text(rows: list[dict]) -> str:
                 "question_type": row["question_type"],
                 "seed_document_id": doc_ids[0] if doc_ids else None,
                 "topic": row["topic"],
+                **({_MORE_ANSWERS: answers[1:]} if answers[1:] else {}),
+                **({_MORE_DOC_IDS: doc_ids[1:]} if doc_ids[1:] else {}),
             },
         }
 
@@ -438,8 +450,9 @@ def load_testset(uri: str) -> pa.Table:
 def export_testset(testset: pa.Table, path: str | Path) -> Path:
     """Write ``testset`` as AutoRAG ``.json`` or Giskard ``.jsonl``, by the suffix of ``path``.
 
-    Giskard holds one answer and one seed document per item: the first of each is written;
-    ``.arrow`` (ragsweep's test set artifact) keeps everything.
+    Giskard holds one answer and one seed document per item: the first of each is written
+    there, the others in its ``metadata``; what a format has no field for is left out
+    (``left_out`` says what); ``.arrow`` (ragsweep's test set artifact) keeps everything.
     """
     path = Path(path)
     if _format_of(str(path)) == ".arrow":
@@ -450,6 +463,36 @@ def export_testset(testset: pa.Table, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _has_history(row: dict) -> bool:
+    return bool(json.loads(row["conversation_history"] or "[]"))
+
+
+# what AutoRAG JSON has no field for, each with the test of a question that holds it; a
+# question's id is written nowhere there, and read back as the id of its content
+_AUTORAG_LACKS: dict[str, Callable[[dict], bool]] = {
+    "id": lambda row: row["question_id"] != content_id(row["question"], row["reference_answers"]),
+    "reference_context": lambda row: bool(row["reference_context"]),
+    "question_type": lambda row: bool(row["question_type"]),
+    "topic": lambda row: bool(row["topic"]),
+    "conversation_history": _has_history,
+}
+_FORMAT_NAMES = {".json": "AutoRAG JSON", ".jsonl": "Giskard JSONL"}
+
+
+def left_out(testset: pa.Table, path: str | Path) -> str | None:
+    """One line saying which fields of ``testset`` the format of ``path`` cannot carry, and
+    in how many questions; None when it carries everything. Gold spans are not counted: a
+    run locates them again in the documents."""
+    suffix = _format_of(str(path))
+    lacks = _AUTORAG_LACKS if suffix == ".json" else {}
+    rows = testset.to_pylist() if lacks else []
+    counts = {field: sum(map(holds, rows)) for field, holds in lacks.items()}
+    dropped = [f"{field} ({n} of {len(rows)})" for field, n in counts.items() if n]
+    if not dropped:
+        return None
+    return f"{path}: {_FORMAT_NAMES[suffix]} has no field for {', '.join(dropped)}: left out"
 
 
 # ---- document ids and gold spans -------------------------------------------------------------

@@ -103,7 +103,10 @@ PARAMETERS: tuple[Parameter, ...] = (
         "in characters, ragsweep's in tokens: a quarter), `speed` with the sentence chunker, "
         "`balanced` with the heading-aware one (`headings`, in place of Docling's hybrid "
         "chunker: see docs/chunkers.md); Docling's table parsing and LLM enrichment are not "
-        "done; empty: `search_space`'s",
+        "done; the sizes an embedding model cannot read whole are left out, with one warning "
+        "naming them and the model (`balanced` on all-MiniLM-L6-v2, 254 tokens: 128 is "
+        "kept, 256 and 512 left out), and the run fails only when none is left; empty: "
+        "`search_space`'s",
     ),
 )
 

@@ -27,12 +27,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.kubeflow.cron import Cron
+
+if TYPE_CHECKING:
+    from ragsweep.sweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
 
@@ -456,6 +459,16 @@ def compile_pipeline(
     return target
 
 
+def packaged_pipeline() -> Path:
+    """The compiled pipeline installed with ragsweep (``pipelines/sweep_pipeline.yaml``, kept
+    current by ``make compile`` and its staleness test). Its parameters and their defaults
+    are those of the pipeline compiled for any image, parallelism or GPU count, so the
+    arguments are checked against it before any cluster is asked."""
+    from importlib.resources import files
+
+    return Path(str(files("ragsweep.pipelines") / "sweep_pipeline.yaml"))
+
+
 def pipeline_inputs(package: Path) -> dict[str, dict]:
     """The compiled pipeline's parameters: name -> its definition (type, default)."""
     try:
@@ -563,10 +576,11 @@ def name_sweep(
     return arguments
 
 
-def preflight(package: Path, arguments: dict[str, Any]) -> None:
+def preflight(package: Path, arguments: dict[str, Any]) -> RunSettings:
     """Check the arguments here, as the pipeline's first step (``configure``) would there,
     with the same function: names, locations, search space (with AutoRAG's preset and
-    vector store), budget, metric, model settings."""
+    vector store), budget, metric, model settings. Reads ``package`` alone: no cluster is
+    asked. The settings the run would have."""
     from ragsweep.kubeflow.parameters import run_settings
 
     check_arguments(package, arguments)
@@ -575,4 +589,4 @@ def preflight(package: Path, arguments: dict[str, Any]) -> None:
     for name, spec in inputs.items():  # a compiled default integer reads back as 3.0
         if spec.get("parameterType") == "NUMBER_INTEGER" and isinstance(values[name], float):
             values[name] = int(values[name]) if values[name].is_integer() else values[name]
-    run_settings(values)
+    return run_settings(values)

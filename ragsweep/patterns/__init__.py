@@ -1,7 +1,8 @@
 """Patterns you can run: the top configurations of a sweep, each as a folder a user deploys.
 
 ``patterns/<rank>-<config_id>/`` holds ``pattern.json`` (Red Hat AutoRAG's fields where
-they mean the same, and ragsweep's own under ``ragsweep``), ``evaluation_results.json``
+they mean the same, and ragsweep's own under ``ragsweep``; its ``schema_version`` and the
+``producer`` that wrote it, read back by ``read_pattern``), ``evaluation_results.json``
 (AutoRAG's per-question shape), and ``indexing.py`` / ``inference.py``: the scripts beside
 this module, with the pattern's settings written into their ``SETTINGS`` line. The scripts
 use llama-index, the embedding model and the store's client, never ragsweep: what they share
@@ -28,7 +29,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import yaml
 
+from ragsweep import __version__
 from ragsweep.answering.agents import is_agent
 from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
@@ -43,6 +46,9 @@ from ragsweep.sweep.space import SearchSpace, parse_index_label
 
 log = logging.getLogger("ragsweep")
 
+# pattern.json's layout, raised when a field changes meaning or goes: a reader refuses a
+# newer one rather than misread it; an older one, without the field, reads as version 0
+PATTERN_SCHEMA_VERSION = 1
 SCRIPTS = ("indexing.py", "inference.py")
 SETTINGS_LINE = "SETTINGS: dict = {}  # ragsweep writes this pattern's settings here\n"
 RRF_K = 60  # ragsweep.retrieval.search.hybrid's default
@@ -143,7 +149,8 @@ def pattern_json(
 ) -> dict[str, Any]:
     """``pattern.json``: AutoRAG's ``name``, ``settings`` (vector_store, chunking, embedding,
     retrieval, generation), ``scores`` (mean, ci_low, ci_high) and ``final_score``, with
-    ragsweep's settings, rank and statistics under ``ragsweep``."""
+    ragsweep's settings, rank and statistics under ``ragsweep``, its ``schema_version`` and
+    the ``producer`` (ragsweep and its version) that wrote it."""
     answerer = row["answerer"]
     scores = {
         m: {"mean": row[m], "ci_low": row[f"{m}_low"], "ci_high": row[f"{m}_high"]}
@@ -151,6 +158,8 @@ def pattern_json(
         if row.get(m) is not None
     }
     return {
+        "schema_version": PATTERN_SCHEMA_VERSION,
+        "producer": {"name": "ragsweep", "version": __version__},
         "name": f"{row['rank']}-{row['config_id']}",
         "max_combinations": configs,
         "settings": {
@@ -187,6 +196,50 @@ def pattern_json(
             **settings,
         },
     }
+
+
+def read_pattern(path: Path) -> dict[str, Any]:
+    """A pattern's ``pattern.json`` (``path``: the file or its folder), checked: one an older
+    ragsweep wrote, without ``schema_version`` or ``producer``, reads as it is; one of a
+    newer schema is refused with one line, never misread."""
+    path = path / "pattern.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RagsweepError(f"{path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise RagsweepError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("ragsweep"), dict):
+        raise RagsweepError(f"{path}: not a ragsweep pattern.json (no 'ragsweep' object)")
+    version = data.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise RagsweepError(f"{path}: field 'schema_version': expected a whole number")
+    if version > PATTERN_SCHEMA_VERSION:
+        producer = data.get("producer")
+        made = producer.get("version") if isinstance(producer, dict) else None
+        raise RagsweepError(
+            f"{path}: schema_version {version} is newer than ragsweep {__version__} reads "
+            f"({PATTERN_SCHEMA_VERSION})"
+            + (f"; ragsweep {made} wrote it" if made else "")
+            + ": upgrade ragsweep to read it"
+        )
+    return data
+
+
+def pattern_spec(path: Path) -> str:
+    """The configuration of the pattern at ``path`` (its folder or pattern.json) as a
+    search-space YAML that holds exactly it, as ``ragsweep best`` prints a run's winner."""
+    pattern = read_pattern(path)
+    settings = pattern["ragsweep"]
+    try:
+        spec = SearchSpace.spec_of(settings)
+    except KeyError as exc:
+        raise RagsweepError(f"{path}: field 'ragsweep.{exc.args[0]}' is missing") from None
+    head = (
+        f"# pattern {pattern.get('name')}: {settings.get('label')} "
+        f"(config id {settings.get('config_id')})"
+    )
+    return head + "\n" + yaml.safe_dump(spec, sort_keys=False)
 
 
 def evaluation_results(

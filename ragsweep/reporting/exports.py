@@ -295,9 +295,7 @@ def best_spec(leaderboard: pa.Table) -> str:
         raise RagsweepError("the leaderboard is empty: no configuration to recommend")
     best = swept[0]
     metric = ranking_metric(leaderboard)
-    spec = SearchSpace.of_config(best).to_dict()
-    if best["search_type"] != "mmr":
-        del spec["mmr_lambdas"], spec["mmr_fetch_k"]
+    spec = SearchSpace.spec_of(best)
     settings = settings_of(leaderboard)
     head = [
         f"# best configuration: {best['label']} (config id {best['config_id']})",

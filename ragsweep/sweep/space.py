@@ -55,6 +55,9 @@ from ragsweep.retrieval.vector_stores import DISTANCES, IndexSpec, store_class, 
 
 log = logging.getLogger("ragsweep")
 
+# why a chunk configuration is pruned (SearchSpace.pruned says it with the sizes)
+OVERLAP = "overlap is half the size or more"
+TOO_LONG = "longer than the model reads"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MAX_CONFIGS = 100
 
@@ -265,6 +268,15 @@ class SearchSpace:
             )
         return cls(**values)
 
+    @classmethod
+    def spec_of(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The search-space spec (plain data, ``from_dict``'s) that holds exactly ``config``:
+        ``of_config``'s, without MMR's fields for another search type."""
+        spec = cls.of_config(config).to_dict()
+        if config["search_type"] != "mmr":
+            del spec["mmr_lambdas"], spec["mmr_fetch_k"]
+        return spec
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data: lists, the scalars, and the prefixes when given (None: left out); the
         store fields when they are not the defaults."""
@@ -329,7 +341,8 @@ class SearchSpace:
         """The space of the pipeline's parameters: ``embedding_models`` and
         ``generation_models`` (Red Hat AutoRAG's names) and ``search_space``, every other
         field. ``search_space``'s ``answerers``, the older spelling, is read when
-        ``generation_models`` is empty."""
+        ``generation_models`` is empty. What it prunes is a warning (``pruned``): AutoRAG's
+        ``preset`` lists chunk sizes whatever the model reads."""
         if "embedding_models" in search_space:
             raise RagsweepError(
                 "search_space: give the embedding models as the embedding_models parameter"
@@ -342,7 +355,10 @@ class SearchSpace:
                     "generation_models parameter"
                 )
             data["answerers"] = [answerer_of(m) for m in generation_models]
-        return cls.from_dict(data, "pipeline parameters")
+        space = cls.from_dict(data, "pipeline parameters")
+        for reason in space.pruned():  # e.g. a preset's chunk sizes a model cannot read
+            log.warning("pruned: %s", reason)
+        return space
 
     def to_parameters(self) -> dict[str, Any]:
         """The pipeline's ``search_space``, ``embedding_models`` and ``generation_models``."""
@@ -422,7 +438,9 @@ class SearchSpace:
             )
 
     def _chunk_candidates(self) -> list[tuple[dict[str, Any], str | None]]:
-        """Every (chunk config, reason it is pruned or None), without repeats."""
+        """Every (chunk config, why it is pruned or None), without repeats: ``OVERLAP``, an
+        overlap of half its size or more; ``TOO_LONG``, a chunk (with the passage prefix)
+        longer than its embedding model's maximum input."""
         from ragsweep.models.embedding import max_input_tokens
 
         seen, out = set(), []
@@ -448,17 +466,9 @@ class SearchSpace:
             limit = max_input_tokens(model)
             reason = None
             if 2 * tokens >= size:
-                reason = (
-                    f"chunk size {size} with overlap {tokens}: overlap is half the size or more"
-                )
+                reason = OVERLAP
             elif limit is not None and size + _tokens(model, prefixes.passage) > limit:
-                what = f"chunk size {size} exceeds"
-                if prefixes.passage:
-                    what = (
-                        f"chunk size {size} and the passage prefix {prefixes.passage!r} "
-                        f"({_tokens(model, prefixes.passage)} tokens) exceed"
-                    )
-                reason = f"{what} {model}'s maximum input of {limit} tokens"
+                reason = TOO_LONG
             out.append(({"chunk_config_id": key, **config}, reason))
         return out
 
@@ -467,8 +477,35 @@ class SearchSpace:
         return [config for config, reason in self._chunk_candidates() if reason is None]
 
     def pruned(self) -> list[str]:
-        """Why each combination that is not evaluated was left out."""
-        return [reason for _, reason in self._chunk_candidates() if reason is not None]
+        """Why the combinations that are not evaluated were left out, one line each: the
+        chunk sizes an embedding model cannot read whole, one line per model, naming them
+        (a preset's list may hold several); each overlap too large for its chunk size."""
+        from ragsweep.models.embedding import max_input_tokens
+
+        lines: dict[Any, str] = {}  # first seen first
+        too_long: dict[str, list[int]] = {}
+        for config, reason in self._chunk_candidates():
+            size, model = config["chunk_size"], config["embedding_model"]
+            if reason == OVERLAP:
+                overlap = config["chunk_overlap"]
+                key = (size, overlap)
+                lines[key] = f"chunk size {size} with overlap {overlap}: {OVERLAP}"
+            elif reason == TOO_LONG:
+                sizes = too_long.setdefault(model, [])
+                if size not in sizes:
+                    sizes.append(size)
+                lines[model] = ""  # its place; written below, with every size
+        for model, sizes in too_long.items():
+            passage = self.prefixes(model).passage
+            named = f"chunk size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}"
+            what = f"{named} {'exceed' if len(sizes) > 1 else 'exceeds'}"
+            if passage:
+                what = (
+                    f"{named} and the passage prefix {passage!r} "
+                    f"({_tokens(model, passage)} tokens) exceed"
+                )
+            lines[model] = f"{what} {model}'s maximum input of {max_input_tokens(model)} tokens"
+        return list(lines.values())
 
     def index_specs(self, store: str, source: str = "search space") -> list[IndexSpec]:
         """The indexes swept for ``store``: each kind of ``indexes[store]`` with every
