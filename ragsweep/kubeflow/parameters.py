@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.sources import locations
 from ragsweep.documents.testsets import test_data_location
 from ragsweep.kubeflow.autorag import apply
 from ragsweep.sweep.options import SHAPERS, build_settings, pipeline_options
 from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import SearchSpace
 
 # the parameters configure reads besides the options': locations, and the nests' dicts
 LOCATIONS = (
@@ -41,18 +41,9 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
     a mistake fails the run's first step, before any data is read."""
     p = parameters
     # older runs' settings.json hold no preset nor store: their space has them applied
-    space = apply(p["search_space"], p.get("preset", ""), p.get("vector_io_provider_id", ""))
-    if "embedding_models" in space:
-        raise RagsweepError(
-            "search_space: give the embedding models as the embedding_models parameter"
-        )
-    if p["generation_models"] and "answerers" in space:
-        raise RagsweepError(
-            "search_space: field 'answerers': give the answer models once, as the "
-            "generation_models parameter"
-        )
-    given = {o.name: p[o.parameter] for o in pipeline_options()}
-    given["generation_models"] = p["generation_models"] or None  # empty: the space's
+    shaped = apply(p["search_space"], p.get("preset", ""), p.get("vector_io_provider_id", ""))
+    space = SearchSpace.from_parameters(shaped, p["embedding_models"], p["generation_models"])
+    given = {o.name: p[o.parameter] for o in pipeline_options() if o.nest != "space"}
     docs, *more_docs = locations(
         p["input_data_bucket_name"], p["input_data_key"], p["input_data_keys"]
     )
@@ -62,7 +53,7 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
     return build_settings(
         given,
         "pipeline parameters",
-        space,
+        space.to_dict(),
         p["llm"],
         p["qa_generation"],
         tuple(more_docs),

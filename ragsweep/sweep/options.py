@@ -191,16 +191,14 @@ def build_settings(
 def pipeline_arguments(settings: RunSettings) -> dict[str, Any]:
     """The pipeline's parameters for ``settings`` (locations as keys without a bucket):
     the inverse of ``ragsweep.kubeflow.parameters.run_settings``."""
-    nested = {
-        "space": settings.space.to_dict(),
-        "llm": settings.llm.to_dict(),
-        "qa_generation": settings.qa_generation.to_dict(),
-    }
+    nested = {"llm": settings.llm.to_dict(), "qa_generation": settings.qa_generation.to_dict()}
     out: dict[str, Any] = {"input_data_key": settings.docs, "test_data_key": settings.testset}
+    out.update(settings.space.to_parameters())  # search_space and its models' own
     for option in pipeline_options():
-        holder = getattr(settings, option.nest) if option.nest else settings
-        out[option.parameter] = option.plain(getattr(holder, option.field))
-        nested.get(option.nest, {}).pop(option.field, None)
+        if option.nest != "space":
+            holder = getattr(settings, option.nest) if option.nest else settings
+            out[option.parameter] = option.plain(getattr(holder, option.field))
+            nested.get(option.nest, {}).pop(option.field, None)
     return {**out, **{NEST_PARAMETERS[nest]: data for nest, data in nested.items()}}
 
 
