@@ -187,6 +187,42 @@ def test_a_runs_name_note_and_tags_are_edited_on_its_page_and_kept_when_stored_a
 
 
 @needs_chromium
+def test_a_run_archived_on_its_page_leaves_the_runs_list_and_the_filter_shows_it_again(
+    page, tmp_path
+):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    board = make_board(np.ones((2, 12)))
+    testset = make_testset([f"q{i:03d}" for i in range(12)])
+    for run_id in ("kept", "old-try"):
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
+        page.goto(f"{url}/runs/old-try")
+        with page.expect_navigation():
+            page.click("#archive-button")
+        assert page.url == f"{url}/runs/old-try"
+        assert "Archived " in page.locator("#archived").inner_text()
+        page.goto(url)
+        assert column(page, "#runs tr.run-row td:first-child") == ["kept"]
+        with page.expect_navigation():  # the filter: archived runs shown too, and marked
+            page.select_option("#archived-filter", "include")
+            page.click("form.filters button")
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try", "kept"]
+        assert column(page, "#runs tr.run-row td:nth-child(2)") == [
+            "succeeded archived",
+            "succeeded",
+        ]
+        page.goto(f"{url}/?archived=only")
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try"]
+        assert page.goto(f"{url}/?archived=maybe").status == 400
+        page.goto(f"{url}/runs/old-try")
+        with page.expect_navigation():
+            page.click("#archive-button")  # now: Unarchive
+        assert page.locator("#archived").count() == 0
+        page.goto(url)
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try", "kept"]
+
+
+@needs_chromium
 def test_an_empty_database_points_to_start_a_run_and_no_page_asks_for_a_missing_icon(
     page, tmp_path
 ):

@@ -606,7 +606,8 @@ def track(
 
 
 runs_app = typer.Typer(
-    help="The runs in the results database (latest first), and `runs import RUN_DIR`."
+    help="The runs in the results database (latest first), `runs import RUN_DIR`, and "
+    "`runs archive RUN_ID` (`--undo`)."
 )
 app.add_typer(runs_app, name="runs")
 
@@ -616,26 +617,51 @@ def runs(
     ctx: typer.Context,
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),
+    archived: bool = typer.Option(
+        False, "--archived", help="List the archived runs too (marked archived)."
+    ),
 ) -> None:
     """List the runs in the results database, latest first: id, status (succeeded; partial:
     results kept, a side step failed; failed; interrupted), start, metric, best, its sweep
-    (its name, or an unnamed sweep's key), and what failed."""
+    (its name, or an unnamed sweep's key), and what failed. Archived runs only with
+    --archived."""
     if ctx.invoked_subcommand:
         return
     from ragsweep.store import database as results_store
 
     url = results_store.resolve_url(store)
-    rows = results_store.list_runs(results_store.connect(url), limit)
+    rows = results_store.list_runs(
+        results_store.connect(url), limit, archived=None if archived else False
+    )
     if not rows:
         typer.echo(f"no runs in {safe_url(url)}")
         return
     for r in rows:
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
         detail = f"  ({r['detail']})" if r.get("detail") else ""
+        detail += "  [archived]" if r["archived_at"] else ""
         typer.echo(
             f"{r['run_id']:<28} {r['status']:<11} {started}  {r['optimization_metric'] or '-'}: "
             f"{r['best_label'] or '-'}  (sweep {r['sweep']}){detail}"
         )
+
+
+@runs_app.command("archive")
+def runs_archive(
+    run_id: str = typer.Argument(..., help="A stored run's id."),
+    undo: bool = typer.Option(False, "--undo", help="Unarchive it."),
+    store: str = typer.Option(
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
+    ),
+) -> None:
+    """Archive a run: `ragsweep runs` and the UI's runs list hide it unless asked. Its
+    results, its comparisons and its use as `baseline=latest` stay as they were."""
+    from ragsweep.store import database as results_store
+    from ragsweep.store.annotations import archive_run
+
+    url = results_store.resolve_url(store)
+    archive_run(results_store.connect(url), run_id, archived=not undo)
+    typer.echo(f"{'unarchived' if undo else 'archived'} run {run_id} in {safe_url(url)}")
 
 
 @runs_app.command("import")

@@ -318,7 +318,7 @@ FROM_SETTINGS = {
 def last_options(engine: Engine, testset: str) -> dict[str, str]:
     """The form's defaults for ``testset``: the documents and options of its last stored run
     (none without one)."""
-    found = find_runs(engine, text=testset, limit=50)
+    found = find_runs(engine, text=testset, limit=50, archived=None)
     runs_of_set = [r for r in found if r["testset_name"] == testset]
     if not runs_of_set:
         return {}
