@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -919,22 +919,72 @@ def testset_add(
     docs: str = typer.Option(
         None, help="Documents to resolve IDs against and locate reference spans in."
     ),
+    replace: bool = typer.Option(
+        False, "--replace", help="Store it as the new version of the set stored under NAME."
+    ),
     store: str = STORE,
 ) -> None:
     """Store a test set in the results database for curation.
 
-    Under a name already stored, it replaces that set: a new version of each question that
-    changed, a deletion of each question it no longer has.
+    A name already stored is refused unless --replace: then the file becomes the set's new
+    version (a new version of each question that changed, a deletion of each question it no
+    longer has), which `ragsweep testset revert NAME` undoes.
     """
     from ragsweep.documents.sources import read_documents
     from ragsweep.documents.testsets import load_testset, resolve_testset
 
+    stored = testsets_in(store)
+    if name in stored.names() and not replace:
+        raise RagsweepError(
+            f"test set {name!r} is stored already ({len(stored.load(name))} questions); "
+            "give --replace to store this file as its new version (`ragsweep testset revert "
+            f"{name}` goes back), or another name"
+        )
     table = load_testset(source)
     if docs:
         read = read_documents(docs)
         table = resolve_testset(table, read.table, skipped=read.skipped)
-    testsets_in(store).save(name, table)
+    stored.save(name, table, comment=f"imported from {PurePosixPath(source).name}")
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
+
+
+@testset_app.command("versions")
+def testset_versions(
+    name: str = typer.Argument(..., help="A stored test set."),
+    store: str = STORE,
+) -> None:
+    """List the set's versions (each save of it), newest first: number, time, how many
+    questions it stored anew or deleted, how many the set held after it, who and why."""
+    from ragsweep.curation import set_versions
+
+    for v in set_versions.versions(testsets_in(store), name):
+        why = "  ".join(x for x in (v["author"], v["comment"]) if x)
+        typer.echo(
+            f"{v['number']:>4}  {v['created_at']:%Y-%m-%d %H:%M:%S} UTC  {v['changed']} stored, "
+            f"{v['deleted']} deleted, {v['questions']} question{'s' * (v['questions'] != 1)}"
+            + (f"  {why}" if why else "")
+        )
+
+
+@testset_app.command("revert")
+def testset_revert(
+    name: str = typer.Argument(..., help="A stored test set."),
+    to: int = typer.Option(
+        None,
+        "--to",
+        help="The version to go back to (`testset versions`); default: the one "
+        "before the latest change.",
+    ),
+    store: str = STORE,
+) -> None:
+    """Store the set as it was after an earlier version, as its newest version: the history
+    keeps what was reverted, and reverting again undoes the revert."""
+    from ragsweep.curation import set_versions
+
+    stored = testsets_in(store)
+    number = to if to is not None else set_versions.previous(stored, name)
+    set_versions.revert(stored, name, number)
+    typer.echo(f"reverted {name!r} to version {number}: {len(stored.load(name))} questions")
 
 
 @testset_app.command("list")
