@@ -4,6 +4,7 @@ Chromium for what a page shows, with Starlette's TestClient for what a request g
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import sqlalchemy as sa
@@ -16,6 +17,7 @@ from ragsweep.curation import labels
 from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.store import database
+from ragsweep.sweep.space import SearchSpace
 from ragsweep.ui import create_app
 from ragsweep.ui.jobs import Job
 from ragsweep.ui.live import Count, counts
@@ -192,6 +194,38 @@ def test_a_long_log_line_wraps_on_the_job_page(page, tmp_path):
         assert shown.is_visible()
         assert shown.evaluate("e => e.scrollWidth <= e.clientWidth")
         assert shown.evaluate("e => e.clientHeight > 100")  # the line goes on below
+
+
+@needs_chromium
+def test_forest_labels_differing_only_at_the_end_of_a_long_label_are_told_apart(page, tmp_path):
+    models = tuple(  # model folders: the whole path is the configurations' label part
+        str(tmp_path / f"multilingual-e5-large-instruct-finetuned-support-tickets-{v}")
+        for v in ("v1", "v2")
+    )
+    for model in models:
+        Path(model).mkdir()
+        (Path(model) / "config.json").write_text("{}")
+    space = SearchSpace(
+        chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",), embedding_models=models
+    )
+    board = make_board(np.array([[1, 1, 0], [1, 0, 0]], float), space=space)
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    for run_id in ("before", "after"):
+        database.publish(
+            engine, run_id, board.leaderboard, board.results, make_testset(["q000", "q001", "q002"])
+        )
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/compare?runs=before&runs=after")
+        drawn = page.locator("svg#forest text.forest-label")
+        assert drawn.count() == 2
+        shown = ["".join(t.locator("tspan").all_text_contents()) for t in drawn.all()]
+        names = sorted(Path(m).name for m in models)  # a model folder's label: its name
+        assert sorted(shown) == names  # whole, wrapped onto lines
+        assert all(t.locator("tspan").count() > 1 for t in drawn.all())
+        titles = drawn.locator("title").all_text_contents()
+        assert all(any(n in title for title in titles) for n in names)  # the whole label too
+        boxes = [t.bounding_box() for t in drawn.all()]
+        assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"]  # no label over another
 
 
 @needs_chromium
