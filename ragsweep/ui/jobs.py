@@ -193,8 +193,7 @@ class Job:
         folder = self.run_dir()
         if folder is None:
             return []
-        elapsed = (datetime.now(UTC) - self.started).total_seconds()
-        return counts(folder / "progress.jsonl", elapsed)
+        return counts(folder / "progress.jsonl")
 
     def links(self) -> list[str]:
         """The addresses a submit job printed (the run's page)."""
