@@ -208,8 +208,9 @@ def test_no_time_left_is_shown_before_a_counter_advanced_a_few_times_recently(tm
     write_progress(progress, [*ticks, {**line, "done": MIN_TICKS, "at": 600.0 + MIN_TICKS}])
     [count] = counts(progress, now=600.0 + MIN_TICKS)
     assert count.eta_s == pytest.approx(200 - MIN_TICKS)  # one a second
-    # lines without a time (an earlier ragsweep's): counted, no time left guessed
-    write_progress(progress, [{**line, "done": n} for n in range(50)])
+    # lines without a time (an earlier ragsweep's): counted, no time left guessed; a line
+    # that is not a progress record is skipped
+    write_progress(progress, [{**line, "done": n} for n in range(50)] + [[1], {"done": 3}])
     assert counts(progress, now=610.0) == [Count("LLM calls", 49, 200, None)]
 
 

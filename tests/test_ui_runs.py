@@ -24,7 +24,7 @@ from ragsweep.core.schemas import SETTINGS_KEY, settings_of
 from ragsweep.kubeflow.rundir import held, write_marker
 from ragsweep.reporting import publishing
 from ragsweep.store import database
-from ragsweep.store.annotations import label_run
+from ragsweep.store.annotations import archive_run, label_run
 from ragsweep.ui import create_app
 from ragsweep.ui.data import TREND_RUNS
 from ragsweep.ui.jobs import Job, Jobs
@@ -214,6 +214,13 @@ def test_a_run_archived_on_its_page_leaves_the_runs_list_and_the_filter_shows_it
         page.goto(f"{url}/?archived=only")
         assert column(page, "#runs tr.run-row td:first-child") == ["old-try"]
         assert page.goto(f"{url}/?archived=maybe").status == 400
+        archive_run(engine, "kept")  # every run archived: said, not "no run is stored yet"
+        page.goto(url)
+        assert page.locator("#empty").count() == 0
+        assert page.locator("#no-run").inner_text() == (
+            "Every stored run is archived: show the archived runs."
+        )
+        archive_run(engine, "kept", archived=False)
         page.goto(f"{url}/runs/old-try")
         with page.expect_navigation():
             page.click("#archive-button")  # now: Unarchive

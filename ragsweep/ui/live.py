@@ -70,13 +70,13 @@ def counts(progress_file: Path, now: float | None = None) -> list[Count]:
     for line in lines:
         try:
             record = json.loads(line)
-            name, pair = record["counter"], (int(record["done"]), int(record["total"]))
-            at = record.get("at")
-            at = None if at is None else float(at)
-        except (ValueError, KeyError, TypeError):
+            source, name = str(record["source"]), str(record["counter"])
+            pair = (int(record["done"]), int(record["total"]))
+            at = None if record.get("at") is None else float(record["at"])
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
-        before = latest.get((record["source"], name), (0, 0))
-        latest[record["source"], name] = pair
+        before = latest.get((source, name), (0, 0))
+        latest[source, name] = pair
         done_total = sums.setdefault(name, [0, 0])
         done_total[0] += pair[0] - before[0]
         done_total[1] += pair[1] - before[1]

@@ -85,6 +85,11 @@ def runs_page(request: Request) -> Response:
         archived=ARCHIVED[filters["archived"]],
     )
     more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
+    filtered = any(filters.values())
+    # an empty list without filters: a new store, or one whose every run is archived
+    all_archived = (
+        not rows and not filtered and bool(database.find_runs(data.engine, limit=1, archived=True))
+    )
     for row in rows:
         row["duration"] = duration(row["started_at"], row["finished_at"])
 
@@ -108,7 +113,8 @@ def runs_page(request: Request) -> Response:
         archived_choices=ARCHIVED_CHOICES,
         trends=trends,
         filters=filters,
-        filtered=any(filters.values()),
+        filtered=filtered,
+        all_archived=all_archived,
         first=first,
         previous_page=page_link(int(number) - 1) if first else None,
         next_page=page_link(int(number) + 1) if more else None,
