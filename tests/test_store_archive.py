@@ -113,6 +113,10 @@ def test_ragsweep_runs_archive_hides_a_run_until_undone_and_runs_archived_lists_
     assert "night-1" in plain and "night-2" not in plain
     [line] = [x for x in everything.splitlines() if x.startswith("night-2")]
     assert line.endswith("[archived]")
+    assert ragsweep("runs", "archive", "night-1", "--store", url).returncode == 0
+    assert ragsweep("runs", "--store", url).stdout.endswith(
+        "; every run is archived: `ragsweep runs --archived` lists them\n"
+    )
     assert ragsweep("runs", "archive", "night-2", "--undo", "--store", url).returncode == 0
     assert "night-2" in ragsweep("runs", "--store", url).stdout
     unknown = ragsweep("runs", "archive", "nope", "--store", url)

@@ -630,11 +630,12 @@ def runs(
     from ragsweep.store import database as results_store
 
     url = results_store.resolve_url(store)
-    rows = results_store.list_runs(
-        results_store.connect(url), limit, archived=None if archived else False
-    )
+    engine = results_store.connect(url)
+    rows = results_store.list_runs(engine, limit, archived=None if archived else False)
     if not rows:
-        typer.echo(f"no runs in {safe_url(url)}")
+        hidden = not archived and results_store.list_runs(engine, 1, archived=True)
+        more = "; every run is archived: `ragsweep runs --archived` lists them" if hidden else ""
+        typer.echo(f"no runs in {safe_url(url)}{more}")
         return
     for r in rows:
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
