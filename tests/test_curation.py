@@ -16,6 +16,7 @@ from conftest import emptied, ragsweep_here
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import TESTSET
+from ragsweep.curation import set_versions
 from ragsweep.curation.stored_sets import (
     DatabaseStore,
     add_question,
@@ -272,6 +273,42 @@ def test_testset_commands_curate_a_test_set_in_the_results_database(ragsweep, tm
     assert edited["topic"] == original["topic"]
     autorag = load_testset(str(tmp_path / "tw.json")).to_pylist()
     assert len(autorag) == 64 and autorag[1]["question"] == "Sync port?"
+
+
+def test_testset_add_over_a_stored_name_is_refused_unless_replace_and_revert_goes_back(
+    ragsweep, tmp_path
+):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    full, small = str(EXAMPLES / "testset.jsonl"), tmp_path / "one.json"
+    one = {"question": "Port?", "correct_answers": ["8443"], "correct_answer_document_ids": []}
+    small.write_text(json.dumps([one]))
+    assert ragsweep("testset", "add", "tw", full, url=url).returncode == 0
+
+    refused = ragsweep("testset", "add", "tw", str(small), url=url)
+    assert user_error(refused, "test set 'tw' is stored already (64 questions); give --replace")
+    stored = DatabaseStore(database.connect(url))
+    assert len(stored.load("tw")) == 64  # nothing replaced
+
+    replaced = ragsweep("testset", "add", "tw", str(small), "--replace", url=url)
+    assert replaced.returncode == 0 and "stored 1 questions as 'tw'" in replaced.stdout
+    assert len(stored.load("tw")) == 1
+    versions = ragsweep("testset", "versions", "tw", url=url).stdout.splitlines()
+    assert versions[0].split()[0] == "2" and "1 question  imported from one.json" in versions[0]
+    assert (
+        versions[1].split()[0] == "1"
+        and "64 questions  imported from testset.jsonl" in (versions[1])
+    )
+
+    reverted = ragsweep("testset", "revert", "tw", url=url)
+    assert reverted.returncode == 0, reverted.stderr
+    assert reverted.stdout.strip() == "reverted 'tw' to version 1: 64 questions"
+    assert stored.load("tw").to_pylist() == set_versions.as_of(stored, "tw", 1).to_pylist()
+    again = ragsweep("testset", "revert", "tw", "--to", "2", url=url)  # the revert undone
+    assert again.returncode == 0 and len(stored.load("tw")) == 1
+    assert user_error(
+        ragsweep("testset", "revert", "tw", "--to", "9", url=url),
+        "test set 'tw' has no version 9 (1 to 4)",
+    )
 
 
 def test_every_command_refuses_a_test_set_name_that_could_be_a_path(ragsweep, tmp_path):

@@ -3,9 +3,12 @@ Chromium for what a page shows, with Starlette's TestClient for what a request g
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
+import pytest
 import sqlalchemy as sa
 import ui_demo
 from builders import SPACE, make_answers, make_board, make_scores, make_testset
@@ -16,9 +19,10 @@ from ragsweep.curation import labels
 from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.store import database
+from ragsweep.sweep.space import SearchSpace
 from ragsweep.ui import create_app
 from ragsweep.ui.jobs import Job
-from ragsweep.ui.live import Count, counts
+from ragsweep.ui.live import MIN_TICKS, Count, counts
 
 SLASHED = ["faq/refunds", "faq/shipping/intl"]
 
@@ -169,13 +173,45 @@ def test_over_https_the_author_cookie_is_a_secure_host_cookie_and_is_read_back(t
     assert 'name="author" value="ann lee"' in page
 
 
-def test_no_time_left_is_guessed_from_a_counters_first_few_items(tmp_path):
+def write_progress(path, records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_the_time_left_follows_the_recent_pace_not_the_pace_since_the_run_started(tmp_path):
+    """Recorded lines: a first step embeds 300 texts over 10 minutes, then the LLM calls
+    start: 20 of 200 in 15 s. At the pace since the start (20 in 615 s) 180 calls would
+    take 1:32:15; at their own recent pace (20 in 15 s) they take 2:15."""
     progress = tmp_path / "progress.jsonl"
-    line = '{{"source": "a", "counter": "LLM calls", "done": {}, "total": 200}}\n'
-    progress.write_text(line.format(1))
-    assert counts(progress, 15.0) == [Count("LLM calls", 1, 200, None)]
-    progress.write_text(line.format(20))  # a tenth done: a pace worth extrapolating
-    assert counts(progress, 15.0) == [Count("LLM calls", 20, 200, 135.0)]
+    embedded = [
+        {"source": "a", "counter": "texts embedded", "done": n, "total": 300, "at": 2 * n}
+        for n in range(0, 301, 30)
+    ]
+    calls = [{"source": "b", "counter": "LLM calls", "done": 0, "total": 200, "at": 600.0}]
+    calls += [
+        {"source": "b", "counter": "LLM calls", "done": n, "total": 200, "at": 600 + 0.75 * n}
+        for n in range(1, 21)
+    ]
+    write_progress(progress, embedded + calls)
+    assert counts(progress, now=615.0) == [
+        Count("texts embedded", 300, 300, None),  # done: no time left
+        Count("LLM calls", 20, 200, 135.0),
+    ]
+    assert counts(progress, now=615.0)[1].describe() == "LLM calls 20/200, ETA 2:15"
+
+
+def test_no_time_left_is_shown_before_a_counter_advanced_a_few_times_recently(tmp_path):
+    progress = tmp_path / "progress.jsonl"
+    line = {"source": "b", "counter": "LLM calls", "total": 200}
+    ticks = [{**line, "done": n, "at": 600.0 + n} for n in range(MIN_TICKS)]
+    write_progress(progress, ticks)  # MIN_TICKS - 1 advances: too few to estimate
+    assert counts(progress, now=610.0) == [Count("LLM calls", MIN_TICKS - 1, 200, None)]
+    write_progress(progress, [*ticks, {**line, "done": MIN_TICKS, "at": 600.0 + MIN_TICKS}])
+    [count] = counts(progress, now=600.0 + MIN_TICKS)
+    assert count.eta_s == pytest.approx(200 - MIN_TICKS)  # one a second
+    # lines without a time (an earlier ragsweep's): counted, no time left guessed; a line
+    # that is not a progress record is skipped
+    write_progress(progress, [{**line, "done": n} for n in range(50)] + [[1], {"done": 3}])
+    assert counts(progress, now=610.0) == [Count("LLM calls", 49, 200, None)]
 
 
 @needs_chromium
@@ -192,6 +228,38 @@ def test_a_long_log_line_wraps_on_the_job_page(page, tmp_path):
         assert shown.is_visible()
         assert shown.evaluate("e => e.scrollWidth <= e.clientWidth")
         assert shown.evaluate("e => e.clientHeight > 100")  # the line goes on below
+
+
+@needs_chromium
+def test_forest_labels_differing_only_at_the_end_of_a_long_label_are_told_apart(page, tmp_path):
+    models = tuple(  # model folders: the whole path is the configurations' label part
+        str(tmp_path / f"multilingual-e5-large-instruct-finetuned-support-tickets-{v}")
+        for v in ("v1", "v2")
+    )
+    for model in models:
+        Path(model).mkdir()
+        (Path(model) / "config.json").write_text("{}")
+    space = SearchSpace(
+        chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",), embedding_models=models
+    )
+    board = make_board(np.array([[1, 1, 0], [1, 0, 0]], float), space=space)
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    for run_id in ("before", "after"):
+        database.publish(
+            engine, run_id, board.leaderboard, board.results, make_testset(["q000", "q001", "q002"])
+        )
+    with ui_demo.serving(create_app(engine), free_port()) as url:
+        page.goto(f"{url}/compare?runs=before&runs=after")
+        drawn = page.locator("svg#forest text.forest-label")
+        assert drawn.count() == 2
+        shown = ["".join(t.locator("tspan").all_text_contents()) for t in drawn.all()]
+        names = sorted(Path(m).name for m in models)  # a model folder's label: its name
+        assert sorted(shown) == names  # whole, wrapped onto lines
+        assert all(t.locator("tspan").count() > 1 for t in drawn.all())
+        titles = drawn.locator("title").all_text_contents()
+        assert all(any(n in title for title in titles) for n in names)  # the whole label too
+        boxes = [t.bounding_box() for t in drawn.all()]
+        assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"]  # no label over another
 
 
 @needs_chromium

@@ -24,7 +24,7 @@ from ragsweep.core.schemas import SETTINGS_KEY, settings_of
 from ragsweep.kubeflow.rundir import held, write_marker
 from ragsweep.reporting import publishing
 from ragsweep.store import database
-from ragsweep.store.annotations import label_run
+from ragsweep.store.annotations import archive_run, label_run
 from ragsweep.ui import create_app
 from ragsweep.ui.data import TREND_RUNS
 from ragsweep.ui.jobs import Job, Jobs
@@ -187,6 +187,49 @@ def test_a_runs_name_note_and_tags_are_edited_on_its_page_and_kept_when_stored_a
 
 
 @needs_chromium
+def test_a_run_archived_on_its_page_leaves_the_runs_list_and_the_filter_shows_it_again(
+    page, tmp_path
+):
+    engine = database.connect(f"sqlite:///{tmp_path / 'r.db'}")
+    board = make_board(np.ones((2, 12)))
+    testset = make_testset([f"q{i:03d}" for i in range(12)])
+    for run_id in ("kept", "old-try"):
+        database.publish(engine, run_id, board.leaderboard, board.results, testset)
+    with ui_demo.serving_store(engine, tmp_path / "runs") as url:
+        page.goto(f"{url}/runs/old-try")
+        with page.expect_navigation():
+            page.click("#archive-button")
+        assert page.url == f"{url}/runs/old-try"
+        assert "Archived " in page.locator("#archived").inner_text()
+        page.goto(url)
+        assert column(page, "#runs tr.run-row td:first-child") == ["kept"]
+        with page.expect_navigation():  # the filter: archived runs shown too, and marked
+            page.select_option("#archived-filter", "include")
+            page.click("form.filters button")
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try", "kept"]
+        assert column(page, "#runs tr.run-row td:nth-child(2)") == [
+            "succeeded archived",
+            "succeeded",
+        ]
+        page.goto(f"{url}/?archived=only")
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try"]
+        assert page.goto(f"{url}/?archived=maybe").status == 400
+        archive_run(engine, "kept")  # every run archived: said, not "no run is stored yet"
+        page.goto(url)
+        assert page.locator("#empty").count() == 0
+        assert page.locator("#no-run").inner_text() == (
+            "Every stored run is archived: show the archived runs."
+        )
+        archive_run(engine, "kept", archived=False)
+        page.goto(f"{url}/runs/old-try")
+        with page.expect_navigation():
+            page.click("#archive-button")  # now: Unarchive
+        assert page.locator("#archived").count() == 0
+        page.goto(url)
+        assert column(page, "#runs tr.run-row td:first-child") == ["old-try", "kept"]
+
+
+@needs_chromium
 def test_an_empty_database_points_to_start_a_run_and_no_page_asks_for_a_missing_icon(
     page, tmp_path
 ):
@@ -225,12 +268,19 @@ def test_a_run_in_progress_shows_its_counters_and_time_left(page, tmp_path):
     try:
         folder = running_folder(runs_dir, "20261201-100000-000000", alive.pid, datetime.now(UTC))
         write_marker(folder, started_at=(datetime.now(UTC) - timedelta(seconds=60)).isoformat())
-        lines = [  # two steps' processes; each line replaces its process's earlier one
-            {"source": "a", "counter": "LLM calls", "done": 5, "total": 40},
-            {"source": "a", "counter": "LLM calls", "done": 10, "total": 40},
-            {"source": "b", "counter": "LLM calls", "done": 10, "total": 20},
-            {"source": "a", "counter": "texts embedded", "done": 300, "total": 300},
+        at = time.time()
+        # two steps' processes, each line replacing its process's earlier one: 16 calls in
+        # the last 28 s, so 44 more take 77 s and the moments since (at the pace since the
+        # run started 60 s ago, 2:45)
+        lines = [
+            {"source": "a", "counter": "LLM calls", "done": n, "total": 40, "at": at - 28 + n}
+            for n in range(0, 11, 2)
         ]
+        lines += [
+            {"source": "b", "counter": "LLM calls", "done": n, "total": 20, "at": at - 12 + n}
+            for n in range(0, 7, 2)
+        ]
+        lines.append({"source": "a", "counter": "texts embedded", "done": 300, "total": 300})
         text = "\n".join(json.dumps(line) for line in lines) + '\n{"source": "b", "coun'
         (folder / "progress.jsonl").write_text(text)
         gone = running_folder(runs_dir, "20261201-090000-000000", 2**22 + 7, datetime.now(UTC))
@@ -240,8 +290,7 @@ def test_a_run_in_progress_shows_its_counters_and_time_left(page, tmp_path):
             assert rows.count() == 1  # the folder whose process is gone is not in progress
             assert rows.get_attribute("data-run-id") == folder.name
             counters = column(page, "#in-progress .counter")
-            # 20 of 60 calls in the 60 s (and the moments since) the run has run: 2 min left
-            assert re.fullmatch(r"LLM calls 20/60, ETA 2:0\d", counters[0])
+            assert re.fullmatch(r"LLM calls 16/60, ETA 1:[1-5]\d", counters[0])
             assert counters[1:] == ["texts embedded 300/300"]  # done: no time left
             assert rows.locator("td.eta").inner_text() == counters[0].split(", ")[1]
             assert gone.name not in page.content()

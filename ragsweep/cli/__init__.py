@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -505,7 +505,8 @@ def track(
 
 
 runs_app = typer.Typer(
-    help="The runs in the results database (latest first), and `runs import RUN_DIR`."
+    help="The runs in the results database (latest first), `runs import RUN_DIR`, and "
+    "`runs archive RUN_ID` (`--undo`)."
 )
 app.add_typer(runs_app, name="runs")
 
@@ -515,26 +516,52 @@ def runs(
     ctx: typer.Context,
     store: str = typer.Option(None, help="Results database URL."),
     limit: int = typer.Option(20, help="How many runs, latest first."),
+    archived: bool = typer.Option(
+        False, "--archived", help="List the archived runs too (marked archived)."
+    ),
 ) -> None:
     """List the runs in the results database, latest first: id, status (succeeded; partial:
     results kept, a side step failed; failed; interrupted), start, metric, best, its sweep
-    (its name, or an unnamed sweep's key), and what failed."""
+    (its name, or an unnamed sweep's key), and what failed. Archived runs only with
+    --archived."""
     if ctx.invoked_subcommand:
         return
     from ragsweep.store import database as results_store
 
     url = results_store.resolve_url(store)
-    rows = results_store.list_runs(results_store.connect(url), limit)
+    engine = results_store.connect(url)
+    rows = results_store.list_runs(engine, limit, archived=None if archived else False)
     if not rows:
-        typer.echo(f"no runs in {safe_url(url)}")
+        hidden = not archived and results_store.list_runs(engine, 1, archived=True)
+        more = "; every run is archived: `ragsweep runs --archived` lists them" if hidden else ""
+        typer.echo(f"no runs in {safe_url(url)}{more}")
         return
     for r in rows:
         started = r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "-"
         detail = f"  ({r['detail']})" if r.get("detail") else ""
+        detail += "  [archived]" if r["archived_at"] else ""
         typer.echo(
             f"{r['run_id']:<28} {r['status']:<11} {started}  {r['optimization_metric'] or '-'}: "
             f"{r['best_label'] or '-'}  (sweep {r['sweep']}){detail}"
         )
+
+
+@runs_app.command("archive")
+def runs_archive(
+    run_id: str = typer.Argument(..., help="A stored run's id."),
+    undo: bool = typer.Option(False, "--undo", help="Unarchive it."),
+    store: str = typer.Option(
+        None, help="Results database URL (default: $RAGSWEEP_STORE_URL, else a SQLite file)."
+    ),
+) -> None:
+    """Archive a run: `ragsweep runs` and the UI's runs list hide it unless asked. Its
+    results, its comparisons and its use as `baseline=latest` stay as they were."""
+    from ragsweep.store import database as results_store
+    from ragsweep.store.annotations import archive_run
+
+    url = results_store.resolve_url(store)
+    archive_run(results_store.connect(url), run_id, archived=not undo)
+    typer.echo(f"{'unarchived' if undo else 'archived'} run {run_id} in {safe_url(url)}")
 
 
 @runs_app.command("import")
@@ -795,22 +822,72 @@ def testset_add(
     docs: str = typer.Option(
         None, help="Documents to resolve IDs against and locate reference spans in."
     ),
+    replace: bool = typer.Option(
+        False, "--replace", help="Store it as the new version of the set stored under NAME."
+    ),
     store: str = STORE,
 ) -> None:
     """Store a test set in the results database for curation.
 
-    Under a name already stored, it replaces that set: a new version of each question that
-    changed, a deletion of each question it no longer has.
+    A name already stored is refused unless --replace: then the file becomes the set's new
+    version (a new version of each question that changed, a deletion of each question it no
+    longer has), which `ragsweep testset revert NAME` undoes.
     """
     from ragsweep.documents.sources import read_documents
     from ragsweep.documents.testsets import load_testset, resolve_testset
 
+    stored = testsets_in(store)
+    if name in stored.names() and not replace:
+        raise RagsweepError(
+            f"test set {name!r} is stored already ({len(stored.load(name))} questions); "
+            "give --replace to store this file as its new version (`ragsweep testset revert "
+            f"{name}` goes back), or another name"
+        )
     table = load_testset(source)
     if docs:
         read = read_documents(docs)
         table = resolve_testset(table, read.table, skipped=read.skipped)
-    testsets_in(store).save(name, table)
+    stored.save(name, table, comment=f"imported from {PurePosixPath(source).name}")
     typer.echo(f"stored {table.num_rows} questions as {name!r}")
+
+
+@testset_app.command("versions")
+def testset_versions(
+    name: str = typer.Argument(..., help="A stored test set."),
+    store: str = STORE,
+) -> None:
+    """List the set's versions (each save of it), newest first: number, time, how many
+    questions it stored anew or deleted, how many the set held after it, who and why."""
+    from ragsweep.curation import set_versions
+
+    for v in set_versions.versions(testsets_in(store), name):
+        why = "  ".join(x for x in (v["author"], v["comment"]) if x)
+        typer.echo(
+            f"{v['number']:>4}  {v['created_at']:%Y-%m-%d %H:%M:%S} UTC  {v['changed']} stored, "
+            f"{v['deleted']} deleted, {v['questions']} question{'s' * (v['questions'] != 1)}"
+            + (f"  {why}" if why else "")
+        )
+
+
+@testset_app.command("revert")
+def testset_revert(
+    name: str = typer.Argument(..., help="A stored test set."),
+    to: int = typer.Option(
+        None,
+        "--to",
+        help="The version to go back to (`testset versions`); default: the one "
+        "before the latest change.",
+    ),
+    store: str = STORE,
+) -> None:
+    """Store the set as it was after an earlier version, as its newest version: the history
+    keeps what was reverted, and reverting again undoes the revert."""
+    from ragsweep.curation import set_versions
+
+    stored = testsets_in(store)
+    number = to if to is not None else set_versions.previous(stored, name)
+    set_versions.revert(stored, name, number)
+    typer.echo(f"reverted {name!r} to version {number}: {len(stored.load(name))} questions")
 
 
 @testset_app.command("list")

@@ -4,9 +4,10 @@ A step counts its work on named counters: ``expect`` when it learns how much the
 texts it will embed, the LLM calls it will make), ``advance`` as it gets done. When
 ``RAGSWEEP_PROGRESS`` names a file (``ragsweep run`` sets it for its steps), every call
 appends this process's running totals to it as one JSON line, e.g.
-``{"source": "3f2a...", "counter": "LLM calls", "done": 12, "total": 40}``, which the
-terminal sums over the steps (``ragsweep.kubeflow.terminal``); without it (on a cluster) the calls
-do nothing.
+``{"source": "3f2a...", "counter": "LLM calls", "done": 12, "total": 40, "at": 1764.2}``
+(``at``: when, in seconds since the epoch, for the UI's time left at the recent pace),
+which the terminal sums over the steps (``ragsweep.kubeflow.terminal``); without it (on a
+cluster) the calls do nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 
 ENV = "RAGSWEEP_PROGRESS"
@@ -69,6 +71,7 @@ def _write(counter: str, counts: list[int]) -> None:
     done, expected, planned = counts
     record = {"source": _SOURCE, "counter": counter, "done": done}
     record["total"] = max(done, expected, planned)
+    record["at"] = round(time.time(), 3)
     # one write of a short line to a file opened for appending: whole, between processes
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

@@ -71,9 +71,15 @@ def revert(store: DatabaseStore, name: str, number: int, author: str | None = No
     store.save(name, as_of(store, name, number), author, f"reverted to version {number}")
 
 
-def before_latest(store: DatabaseStore, name: str) -> pa.Table:
-    """The set as it was before its latest save (an import over it, an edit, a deletion)."""
+def previous(store: DatabaseStore, name: str) -> int:
+    """The number of the set's save before its latest (an import over it, an edit, a
+    deletion)."""
     saves = versions(store, name)
     if len(saves) < 2:
         raise RagsweepError(f"test set {name!r} has no earlier version to go back to")
-    return as_of(store, name, saves[1]["number"])
+    return saves[1]["number"]
+
+
+def before_latest(store: DatabaseStore, name: str) -> pa.Table:
+    """The set as it was before its latest save."""
+    return as_of(store, name, previous(store, name))

@@ -1,11 +1,14 @@
 """What a team writes on a stored run: a name, a note and tags (``ragsweep ui``'s runs
-list shows them, searches them and filters by tag). A run stored again under its id keeps
-them (``ragsweep.store.database``)."""
+list shows them, searches them and filters by tag), and whether it is archived (the runs
+list hides it unless asked). A run stored again under its id keeps them
+(``ragsweep.store.database``)."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ragsweep.core.errors import RagsweepError
@@ -53,3 +56,13 @@ def label_run(
         done = conn.execute(runs.update().where(runs.c.run_id == run_id).values(**values))
     if not done.rowcount:
         raise RagsweepError(f"results store: no run {run_id!r}")
+
+
+def archive_run(engine: Engine, run_id: str, archived: bool = True) -> None:
+    """Archive the run (it keeps the time it was first archived), or unarchive it. Only the
+    lists change: its results, its comparisons and ``baseline=latest`` do not."""
+    when = sa.func.coalesce(runs.c.archived_at, datetime.now(UTC)) if archived else None
+    with engine.begin() as conn:
+        done = conn.execute(runs.update().where(runs.c.run_id == run_id).values(archived_at=when))
+    if not done.rowcount:
+        raise RagsweepError(f"results store: no run {run_id!r}; `ragsweep runs` lists them")

@@ -143,6 +143,9 @@ runs = sa.Table(
     # where the run was logged to MLflow (tracking.Logged: run_id, experiment_id, uri without
     # credentials); null when it was not, and in older stores
     sa.Column("mlflow", sa.JSON),
+    # when the run was archived: the runs list hides it unless asked; its results, its
+    # comparisons and ``baseline=latest`` are unchanged. Null: not archived (and older stores)
+    sa.Column("archived_at", WHEN),
 )
 
 
@@ -595,7 +598,8 @@ def _clip(text: str | None, limit: int = 1000) -> str | None:
     return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
-LABELS = ("title", "note", "tags")  # what a user gave a run, kept when it is stored again
+# what a user gave a run, kept when it is stored again
+LABELS = ("title", "note", "tags", "archived_at")
 
 
 def _delete_run(conn: Connection, run_id: str) -> dict[str, Any]:
@@ -731,8 +735,11 @@ def load_results(engine: Engine, run_id: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=RESULTS)
 
 
-def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
-    """The latest runs first: id, status, times, metric and best configuration."""
+def list_runs(
+    engine: Engine, limit: int = 20, archived: bool | None = False
+) -> list[dict[str, Any]]:
+    """The latest runs first: id, status, times, metric, best configuration and when it was
+    archived; ``archived`` as ``find_runs``'s."""
     columns = [
         runs.c.run_id,
         runs.c.status,
@@ -743,17 +750,29 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         runs.c.pipeline_run_id,
         runs.c.sweep_key,
         runs.c.detail,
+        runs.c.archived_at,
         _sweep().label("sweep"),
     ]
-    query = sa.select(*columns).order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
+    query = _archived(sa.select(*columns), archived)
+    query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc()).limit(limit)
     with engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def _archived(query: sa.Select, archived: bool | None) -> sa.Select:
+    """``query`` with the archived runs only (True), without them (False) or with all (None)."""
+    if archived is None:
+        return query
+    return query.where(
+        runs.c.archived_at.is_not(None) if archived else runs.c.archived_at.is_(None)
+    )
 
 
 def latest_successful(engine: Engine, sweep: str, exclude: str | None = None) -> str | None:
     """The newest run with results (succeeded, or partial: a side step failed) of the
     sweep named ``sweep`` (a run's ``sweep_name`` setting: the name given, else its sweep
-    key), other than ``exclude``; None when there is none."""
+    key), other than ``exclude``; None when there is none. An archived run counts: archiving
+    hides a run from the lists, it does not change what it means."""
     query = (
         sa.select(runs.c.run_id)
         .where(_sweep() == sweep, runs.c.status.in_(WITH_RESULTS))
@@ -798,14 +817,16 @@ def find_runs(
     offset: int = 0,
     text: str | None = None,
     tag: str | None = None,
+    archived: bool | None = False,
 ) -> list[dict[str, Any]]:
     """Runs newest first, as ``list_runs``, filtered by sweep (its name), status, start
     time (the finish time when the start is unknown; ``since`` inclusive, ``until``
     exclusive), ``text`` (in the id, name, note, tags, sweep, documents, test set or best
-    configuration, any case) and ``tag``; at most ``limit`` of them, after the first
-    ``offset``. Each with its name, note, tags (a list), test set, documents, number of
-    configurations, best score with its interval (``score``, ``low``, ``high``) and
-    ``regressed``."""
+    configuration, any case), ``tag`` and ``archived`` (False: the runs not archived; True:
+    the archived ones; None: both); at most ``limit`` of them, after the first ``offset``.
+    Each with its name, note, tags (a list), test set, documents, number of configurations,
+    best score with its interval (``score``, ``low``, ``high``), ``regressed`` and
+    ``archived_at``."""
     query = sa.select(
         runs.c.run_id,
         runs.c.status,
@@ -823,6 +844,7 @@ def find_runs(
         runs.c.regressed,
         runs.c.detail,
         runs.c.configurations,
+        runs.c.archived_at,
         runs.c.best_score.label("score"),
         runs.c.best_low.label("low"),
         runs.c.best_high.label("high"),
@@ -845,6 +867,7 @@ def find_runs(
         query = query.where(sa.or_(*(c.ilike(pattern, escape="\\") for c in searched)))
     if tag:
         query = query.where(runs.c.tags.like(f"%,{tag},%"))
+    query = _archived(query, archived)
     query = query.order_by(runs.c.finished_at.desc(), runs.c.id.desc())
     query = query.limit(limit).offset(offset)
     with engine.connect() as conn:

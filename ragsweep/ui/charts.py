@@ -5,6 +5,7 @@ the Pareto front; every point links to its configuration's page."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from html import escape
 from typing import Any
@@ -250,6 +251,8 @@ def _pareto(
 
 
 VERDICT_COLOURS = {"regressed": "#c53030", "improved": "#2f855a"}
+LABEL_CHARS = 46  # a forest label's line; a longer label wraps onto more lines, never cut
+LABEL_LINE_H = 12
 
 
 def differing(labels: list[str]) -> tuple[dict[str, str], str]:
@@ -282,7 +285,16 @@ def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) 
     line_h, top, bottom, right, gap = 22, 10, 34, 20, 8 if many else 0
     left = 420 if many else 300
     lines = [pair for group in groups.values() for pair in group]
-    height = top + bottom + line_h * len(lines) + gap * (len(groups) - 1)
+    wrapped = {
+        key: textwrap.wrap(shown[group[0][1]["label"]], LABEL_CHARS)
+        for key, group in groups.items()
+    }
+
+    def group_h(key: str) -> int:
+        """Its lines, or its label's lines when the label wraps onto more."""
+        return max(line_h * len(groups[key]), LABEL_LINE_H * (len(wrapped[key]) - 1) + line_h)
+
+    height = top + bottom + sum(map(group_h, groups)) + gap * (len(groups) - 1)
 
     def ends(r: dict) -> tuple[float, float]:
         low, high = r["difference_low"], r["difference_high"]
@@ -314,14 +326,13 @@ def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) 
         f'text-anchor="middle">{against} − baseline, {escape(metric)} (95% interval)</text>'
     )
     y = top
-    for group in groups.values():
+    for key, group in groups.items():
         for k, (candidate, r) in enumerate(group):
-            text = shown[r["label"]]
+            label = wrapped[key] if k == 0 else []
             parts.append(
-                _forest_line(r, text, candidate, ends(r), px, y + line_h / 2, left, k == 0)
+                _forest_line(r, label, candidate, ends(r), px, y + k * line_h + line_h / 2, left)
             )
-            y += line_h
-        y += gap
+        y += group_h(key) + gap
     parts.append("</svg>")
     if common:
         parts.append(
@@ -333,21 +344,24 @@ def forest(series: list[tuple[str, list[dict]]], metric: str, width: int = 760) 
 
 def _forest_line(
     r: dict,
-    shown: str,
+    label_lines: list[str],
     candidate: str,
     bounds: tuple[float, float],
     px,
     y: float,
     left: int,
-    first: bool,
 ) -> str:
     """One line of the forest plot; on its group's first line, what sets the configuration
-    apart (``shown``; its whole label as the title), the candidate run's id beside each line
-    when several candidates are drawn (``left`` 420)."""
+    apart (``label_lines``, whole, one ``tspan`` a line; its whole label as the title), the
+    candidate run's id beside each line when several candidates are drawn (``left`` 420)."""
     low, high = bounds
     many = left > 300
     colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
-    text = shown if len(shown) <= 46 else shown[:45] + "…"
+    x = left - (120 if many else 8)
+    spans = "".join(
+        f'<tspan x="{x}" dy="{LABEL_LINE_H if k else 0}">{escape(line)}</tspan>'
+        for k, line in enumerate(label_lines)
+    )
     best = " (baseline's best)" if r["is_best"] else ""
     name = candidate if len(candidate) <= 18 else candidate[:17] + "…"
     run = (
@@ -357,10 +371,10 @@ def _forest_line(
         else ""
     )
     label = (
-        f'<text class="forest-label" x="{left - (120 if many else 8)}" y="{y + 4:.1f}" '
+        f'<text class="forest-label" x="{x}" y="{y + 4:.1f}" '
         f'font-size="10" text-anchor="end" font-weight="{700 if best else 400}">'
-        f"<title>{escape(r['label'])}</title><tspan>{escape(text)}</tspan></text>"
-        if first
+        f"<title>{escape(r['label'])}</title>{spans}</text>"
+        if label_lines
         else ""
     )
     return (

@@ -1,6 +1,7 @@
 """Housekeeping pages: the jobs this UI started, a searchable run picker for the
-comparison, deleting a run (its stored results, then its folder in the runs folder), and a
-test set's versions with a revert to one of them."""
+comparison, archiving a run (the runs list hides it unless asked) and deleting one (its
+stored results, then its folder in the runs folder), and a test set's versions with a
+revert to one of them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from ragsweep.core.errors import RagsweepError
 from ragsweep.curation import set_versions
 from ragsweep.curation.stored_sets import DatabaseStore
+from ragsweep.store.annotations import archive_run
 from ragsweep.store.database import delete_run, find_runs, run_info, sweep_names
 from ragsweep.ui.security import checked_form
 
@@ -101,6 +103,25 @@ async def delete(request: Request) -> Response:
     return RedirectResponse("/", status_code=303)
 
 
+async def _set_archived(request: Request, archived: bool) -> Response:
+    await checked_form(request)
+    run_id = request.path_params["run_id"]
+    try:
+        archive_run(request.app.state.data.engine, run_id, archived)
+    except RagsweepError as exc:
+        raise HTTPException(404, str(exc)) from None
+    return RedirectResponse(f"/runs/{quote(run_id, safe='')}", status_code=303)
+
+
+async def archive(request: Request) -> Response:
+    """Archive the run: the runs list hides it unless asked; then its page again."""
+    return await _set_archived(request, True)
+
+
+async def unarchive(request: Request) -> Response:
+    return await _set_archived(request, False)
+
+
 def versions_page(request: Request) -> Response:
     """A test set's saves, newest first, each with a button to revert to it."""
     name = request.path_params["name"]
@@ -133,6 +154,8 @@ def routes() -> list[Route]:
         Route("/compare/pick", pick_page),
         Route("/runs/{run_id}/delete", delete_form, methods=["GET"]),
         Route("/runs/{run_id}/delete", delete, methods=["POST"]),
+        Route("/runs/{run_id}/archive", archive, methods=["POST"]),
+        Route("/runs/{run_id}/unarchive", unarchive, methods=["POST"]),
         Route("/testsets/{name}/versions", versions_page, methods=["GET"]),
         Route("/testsets/{name}/versions/{number:int}/revert", revert, methods=["POST"]),
     ]

@@ -174,8 +174,7 @@ class Job:
         folder = self.run_dir()
         if folder is None:
             return []
-        elapsed = (datetime.now(UTC) - self.started).total_seconds()
-        return counts(folder / "progress.jsonl", elapsed)
+        return counts(folder / "progress.jsonl")
 
     def links(self) -> list[str]:
         """The addresses a submit job printed (the run's page)."""
@@ -289,7 +288,7 @@ def last_options(engine: Engine, testset: str) -> dict[str, str]:
     (none without one)."""
     from ragsweep.sweep.options import run_options
 
-    found = find_runs(engine, text=testset, limit=50)
+    found = find_runs(engine, text=testset, limit=50, archived=None)
     runs_of_set = [r for r in found if r["testset_name"] == testset]
     if not runs_of_set:
         return {}

@@ -1,6 +1,7 @@
 """The runs list: the runs in progress with their counters, each named sweep's trend, and
 every stored run with its name, tags, test set, documents, configurations, best score and
-duration, searched, filtered and paged; a run's name, note and tags edited."""
+duration, searched, filtered and paged (archived runs only when asked); a run's name, note
+and tags edited."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ from ragsweep.ui.security import checked_form
 STATUSES = database.STATUSES
 RUNS_PAGE = 50  # runs a page of the runs list shows
 MAX_PAGE = 10**9  # the last page number asked of the store
-FIELDS = ("q", "sweep", "status", "tag", "since", "until")
+FIELDS = ("q", "sweep", "status", "tag", "since", "until", "archived")
+# the archived filter: its value in the query, what it lists (find_runs's ``archived``)
+ARCHIVED = {"": False, "include": None, "only": True}
+ARCHIVED_CHOICES = [("", "hidden"), ("include", "shown too"), ("only", "only these")]
 
 
 def _day(text: str | None, name: str) -> datetime | None:
@@ -56,6 +60,9 @@ def runs_page(request: Request) -> Response:
                 raise RagsweepError(f"tag: {filters['tag']!r}: filter by one tag")
         except RagsweepError as exc:
             raise HTTPException(400, str(exc)) from None
+    if filters["archived"] not in ARCHIVED:
+        choices = ", ".join(repr(k) for k in ARCHIVED)
+        raise HTTPException(400, f"archived: {filters['archived']!r}; choose from {choices}")
     since, until = _day(filters["since"], "since"), _day(filters["until"], "until")
     number = q.get("page", "1")
     if not (number.isascii() and number.isdigit()) or int(number) < 1:
@@ -75,8 +82,14 @@ def runs_page(request: Request) -> Response:
         first,
         text=filters["q"] or None,
         tag=filters["tag"] or None,
+        archived=ARCHIVED[filters["archived"]],
     )
     more, rows = len(rows) > RUNS_PAGE, rows[:RUNS_PAGE]
+    filtered = any(filters.values())
+    # an empty list without filters: a new store, or one whose every run is archived
+    all_archived = (
+        not rows and not filtered and bool(database.find_runs(data.engine, limit=1, archived=True))
+    )
     for row in rows:
         row["duration"] = duration(row["started_at"], row["finished_at"])
 
@@ -97,9 +110,11 @@ def runs_page(request: Request) -> Response:
         in_progress=[(p, by_pid.get(p.pid)) for p in running(jobs.folder)],
         sweeps=sweeps,
         statuses=STATUSES,
+        archived_choices=ARCHIVED_CHOICES,
         trends=trends,
         filters=filters,
-        filtered=any(filters.values()),
+        filtered=filtered,
+        all_archived=all_archived,
         first=first,
         previous_page=page_link(int(number) - 1) if first else None,
         next_page=page_link(int(number) + 1) if more else None,
