@@ -191,7 +191,8 @@ def make_run(printed) -> str:
 
 
 @pytest.mark.parametrize("block", of_kind("runs"))
-def test_an_example_marked_run_runs_as_written(block, printed):
+def test_an_example_marked_run_runs_as_written(block, printed, make_run):
+    """(make run's sweep first: the examples' chunks are then in the embedding cache.)"""
     assert printed(outputs.executable(block.text)).strip()
 
 
