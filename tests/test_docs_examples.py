@@ -214,3 +214,20 @@ def test_extending_lists_the_built_in_plugins_setup_cfg_registers():
     page = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     assert outputs.plugin_rows(page) == outputs.built_in_plugins()
     assert outputs.write_plugin_rows(page) == page, "run `make docs-outputs`"
+
+
+def test_docs_outputs_writes_an_output_in_place_at_its_fences_indentation(tmp_path):
+    """What `make docs-outputs` writes replaces the block's lines only, indented as its fence."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "1. A run:\n   ```sh\n   make run\n   ```\n   <!-- output: make docs-outputs -->\n"
+        "   ```text\n   old\n   lines\n   ```\n\nAfter.\n",
+        encoding="utf-8",
+    )
+    [command, output] = outputs.blocks(page)
+    assert outputs.first_command(command) == outputs.recipe("make run")
+    assert outputs.source_of(output) == command and output.kind == "output"
+    outputs.replace_block(output, "rank  new\n\n  ...")
+    [_, written] = outputs.blocks(page)
+    assert written.text == "rank  new\n\n  ..." and written.mark == output.mark
+    assert page.read_text(encoding="utf-8").endswith("   ```\n\nAfter.\n")
