@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 IMAGE ?= localhost/ragsweep:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: install run test lint docs compile bench clean image constraints
+.PHONY: install run test lint docs docs-outputs compile bench clean image constraints
 
 install: $(STAMP)
 
@@ -30,6 +30,11 @@ lint: install
 # the pages in docs/ (mkdocs.yml): a broken link or a page left out of nav fails
 docs: install
 	$(BIN)/mkdocs build --strict
+
+# the outputs the docs show, printed again by their commands and written in (docs/outputs.py);
+# tests/test_docs_examples.py fails when one is not what the code prints now
+docs-outputs: install
+	$(BIN)/python docs/outputs.py
 
 # bytecode written first: a shell with PYTHONDONTWRITEBYTECODE would compile ragsweep again in
 # each of the hundreds of processes the suite starts (every pipeline step is one)

@@ -19,7 +19,8 @@ from test_platform import documents
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.chunking import chunker_names, get_chunker
-from ragsweep.evaluation.metrics import registered_metrics
+from ragsweep.evaluation.leaderboard import metric_intervals
+from ragsweep.evaluation.metrics import Metric, registered_metrics
 from ragsweep.patterns import pattern_code
 from ragsweep.reporting.report import scale_of
 from ragsweep.retrieval.reranking import Reranking, check_reranker
@@ -338,3 +339,33 @@ def test_a_lower_is_better_metric_ranks_lowest_first_and_a_rise_is_a_regression(
     assert verdicts == ["regressed"] * 3 and alarm
     assert differences == pytest.approx([3.0] * 3) and alarm_difference == pytest.approx(3.0)
     assert found["shorter"] == [["improved"] * 3, False]
+
+
+# a metric on a 1-to-5 scale, registered by a test below as "test_plugins:LIKERT"
+LIKERT = Metric("answer", lambda item: 3.0, low=1.0, high=5.0)
+
+
+def test_an_unbounded_metrics_interval_surrounds_its_mean_and_a_bounded_one_keeps_its_range(
+    plugins, monkeypatch
+):
+    """The example's answer length (34 words on average, no upper bound) once got the interval
+    [0.839, 38.315]: the Clopper-Pearson floor of 0-to-1 scores was applied to it. Its
+    interval is the cluster bootstrap's, around its mean; a 1-to-5 metric's stays in [1, 5]."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    plugins(
+        {
+            "ragsweep.metrics": {
+                "answer_words": "ragsweep_example.metrics:ANSWER_WORDS",
+                "likert": "test_plugins:LIKERT",
+            }
+        }
+    )
+    rng = np.random.default_rng(0)
+    clusters = np.repeat(np.arange(20), 3)
+    words = rng.integers(25, 45, size=(2, 60)).astype(float)
+    center, low, high = metric_intervals("answer_words", words, clusters, 2000, 0)
+    assert np.all((low > 25) & (low < center) & (center < high) & (high < 45)), (low, high)
+
+    likert = np.full((1, 60), 5.0)  # every score at the top: the interval is not [5, 5]
+    center, low, high = metric_intervals("likert", likert, clusters, 2000, 0)
+    assert center[0] == 5.0 and high[0] == 5.0 and 1.0 <= low[0] < 5.0

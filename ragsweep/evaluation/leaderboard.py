@@ -54,6 +54,24 @@ NO_VALUE = "(none)"
 RELEVANCE = "answer_relevance"  # needs a judge
 
 
+def metric_intervals(
+    name: str, values: np.ndarray, cluster_ids: np.ndarray, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: metric ``name``'s mean and 95% interval. A metric with both bounds declared
+    (``Metric.low``, ``high``) is scaled to [0, 1] for ``score_intervals`` (whose
+    Clopper-Pearson floor assumes that range) and back; an unbounded one (a count, a cost)
+    gets the cluster bootstrap alone: a binomial bound would put its interval near 0 or 1,
+    far from its mean."""
+    declared_range = declared(name)
+    low, high = declared_range.low, declared_range.high
+    if low is None or high is None:
+        return statistics.bootstrap_intervals(values, cluster_ids, resamples, seed)
+    scale = high - low
+    scaled = statistics.score_intervals((values - low) / scale, cluster_ids, resamples, seed)
+    center, lower, upper = (low + scale * column for column in scaled)
+    return center, lower, upper
+
+
 def gold_span_record(testset: pa.Table) -> dict[str, int]:
     """What the span metrics rest on: of the ``questions``, how many have a gold span
     (``located``), and how many of those a span located approximately (``approximate``: an
@@ -222,7 +240,7 @@ def rank_configs(
         data[metric] = on_shared_verdicts(data[metric], rounds)
     columns: dict[str, np.ndarray] = {}
     for m in METRICS:
-        center, low, high = statistics.score_intervals(data[m], chosen.ids, resamples, seed)
+        center, low, high = metric_intervals(m, data[m], chosen.ids, resamples, seed)
         columns.update({m: center, f"{m}_low": low, f"{m}_high": high})
     for m in unmeasured([by_id[c].get("answerer") or "" for c in config_ids]):
         columns.update(
@@ -408,7 +426,7 @@ def breakdown(
             rows["value"] += [value] * len(config_ids)
             rows["questions"] += answered.tolist()
             for m in METRICS:
-                stats = statistics.score_intervals(data[m][:, mask], ids[mask], resamples, seed)
+                stats = metric_intervals(m, data[m][:, mask], ids[mask], resamples, seed)
                 for suffix, column in zip(("", "_low", "_high"), stats, strict=True):
                     rows[m + suffix] += column.tolist()
     return pa.table({k: pa.array(v, from_pandas=True) for k, v in rows.items()}).cast(BREAKDOWN)

@@ -28,7 +28,7 @@ class OverlapReranker:
 
 
 OVERLAP = RerankerKind(
-    "the shortest word counted",
-    lambda name, n: OverlapReranker(name, int(n)),
-    lambda n: None if n.isdigit() else f"{n} is not a number of letters",
+    "the shortest word counted",  # the argument, for messages
+    lambda name, n: OverlapReranker(name, int(n)),  # make(name, argument)
+    lambda n: None if n.isdigit() else f"{n} is not a number of letters",  # check, before the run
 )
