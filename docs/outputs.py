@@ -11,7 +11,8 @@ comment that renders nothing:
 
 Run as a script, it runs each shown output's command in a scratch folder and writes what it
 printed into the pages, with the other printed figures: the step line of docs/usage.md and
-the built-in plugins of docs/extending.md.
+the built-in plugins of docs/extending.md, and docs/usage.md's tables of the run options
+(``ragsweep.cli.options_table``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from ragsweep.cli import options_table
 
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w-]*)")
@@ -248,9 +251,8 @@ def main() -> None:
             replace_block(output, leaderboard_excerpt(printed[command]))
     make_run = printed[recipe("make run").strip()]
     usage = ROOT / "docs" / "usage.md"
-    usage.write_text(
-        STEP.sub(step_line(make_run), usage.read_text(encoding="utf-8")), encoding="utf-8"
-    )
+    page = STEP.sub(step_line(make_run), usage.read_text(encoding="utf-8"))
+    usage.write_text(options_table.written(page), encoding="utf-8")  # the options' tables
     extending = ROOT / "docs" / "extending.md"
     extending.write_text(write_plugin_rows(extending.read_text(encoding="utf-8")), encoding="utf-8")
 

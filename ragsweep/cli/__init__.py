@@ -209,7 +209,8 @@ def declared_options() -> list[inspect.Parameter]:
 
     out = []
     for option in run_options():
-        help_text = f"{option.declared.help} [default: {local_default(option)}]"
+        shown = local_default(option)
+        help_text = f"{option.declared.help} [default: {shown}]" if shown else option.declared.help
         if option.kind is bool:
             annotation, default = bool, False
         elif option.declared.repeat:
@@ -247,10 +248,18 @@ def local_cache(value: str | None) -> str:
     return str(value or cache_dir())
 
 
-run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [p for p in inspect.signature(run).parameters.values() if p.kind != p.VAR_KEYWORD]
-    + declared_options()
-)
+def _run_signature() -> inspect.Signature:
+    """``run``'s: the documents and test data first, then ``run``'s own options, then the
+    other declared ones."""
+    ctx, *own = [p for p in inspect.signature(run).parameters.values() if p.kind != p.VAR_KEYWORD]
+    declared = declared_options()
+    first = [p for p in declared if p.name in ("docs", "testset")]
+    rest = [p for p in declared if p not in first]
+    own = [p.replace(kind=KEYWORD) for p in own]
+    return inspect.Signature([ctx, *first, *own, *rest])
+
+
+run.__signature__ = _run_signature()  # type: ignore[attr-defined]
 
 
 def resolved_testset(testset: str, testset_name: str, store: str | None, output: Path) -> str:

@@ -533,11 +533,22 @@ def run_arguments(
         name, sep, value = param.partition("=")
         if not sep or not name.strip():
             raise RagsweepError(f"--param {param!r}: expected NAME=VALUE")
+        name = parameter_of(name.strip())
         try:
-            arguments[name.strip()] = json.loads(value)
+            arguments[name] = json.loads(value)
         except ValueError:
-            arguments[name.strip()] = value
+            arguments[name] = value
     return arguments
+
+
+def parameter_of(name: str) -> str:
+    """The pipeline parameter an option's name or alias gives (``max_configs``:
+    ``optimization_max_rag_patterns``); any other name as it is, for the pipeline to check."""
+    from ragsweep.core.options import OWN
+    from ragsweep.sweep.options import by_name
+
+    option = by_name().get(name)
+    return option.parameter if option is not None and option.declared.pipeline == OWN else name
 
 
 def add_agents(arguments: dict[str, Any], agents: list[str]) -> None:

@@ -72,13 +72,16 @@ class RunOption:
         return [] if self.field == "answerers" else self.plain(self.default)
 
     def shown_default(self) -> str:
-        """The default as the docs and ``--help`` show it."""
+        """The default as the docs and ``--help`` show it ('' for none, an empty text or
+        off)."""
         value = self.plain(self.default)
+        if self.field == "docs":
+            return "required"
         if isinstance(value, list):
-            return ",".join(map(str, value)) or "none"
-        if value is None or (isinstance(value, str) and len(value) > 40):
-            return "built-in" if value else "none"
-        return str(value)
+            return ",".join(map(str, value))
+        if value is False or value is None or value == "":
+            return ""
+        return "built-in" if isinstance(value, str) and len(value) > 40 else str(value)
 
 
 # AutoRAG's choices that shape the search space rather than set a field: declared here

