@@ -35,7 +35,7 @@ from ragsweep import __version__
 from ragsweep.answering.agents import is_agent
 from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import METRICS, settings_of
+from ragsweep.core.schemas import CONFIG_DEFAULTS, CONFIG_FIELDS, METRICS, settings_of
 from ragsweep.documents import extraction
 from ragsweep.documents.chunking import get_chunker
 from ragsweep.models import prompts
@@ -89,30 +89,28 @@ def pattern_code(row: dict[str, Any]) -> tuple[dict[str, Path], str | None]:
     return code, None
 
 
+# the configuration's columns the scripts always read; the others only where they apply
+SCRIPT_CONFIG = [
+    name
+    for name, _ in CONFIG_FIELDS
+    if name not in ("label", "mmr_lambda", "mmr_fetch_k", "query_transform", "query_model")
+]
+
+
 def script_settings(row: dict[str, Any], space: SearchSpace, llm: LLMSettings) -> dict[str, Any]:
-    """What the scripts need to rebuild configuration ``row`` (a leaderboard row)."""
-    store = row.get("vector_store") or "memory"
-    settings: dict[str, Any] = {
-        "config_id": row["config_id"],
-        "chunker": row["chunker"],
-        "chunk_size": row["chunk_size"],
-        "chunk_overlap": row["chunk_overlap"],
-        "embedding_model": row["embedding_model"],
-        "query_prefix": row.get("query_prefix") or "",
-        "passage_prefix": row.get("passage_prefix") or "",
-        "vector_store": store,
-        "index": row.get("index") or "exact",
-        "distance": row.get("distance") or "cosine",
-        "top_k": row["top_k"],
-        "search_type": row["search_type"],
-        "reranker": row.get("reranker") or NO_RERANKER,
-        "rerank_fetch_k": row.get("rerank_fetch_k"),
-        "answerer": row["answerer"],
-        "temperature": llm.temperature,
-        "max_tokens": llm.max_tokens,
-        "system_prompt": llm.system_prompt,
-        "prompt_template": llm.prompt_template,
-    }
+    """What the scripts need to rebuild configuration ``row`` (a leaderboard row): its
+    columns (the defaults where a row leaves one out) and the answer model's settings."""
+    settings: dict[str, Any] = {name: row.get(name) for name in SCRIPT_CONFIG}
+    settings.update({k: row.get(k) or v for k, v in CONFIG_DEFAULTS.items() if k in settings})
+    store = settings["vector_store"]
+    settings.update(
+        query_prefix=row.get("query_prefix") or "",
+        passage_prefix=row.get("passage_prefix") or "",
+        temperature=llm.temperature,
+        max_tokens=llm.max_tokens,
+        system_prompt=llm.system_prompt,
+        prompt_template=llm.prompt_template,
+    )
     if row["search_type"] == "mmr":
         # the sweep's MMR picks from as many candidates as its deepest Top K, if more
         fetch_k = max(row["mmr_fetch_k"], *space.top_ks)

@@ -1,4 +1,5 @@
-"""Rerankers: re-order a search's first ``rerank_fetch_k`` candidates by a relevance score.
+"""Rerankers: re-order the first candidates of a search (as many as the space says) by a
+relevance score.
 
 A reranker is named in the search space's ``rerankers``:
 
