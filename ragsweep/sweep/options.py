@@ -12,14 +12,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.options import NOT, OWN, Option, declared
 from ragsweep.documents.qagen import QASettings
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import FIELD_TYPES, SearchSpace, answerer_of, generation_model_of
+from ragsweep.sweep.space import (
+    FIELD_TYPES,
+    SearchSpace,
+    answerer_of,
+    generation_model_of,
+    read_yaml,
+)
 
 # the settings a run option may belong to: RunSettings' own fields, and its nested ones
 NESTS = {"": RunSettings, "space": SearchSpace, "llm": LLMSettings, "qa_generation": QASettings}
@@ -209,17 +213,7 @@ def read_options_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
     """A ``--space`` YAML file: the search space's fields, and any run option by its
     canonical name or an alias (``generation_models``, ``optimization_metric``,
     ``preset``...): (the space's fields, the options by canonical name)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RagsweepError(f"{path}: cannot read the search space ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise RagsweepError(f"{path}: malformed YAML{where}") from None
-    data = data or {}
-    if not isinstance(data, dict):
-        raise RagsweepError(f"{path}: expected a mapping of fields, got {type(data).__name__}")
+    data = read_yaml(path)
     known = by_name()
     shapers = {s.name for s in SHAPERS}
     space: dict[str, Any] = {}

@@ -244,15 +244,7 @@ class SearchSpace:
     @classmethod
     def from_yaml(cls, path: str | Path) -> SearchSpace:
         """Read a search-space YAML file: a mapping of the fields of ``SearchSpace``."""
-        try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise RagsweepError(f"{path}: cannot read the search space ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise RagsweepError(f"{path}: malformed YAML{where}") from None
-        return cls.from_dict(data or {}, source=str(path))
+        return cls.from_dict(read_yaml(path), source=str(path))
 
     @classmethod
     def of_config(cls, config: dict[str, Any]) -> SearchSpace:
@@ -780,6 +772,22 @@ def configs_table(space: SearchSpace) -> pa.Table:
     in): the rows of the settings artifact (``ragsweep.sweep.settings.write_settings``)."""
     rows = [{**CONFIG_DEFAULTS, **config} for config in space.all_configs()]
     return pa.Table.from_pylist(rows, schema=CONFIGS)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A search-space YAML file's mapping ({} when empty); a clear error naming the file
+    when it cannot be read or is no mapping."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RagsweepError(f"{path}: cannot read the search space ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise RagsweepError(f"{path}: malformed YAML{where}") from None
+    if not isinstance(data or {}, dict):
+        raise RagsweepError(f"{path}: expected a mapping of fields, got {type(data).__name__}")
+    return data or {}
 
 
 def answerer_of(model: str) -> str:
