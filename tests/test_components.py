@@ -217,7 +217,9 @@ def test_configure_step_refuses_a_sweep_name_that_cannot_name_a_sweep(tmp_path, 
         configured(tmp_path / "s", input_data_key="docs", sweep_name=name)
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"sweep_name {name!r}: a sweep name is 1 to 100 letters, digits" in message
+    assert (
+        f"sweep_name (--sweep-name) {name!r}: a sweep name is 1 to 100 letters, digits" in message
+    )
 
 
 def test_configure_step_refuses_a_stored_test_set_in_a_bucket(tmp_path, capsys):

@@ -106,6 +106,20 @@ def test_the_space_file_takes_autorags_names_and_any_option_and_the_command_line
         local_settings(parsed("--docs", "d", "--testset", "t.json", "--space", str(space)))
 
 
+def test_a_zero_given_on_the_command_line_is_that_value_not_the_default():
+    """0 means something for many options (no limit, every question, seed 0): a 0 given is
+    kept, not taken for an option left out."""
+    settings = local_settings(
+        parsed(
+            *("--docs", "d", "--testset", "t.json", "--cache", "none"),
+            *("--max-configs", "0", "--seed", "0", "--patterns", "0", "--temperature", "0"),
+        )
+    )
+    assert (settings.max_configs, settings.seed, settings.patterns) == (0, 0, 0)
+    with pytest.raises(RagsweepError, match=r"parallelism \(--parallelism\): must be 1 or more"):
+        local_settings(parsed("--docs", "d", "--testset", "t.json", "--parallelism", "0"))
+
+
 def test_submit_takes_an_options_name_or_alias_as_the_pipelines_parameter():
     arguments = run_arguments(
         "s3://b/docs/", "s3://b/t.json", "s", "", ["max_configs=5", "sweep=nightly", "seed=7"]

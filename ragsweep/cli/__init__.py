@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 LAST_INTERRUPTED = "last"  # --resume alone
 CACHE_VARIABLE = "RAGSWEEP_EMBEDDING_CACHE"  # one embedding cache for a team
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
-NOT_GIVEN = (None, False, (), [])  # an option's value when it is not on the command line
 
 app = typer.Typer(
     help="Find the RAG configuration that works on your documents: sweep, judge, rank.",
@@ -191,7 +190,7 @@ def local_settings(params: dict[str, Any]) -> RunSettings:
     space = params["space"]
     fields, given = read_options_file(space) if space else ({}, {})
     declared = {o.name for o in run_options()} | {s.name for s in SHAPERS}
-    given.update({k: v for k, v in params.items() if k in declared and v not in NOT_GIVEN})
+    given.update({k: v for k, v in params.items() if k in declared and not not_given(v)})
     if not given.get("docs"):
         raise RagsweepError("--docs: missing; the documents to sweep over (or --resume)")
     output, store = params["output"], params["store"]
@@ -199,7 +198,23 @@ def local_settings(params: dict[str, Any]) -> RunSettings:
     given.update(testset=testset, embedding_cache=local_cache(given.get("embedding_cache")))
     given.setdefault("embedding_shard_bytes", LOCAL_SHARD_BYTES)
     shaped = apply(fields, given.pop("preset", ""), given.pop("vector_io_provider_id", ""))
-    return build_settings(given, str(space or "options"), shaped)
+    settings = build_settings(given, str(space or "options"), shaped)
+    if (
+        settings.optimization_metric in ("correctness", "answer_relevance")
+        and not settings.llm.judge
+    ):
+        raise RagsweepError(
+            f"--metric {settings.optimization_metric}: needs a judge (--judge MODEL)"
+        )
+    if not settings.testset and not settings.qa_generation.model:
+        raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
+    return settings
+
+
+def not_given(value: Any) -> bool:
+    """Whether an option's value is what the command line gives when it is left out: None,
+    an unset flag, no repeated value (0 and '' are given values)."""
+    return value is None or value is False or (isinstance(value, list | tuple) and not value)
 
 
 def declared_options() -> list[inspect.Parameter]:

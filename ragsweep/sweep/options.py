@@ -176,23 +176,13 @@ def build_settings(
     if not nests["qa_generation"].get("model") and models:
         nests["qa_generation"]["model"] = models[0]  # the test set's generator: the first
     run = {k: tuple(v) if isinstance(v, list) else v for k, v in nests[""].items()}
-    settings = RunSettings(
+    return RunSettings(
         **run,
         more_docs=tuple(more_docs),
         space=SearchSpace.from_dict(nests["space"], source=named["space"]),
         llm=LLMSettings.from_dict(nests["llm"], named["llm"]),
         qa_generation=QASettings.from_dict(nests["qa_generation"], named["qa_generation"]),
     )
-    if (
-        settings.optimization_metric in ("correctness", "answer_relevance")
-        and not settings.llm.judge
-    ):
-        raise RagsweepError(
-            f"--metric {settings.optimization_metric}: needs a judge (--judge MODEL)"
-        )
-    if not settings.testset and not settings.qa_generation.model:
-        raise RagsweepError("--testset: none given; to generate one, name a model (--qa-llm)")
-    return settings
 
 
 def pipeline_arguments(settings: RunSettings) -> dict[str, Any]:

@@ -204,8 +204,8 @@ class RunSettings:
     agents: tuple[str, ...] = option(
         (),
         help="A deployed RAG application to evaluate beside the sweep, NAME=URL (an "
-        "OpenAI-compatible chat endpoint that retrieves on its own; key: "
-        "RAGSWEEP_AGENT_API_KEY): a leaderboard row agent:NAME. Repeatable.",
+        "OpenAI-compatible chat endpoint that retrieves on its own; its key, if it takes "
+        "one: docs/agents.md): a leaderboard row agent:NAME. Repeatable.",
         flags=("--agent",),
         repeat=True,
     )

@@ -162,9 +162,9 @@ class SearchSpace:
         ("extractive",),
         name="generation_models",
         flags=("--llm",),
-        help="Answer with these models, through the LLM endpoint (RAGSWEEP_LLM_BASE_URL; on "
-        "a cluster llm_secret_name's), instead of extractively; 'extractive' among them "
-        "keeps the offline answerer (no LLM).",
+        help="Answer with these models, asked at the LLM endpoint (docs/usage.md, 'With a "
+        "model'), instead of extractively; 'extractive' among them keeps the offline "
+        "answerer (no LLM).",
         form=ANSWERS,
     )
     query_prefix: str | None = option(  # None: each model's own, from its family
