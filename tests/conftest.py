@@ -30,16 +30,20 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 # The files that take minutes (whole pipelines, a real model), measured with --durations:
 # started first, so that pytest-xdist's workers (one file at a time each) finish together
 # rather than one running a long file alone at the end.
-LONGEST_FILES = (  # seconds in the suite's parallel run (--durations summed), longest first
-    "test_onnx_backend.py",  # 182
+LONGEST_FILES = (  # seconds in the parallel suite (--durations summed), or alone (-n 0)
+    "test_real_busy_server.py",  # 225 alone
+    "test_onnx_backend.py",  # 182 (alone: 157 with the machine's reference vectors kept)
     "test_ui.py",  # 134
     "test_patterns_chunkers_queries.py",  # 132
     "test_pipeline_llm.py",  # 114
-    "test_real_judge_labels.py",  # 97
+    "test_real_judge_labels.py",  # 109 alone
+    "test_identity_runs.py",  # 97 alone
+    "test_resume.py",  # 76 alone
     "test_patterns_stores.py",  # 75
     "test_real_model.py",  # 70
     "test_plugins.py",  # 67
     "test_patterns.py",  # 56
+    "test_agents.py",  # 50 alone
     "test_tracking.py",  # 50
     "test_progress.py",  # 50
     "test_search_model.py",  # 47
