@@ -36,9 +36,11 @@ LONGEST_FILES = (  # seconds in the parallel suite (--durations summed), or alon
     "test_ui.py",  # 134
     "test_patterns_chunkers_queries.py",  # 132
     "test_pipeline_llm.py",  # 114
+    "test_run_options.py",  # 100-170 alone (two preset runs of the examples)
     "test_real_judge_labels.py",  # 109 alone
     "test_identity_runs.py",  # 97 alone
     "test_resume.py",  # 76 alone
+    "test_docs_examples.py",  # 70-82 alone, caches cold
     "test_patterns_stores.py",  # 75
     "test_real_model.py",  # 70
     "test_plugins.py",  # 67
