@@ -63,3 +63,12 @@ def test_no_component_imports_another_component_or_a_pipeline_by_its_installed_n
         or name.startswith("ragsweep.pipelines")
     }
     assert not wrong
+
+
+def test_each_module_of_the_library_has_a_name_of_its_own():
+    """A module's file name says what it holds, once: two ``options.py`` (or ``labels.py``)
+    in two subpackages leave a reader guessing which one an import means."""
+    from collections import Counter
+
+    names = Counter(p.name for p in LIBRARY.rglob("*.py") if p.name != "__init__.py")
+    assert [name for name, count in names.items() if count > 1] == []

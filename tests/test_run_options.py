@@ -1,4 +1,4 @@
-"""Every run option declared once (``ragsweep.core.options``, on the settings' fields) reaches
+"""Every run option declared once (``ragsweep.core.option_fields``, on the settings' fields) reaches
 every place a user gives it: ``ragsweep run``, a ``--space`` file, the pipeline, ``submit``,
 the web UI's start form and the docs' tables; AutoRAG's names and presets work in each."""
 
@@ -13,7 +13,7 @@ from test_cli import assert_user_error, ragsweep
 from ragsweep.cli import app, local_settings
 from ragsweep.cli.options_table import RUN_BEGIN, RUN_END, written
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.options import NESTED, OWN
+from ragsweep.core.option_fields import NESTED, OWN
 from ragsweep.kubeflow.openshift import run_arguments
 from ragsweep.kubeflow.parameters import configure_parameters, run_settings
 from ragsweep.sweep.options import (

@@ -49,7 +49,7 @@ def run_table() -> str:
 
 def names_table() -> str:
     """Each run option's canonical name and the others it is accepted under."""
-    from ragsweep.core.options import NESTED, NOT
+    from ragsweep.core.option_fields import NESTED, NOT
     from ragsweep.sweep.options import NEST_PARAMETERS, SHAPERS, run_options
 
     rows = [

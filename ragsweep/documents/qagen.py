@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError, check_at_least
 from ragsweep.core.fromdict import build
-from ragsweep.core.options import NESTED, option
+from ragsweep.core.option_fields import NESTED, option
 from ragsweep.core.schemas import TESTSET
 from ragsweep.core.text import locate
 from ragsweep.documents.chunking import chunk_documents

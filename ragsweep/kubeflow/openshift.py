@@ -544,7 +544,7 @@ def run_arguments(
 def parameter_of(name: str) -> str:
     """The pipeline parameter an option's name or alias gives (``max_configs``:
     ``optimization_max_rag_patterns``); any other name as it is, for the pipeline to check."""
-    from ragsweep.core.options import OWN
+    from ragsweep.core.option_fields import OWN
     from ragsweep.sweep.options import by_name
 
     option = by_name().get(name)

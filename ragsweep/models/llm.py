@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.fromdict import build
-from ragsweep.core.options import ANSWERS, NESTED, option
+from ragsweep.core.option_fields import ANSWERS, NESTED, option
 from ragsweep.models import identity
 from ragsweep.models.concurrency import Limit
 from ragsweep.models.prompts import ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, JUDGE_SYSTEM_PROMPT

@@ -1,6 +1,7 @@
-"""Every run option, read from the settings fields that declare it (``ragsweep.core.options``),
-and the one way a run's settings are built from options' values: ``ragsweep run``'s, a
-``--space`` file's, the web UI's, the pipeline's parameters (``ragsweep.kubeflow.parameters``).
+"""Every run option, read from the settings fields that declare it
+(``ragsweep.core.option_fields``), and the one way a run's settings are built from options'
+values: ``ragsweep run``'s, a ``--space`` file's, the web UI's, the pipeline's parameters
+(``ragsweep.kubeflow.parameters``).
 Each option has one canonical name; AutoRAG's name and older spellings are aliases."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.options import NOT, OWN, Option, declared
+from ragsweep.core.option_fields import NOT, OWN, Option, declared
 from ragsweep.documents.qagen import QASettings
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.settings import RunSettings

@@ -16,7 +16,7 @@ import pyarrow as pa
 from ragsweep import __version__
 from ragsweep.answering.agents import Agent, parse_agents
 from ragsweep.core.errors import RagsweepError, check_at_least
-from ragsweep.core.options import BUDGET, NOT, SWEEP, declared, option
+from ragsweep.core.option_fields import BUDGET, NOT, SWEEP, declared, option
 from ragsweep.core.schemas import config_id, read_table, settings_of, write_table
 from ragsweep.documents.qagen import QASettings
 from ragsweep.documents.testsets import NAME, NAME_RULE
@@ -60,7 +60,7 @@ def check_count(patterns: int, source: str = "--patterns") -> int:
 @dataclass(frozen=True)
 class RunSettings:
     """Everything a run is asked to do. Each field that is a run option declares it
-    (``ragsweep.core.options``): its help, bounds and AutoRAG's name."""
+    (``ragsweep.core.option_fields``): its help, bounds and AutoRAG's name."""
 
     docs: str = option(  # a folder or s3://bucket/prefix
         help="Documents: a folder or s3://bucket/prefix (required unless --resume).",

@@ -38,7 +38,7 @@ import pyarrow as pa
 import yaml
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.options import ANSWERS, CHUNKING, NESTED, RETRIEVAL, option
+from ragsweep.core.option_fields import ANSWERS, CHUNKING, NESTED, RETRIEVAL, option
 from ragsweep.core.schemas import (
     CONFIG_DEFAULTS,
     CONFIGS,

@@ -50,7 +50,7 @@ def form_options() -> tuple[dict[str, dict[str, tuple[str, str]]], dict[str, tup
     by group, each text field's (flag, placeholder: its default); and the checkboxes'
     (flag, help). Values are passed as they are and the CLI checks them (its error is the
     job's log)."""
-    from ragsweep.core.options import FORM_GROUPS
+    from ragsweep.core.option_fields import FORM_GROUPS
     from ragsweep.sweep.options import run_options
 
     groups: dict[str, dict[str, tuple[str, str]]] = {group: {} for group in FORM_GROUPS}
