@@ -57,7 +57,6 @@ def names_table() -> str:
         "| --- | --- | --- | --- |",
     ]
     for option in run_options():
-        older = [f.removeprefix("--").replace("-", "_") for f in option.declared.flags]
         if option.declared.pipeline == NOT:
             located = option.declared.autorag  # a location: the parameter and its bucket
             pipeline = f"`{located}` and its bucket" if located else "no: a local run's"
@@ -66,7 +65,8 @@ def names_table() -> str:
         else:
             pipeline = f"`{option.parameter}`"
         autorag = f"`{option.declared.autorag}`" if option.declared.autorag else ""
-        spelled = ", ".join(f"`{n}`" for n in older if n != option.name)
+        older = [n for n in option.aliases if n != option.declared.autorag]
+        spelled = ", ".join(f"`{n}`" for n in older)
         rows.append(f"| `{option.name}` | {autorag} | {spelled} | {pipeline} |")
     for shaper in SHAPERS:
         rows.append(f"| `{shaper.name}` | `{shaper.name}` |  | `{shaper.name}` |")
