@@ -32,6 +32,7 @@ BODY = '''
 
     with pipeline_step():
         run = with_runtimes(run_settings(parameters), embedding_gpus())
+        run.space.log_pruned()
         run.space.log_prefixes()
         write_settings(run, settings.path)
 '''

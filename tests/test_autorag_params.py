@@ -18,10 +18,9 @@ from ragsweep.kubeflow.autorag import (
     TABLE_BEGIN,
     TABLE_END,
     adopt_connections,
-    apply,
     markdown_table,
-    store_of,
 )
+from ragsweep.sweep.presets import shaped, store_of
 from ragsweep.sweep.space import SearchSpace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,14 +74,14 @@ SPACE = {"chunkers": ["token"], "chunk_sizes": [64], "chunk_overlaps": [16], "to
 
 
 def test_a_preset_sets_autorags_chunk_lists_in_tokens():
-    speed = apply(SPACE, "speed", "")
+    speed = shaped(SPACE, "speed", "")
     assert speed == {**SPACE, "chunkers": ["sentence"], "chunk_sizes": [32, 64, 128],
                      "chunk_overlaps": [8, 16]}  # fmt: skip
-    balanced = apply(SPACE, "balanced", "")
+    balanced = shaped(SPACE, "balanced", "")
     assert balanced["chunkers"] == ["headings"]  # sections first, as Docling's hybrid chunker
     assert balanced["chunk_sizes"] == [128, 256, 512]
     assert balanced["chunk_overlaps"] == [0, 32, 64]
-    assert apply(SPACE, "", "") == SPACE
+    assert shaped(SPACE, "", "") == SPACE
 
 
 def preset_settings(preset: str, *more: str):
@@ -125,7 +124,7 @@ def test_a_preset_fails_only_when_no_chunk_size_is_left():
 
 def test_an_unknown_preset_is_refused():
     with pytest.raises(RagsweepError, match="preset 'fast': expected one of speed, balanced"):
-        apply(SPACE, "fast", "")
+        shaped(SPACE, "fast", "")
 
 
 @pytest.mark.parametrize(
@@ -143,7 +142,7 @@ def test_an_unknown_preset_is_refused():
 def test_a_vector_io_provider_id_names_the_store_swept(provider, store):
     assert store_of(provider) == store
     indexes = {"milvus": {"hnsw": {"ef": [64]}}, "pgvector": {"hnsw": {"ef_search": [40]}}}
-    space = apply({**SPACE, "vector_stores": ["memory"], "indexes": indexes}, "", provider)
+    space = shaped({**SPACE, "vector_stores": ["memory"], "indexes": indexes}, "", provider)
     assert space["vector_stores"] == [store]
     assert set(space["indexes"]) == ({store} & set(indexes))
 
@@ -239,27 +238,31 @@ def test_several_document_keys_are_read_together_and_an_id_in_two_is_refused(tmp
         locations("bkt", "", [])
 
 
+def parameters_space(*parameters) -> SearchSpace:
+    return SearchSpace.from_dict(SearchSpace.data_of_parameters(*parameters))
+
+
 def test_generation_models_are_answered_through_the_llm_endpoint():
-    space = SearchSpace.from_parameters({}, ["all-MiniLM-L6-v2"], ["granite-3.3", "extractive"])
+    space = parameters_space({}, ["all-MiniLM-L6-v2"], ["granite-3.3", "extractive"])
     assert space.answerers == ("llm:granite-3.3", "extractive")
     parameters = space.to_parameters()
     assert parameters["generation_models"] == ["granite-3.3", "extractive"]
     assert "answerers" not in parameters["search_space"]
-    again = SearchSpace.from_parameters(
+    again = parameters_space(
         parameters["search_space"], parameters["embedding_models"], ["granite-3.3", "extractive"]
     )
     assert again == space
 
 
 def test_search_space_answerers_still_work_when_generation_models_is_empty():
-    old = SearchSpace.from_parameters({"answerers": ["llm:m1"]}, ["all-MiniLM-L6-v2"], [])
+    old = parameters_space({"answerers": ["llm:m1"]}, ["all-MiniLM-L6-v2"], [])
     assert old.answerers == ("llm:m1",)
-    assert SearchSpace.from_parameters({}, ["all-MiniLM-L6-v2"], []).answerers == ("extractive",)
+    assert parameters_space({}, ["all-MiniLM-L6-v2"], []).answerers == ("extractive",)
 
 
 def test_answer_models_given_twice_are_refused():
     with pytest.raises(RagsweepError, match="once, as the generation_models parameter"):
-        SearchSpace.from_parameters({"answerers": ["llm:m1"]}, ["all-MiniLM-L6-v2"], ["m2"])
+        parameters_space({"answerers": ["llm:m1"]}, ["all-MiniLM-L6-v2"], ["m2"])
 
 
 @pytest.mark.parametrize(

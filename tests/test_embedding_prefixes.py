@@ -136,8 +136,10 @@ def test_the_space_of_a_leaderboard_row_reproduces_its_prefixes(space):
 
 
 def test_the_settings_artifact_carries_the_validated_space(tmp_path):
-    space = SearchSpace.from_parameters(
-        {"chunk_sizes": [256, 512], "top_ks": [1, 3]}, ["openai:e5-small-v2"]
+    space = SearchSpace.from_dict(
+        SearchSpace.data_of_parameters(
+            {"chunk_sizes": [256, 512], "top_ks": [1, 3]}, ["openai:e5-small-v2"]
+        )
     )
     write_settings(RunSettings("docs", "", space=space), tmp_path / "settings")
     table = read_table(tmp_path / "settings", "settings")

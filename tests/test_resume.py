@@ -122,6 +122,42 @@ def test_skip_unresolved_given_on_resume_applies(tmp_path, server):
     assert json.loads((run_dir / "settings.json").read_text())["skip_unresolved"] is True
 
 
+def test_a_folder_written_before_a_parameter_existed_resumes_with_its_default(tmp_path, server):
+    testset, run_dir = failed_in_ingest(tmp_path, server)
+    testset.write_text(questions(missing=False))
+    path = run_dir / "settings.json"
+    older = json.loads(path.read_text())
+    del older["agents"]  # the pipeline's parameter since 2026-12-03: older folders lack it
+    path.write_text(json.dumps(older))
+
+    resumed = ragsweep(
+        "run", "--resume", run_dir.name, "--output", str(run_dir.parent), "--no-store",
+        env=endpoints(server),
+    )  # fmt: skip
+
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert read_marker(run_dir)["status"] == "succeeded"
+    assert read_table(run_dir / "leaderboard.arrow", "leaderboard").num_rows == 1
+
+
+def test_a_folder_with_a_parameter_this_version_lacks_is_refused_naming_it(tmp_path):
+    from ragsweep.kubeflow.local import run_arguments
+    from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.sweep.settings import RunSettings
+
+    arguments = pipeline_arguments(RunSettings(docs=str(REPO / "examples/docs")))
+    (tmp_path / "settings.json").write_text(json.dumps({**arguments, "retired_option": 3}))
+
+    with pytest.raises(RagsweepError) as refused:
+        run_arguments(sweep, tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path / 'settings.json'}: parameter(s) retired_option unknown to this version "
+        "of ragsweep's pipeline (the folder was written by another version): start a new run"
+    )
+    (tmp_path / "settings.json").write_text(json.dumps(arguments))
+    assert run_arguments(sweep, tmp_path) == arguments
+
+
 def test_options_that_would_change_the_settings_are_refused_with_resume(tmp_path):
     result = ragsweep_here(
         "run", "--resume", "20261201-000000-000000", "--output", str(tmp_path),

@@ -184,7 +184,6 @@ def local_settings(params: dict[str, Any]) -> RunSettings:
     """The settings of ``ragsweep run`` with ``params`` (its options by name): the
     ``--space`` file's fields and options, the options given over them, and a local run's
     defaults (the user's embedding cache, no shards)."""
-    from ragsweep.kubeflow.autorag import apply
     from ragsweep.sweep.options import SHAPERS, build_settings, read_options_file, run_options
 
     space = params["space"]
@@ -197,8 +196,7 @@ def local_settings(params: dict[str, Any]) -> RunSettings:
     testset = resolved_testset(given.get("testset") or "", params["testset_name"], store, output)
     given.update(testset=testset, embedding_cache=local_cache(given.get("embedding_cache")))
     given.setdefault("embedding_shard_bytes", LOCAL_SHARD_BYTES)
-    shaped = apply(fields, given.pop("preset", ""), given.pop("vector_io_provider_id", ""))
-    settings = build_settings(given, str(space or "options"), shaped)
+    settings = build_settings(given, str(space or "options"), fields)
     if (
         settings.optimization_metric in ("correctness", "answer_relevance")
         and not settings.llm.judge

@@ -84,8 +84,7 @@ def run_local(
     with held(run_dir):
         arguments = pipeline_arguments(settings)
         (run_dir / "settings.json").write_text(json.dumps(arguments, indent=2) + "\n")
-        for reason in settings.space.pruned():
-            log.warning("pruned: %s", reason)
+        settings.space.log_pruned()
         branches = min(settings.parallelism, LOCAL_MAX_BRANCHES)  # and as many groups
         write_marker(
             run_dir,
@@ -129,6 +128,23 @@ def resume_local(
         return execute(pipeline, run_dir, store_url, verbose, tracking_uri, resumed=True)
 
 
+def run_arguments(pipeline: Callable[..., Any], run_dir: Path) -> dict[str, Any]:
+    """The pipeline's arguments the run folder holds (its ``settings.json``). A parameter
+    added since the folder was written takes its default; one this version's pipeline no
+    longer has is refused, naming it, before anything runs."""
+    import inspect
+
+    path = run_dir / "settings.json"
+    arguments = json.loads(path.read_text(encoding="utf-8"))
+    unknown = sorted(set(arguments) - set(inspect.signature(pipeline).parameters))
+    if unknown:
+        raise RagsweepError(
+            f"{path}: parameter(s) {', '.join(unknown)} unknown to this version of ragsweep's "
+            "pipeline (the folder was written by another version): start a new run"
+        )
+    return arguments
+
+
 def execute(
     pipeline: Callable[..., Any],
     run_dir: Path,
@@ -162,7 +178,7 @@ def execute(
     from ragsweep.reporting import tracking
     from ragsweep.store import database
 
-    arguments = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
+    arguments = run_arguments(pipeline, run_dir)
     reads = step_reads(pipeline, arguments)
     if resumed:
         for line in changes(read_marker(run_dir).get("reads"), reads):

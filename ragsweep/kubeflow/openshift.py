@@ -591,7 +591,7 @@ def preflight(package: Path, arguments: dict[str, Any]) -> RunSettings:
     """Check the arguments here, as the pipeline's first step (``configure``) would there,
     with the same function: names, locations, search space (with AutoRAG's preset and
     vector store), budget, metric, model settings. Reads ``package`` alone: no cluster is
-    asked. The settings the run would have."""
+    asked. The settings the run would have; what its space leaves out is warned of."""
     from ragsweep.kubeflow.parameters import run_settings
 
     check_arguments(package, arguments)
@@ -600,4 +600,6 @@ def preflight(package: Path, arguments: dict[str, Any]) -> RunSettings:
     for name, spec in inputs.items():  # a compiled default integer reads back as 3.0
         if spec.get("parameterType") == "NUMBER_INTEGER" and isinstance(values[name], float):
             values[name] = int(values[name]) if values[name].is_integer() else values[name]
-    return run_settings(values)
+    settings = run_settings(values)
+    settings.space.log_pruned()
+    return settings

@@ -8,7 +8,6 @@ from typing import Any
 
 from ragsweep.documents.sources import locations
 from ragsweep.documents.testsets import test_data_location
-from ragsweep.kubeflow.autorag import apply
 from ragsweep.sweep.options import SHAPERS, build_settings, pipeline_options
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import SearchSpace
@@ -40,10 +39,12 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
     the run; the Secrets' names and the side steps' own are not among them), validated:
     a mistake fails the run's first step, before any data is read."""
     p = parameters
-    # older runs' settings.json hold no preset nor store: their space has them applied
-    shaped = apply(p["search_space"], p.get("preset", ""), p.get("vector_io_provider_id", ""))
-    space = SearchSpace.from_parameters(shaped, p["embedding_models"], p["generation_models"])
+    space = SearchSpace.data_of_parameters(
+        p["search_space"], p["embedding_models"], p["generation_models"]
+    )
     given = {o.name: p[o.parameter] for o in pipeline_options() if o.nest != "space"}
+    # older runs' settings.json hold no preset nor store: their space has them applied
+    given.update({shaper.name: p.get(shaper.name, "") for shaper in SHAPERS})
     docs, *more_docs = locations(
         p["input_data_bucket_name"], p["input_data_key"], p["input_data_keys"]
     )
@@ -53,7 +54,7 @@ def run_settings(parameters: dict[str, Any]) -> RunSettings:
     return build_settings(
         given,
         "pipeline parameters",
-        space.to_dict(),
+        space,
         p["llm"],
         p["qa_generation"],
         tuple(more_docs),

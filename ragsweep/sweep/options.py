@@ -17,6 +17,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.option_fields import NOT, OWN, Option, declared
 from ragsweep.documents.qagen import QASettings
 from ragsweep.models.llm import LLMSettings
+from ragsweep.sweep.presets import shaped
 from ragsweep.sweep.settings import RunSettings
 from ragsweep.sweep.space import (
     FIELD_TYPES,
@@ -152,13 +153,14 @@ def build_settings(
 ) -> RunSettings:
     """A run's settings, validated: ``given`` options' values by canonical name (None or
     absent: not given, the default) over the nests' own data (a ``--space`` file's or the
-    pipeline's dict parameters; AutoRAG's ``SHAPERS`` applied to the space by the caller).
+    pipeline's dict parameters); AutoRAG's ``SHAPERS`` in ``given`` reshape the space
+    (``ragsweep.sweep.presets``) before the options given set its fields.
     Lists may be given as comma-separated text. A mistake names ``source`` (or the nest's
     own, ``nest_sources``)."""
     named = {nest: (nest_sources or {}).get(nest, source) for nest in NEST_PARAMETERS}
     nests: dict[str, dict[str, Any]] = {
         "": {},
-        "space": dict(space or {}),
+        "space": shaped(dict(space or {}), *(given.get(s.name) or "" for s in SHAPERS)),
         "llm": dict(llm or {}),
         "qa_generation": dict(qa_generation or {}),
     }

@@ -337,18 +337,16 @@ class SearchSpace:
                 origin,
             )
 
-    @classmethod
-    def from_parameters(
-        cls,
+    @staticmethod
+    def data_of_parameters(
         search_space: dict[str, Any],
         embedding_models: list[str],
         generation_models: list[str] | None = None,
-    ) -> SearchSpace:
-        """The space of the pipeline's parameters: ``embedding_models`` and
-        ``generation_models`` (Red Hat AutoRAG's names) and ``search_space``, every other
-        field. ``search_space``'s ``answerers``, the older spelling, is read when
-        ``generation_models`` is empty. What it prunes is a warning (``pruned``): AutoRAG's
-        ``preset`` lists chunk sizes whatever the model reads."""
+    ) -> dict[str, Any]:
+        """The space's data from the pipeline's parameters (``to_parameters``' inverse):
+        ``embedding_models`` and ``generation_models`` (Red Hat AutoRAG's names) and
+        ``search_space``, every other field. ``search_space``'s ``answerers``, the older
+        spelling, is read when ``generation_models`` is empty."""
         if "embedding_models" in search_space:
             raise RagsweepError(
                 "search_space: give the embedding models as the embedding_models parameter"
@@ -361,10 +359,13 @@ class SearchSpace:
                     "generation_models parameter"
                 )
             data["answerers"] = [answerer_of(m) for m in generation_models]
-        space = cls.from_dict(data, "pipeline parameters")
-        for reason in space.pruned():  # e.g. a preset's chunk sizes a model cannot read
+        return data
+
+    def log_pruned(self) -> None:
+        """Warn of each chunk configuration left out (``pruned``): e.g. a preset's chunk
+        sizes a model cannot read whole."""
+        for reason in self.pruned():
             log.warning("pruned: %s", reason)
-        return space
 
     def to_parameters(self) -> dict[str, Any]:
         """The pipeline's ``search_space``, ``embedding_models`` and ``generation_models``."""
