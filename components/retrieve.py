@@ -12,8 +12,9 @@ def retrieve(
     chunk_group: dict,
     retrievals: Output[Dataset],
 ):
-    """Retrieve for every question with every configuration sharing a chunk configuration
-    of ``chunk_group`` (one chunk set of ``chunks`` at a time), in the run's space: each
+    """Retrieve for every question (of the item's question block, when retrieval is split)
+    with every configuration sharing a chunk configuration of ``chunk_group`` (one chunk
+    set of ``chunks`` at a time), in the run's space: each
     chunk set is loaded into each vector store and index of the space (connections from the
     RAGSWEEP_<STORE>_* environment), and its collections dropped unless the run keeps them
     (``keep_collections``); the questions' vectors come with the chunks (else through the
@@ -27,7 +28,7 @@ def retrieve(
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.embeddings.cache import EmbeddingCache
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.sweep.fanout import question_vectors
+    from ragsweep.sweep.fanout import question_block, question_vectors
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import retrieve_group
 
@@ -36,7 +37,7 @@ def retrieve(
         run.fix_runtimes()  # the run's, whatever device this step has
         table = retrieve_group(
             chunks.path,
-            read_table(questions.path, "testset"),
+            question_block(read_table(questions.path, "testset"), chunk_group),
             run.space,
             chunk_group["chunk_configs"],
             EmbeddingCache(run.embedding_cache, tiers=[question_vectors(chunks.path)]),
