@@ -54,7 +54,7 @@ def plan(
             testset.num_rows,
         )
         compiled = os.environ.get(sizing.MEMORY_LIMITS_ENV, "")
-        limits = sizing.memory_limits(run.memory_limit, compiled)
+        limits, source = sizing.memory_limits(run.memory_limit, compiled)
         if limits:  # the documents are read only to be sized
             table = read_table(documents.path, "documents")
             whole = run.retrieval_question_blocks > 1
@@ -67,6 +67,6 @@ def plan(
             peaks = sizing.estimate_peaks(
                 document_sizes(table), items, shards, testset.num_rows, run.space, per_token
             )
-            cluster = not run.memory_limit
-            sizing.check_memory(peaks, limits, testset.num_rows, cluster)
+            cluster = bool(compiled)  # the options to change are then submit's -p
+            sizing.check_memory(peaks, limits, source, testset.num_rows, cluster)
         return items

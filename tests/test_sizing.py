@@ -115,15 +115,20 @@ def test_a_limit_too_small_names_the_step_the_estimate_and_how_many_blocks_fit()
     assert chunk_embed.bytes < limit < retrieve.bytes  # only retrieve is over
     limits = dict.fromkeys(sizing.HEAVY_STEPS, limit)
     with pytest.raises(RagsweepError) as error:
-        sizing.check_memory(unsplit, limits, 20_000)
+        sizing.check_memory(unsplit, limits, "--memory-limit", 20_000)
     message = str(error.value)
     assert message.startswith(f"step retrieve would need about {retrieve.bytes / MIB:,.0f} MiB")
     assert f"over its memory limit of {limit / MIB:,.0f} MiB (--memory-limit)" in message
     blocks = int(message.split("--retrieval-question-blocks ")[1].split(")")[0])
     assert blocks > 1
-    sizing.check_memory(peaks_of(blocks, questions=20_000), limits, 20_000)  # and they fit
-    with pytest.raises(RagsweepError, match=r"-p retrieval_question_blocks=\d+\).*submit"):
-        sizing.check_memory(unsplit, limits, 20_000, cluster=True)
+    sizing.check_memory(
+        peaks_of(blocks, questions=20_000), limits, "--memory-limit", 20_000
+    )  # and they fit
+    _, pods = sizing.memory_limits("", "retrieve=1Gi")
+    with pytest.raises(
+        RagsweepError, match=r"submit --resources FILE\): .*-p retrieval_question_blocks="
+    ):
+        sizing.check_memory(unsplit, limits, pods, 20_000, cluster=True)
 
 
 def test_an_embedding_shard_too_large_is_told_a_shard_size_that_fits():
@@ -131,16 +136,16 @@ def test_an_embedding_shard_too_large_is_told_a_shard_size_that_fits():
     shard = next(p for p in peaks if p.step == "embed_shard")
     limits = {"embed_shard": shard.bytes - 50 * MIB}
     with pytest.raises(RagsweepError, match="step embed_shard") as error:
-        sizing.check_memory(peaks, limits, 200)
+        sizing.check_memory(peaks, limits, "--memory-limit", 200)
     smaller = int(str(error.value).split("--embedding-shard-bytes ")[1].split(")")[0])
     assert smaller < 4_000_000
     fits = peaks_of(1, shard_bytes=smaller)
-    sizing.check_memory(fits, limits, 200)
+    sizing.check_memory(fits, limits, "--memory-limit", 200)
 
 
 def test_no_limit_is_no_check_and_the_runs_limit_applies_to_every_heavy_step():
-    assert sizing.memory_limits("", "") == {}
-    assert sizing.memory_limits("2GB", "retrieve=4Gi") == dict.fromkeys(
-        sizing.HEAVY_STEPS, 2_000_000_000
-    )
-    assert sizing.memory_limits("", "retrieve=4Gi") == {"retrieve": 4 << 30}
+    assert sizing.memory_limits("", "") == ({}, "")
+    limits, source = sizing.memory_limits("2GB", "retrieve=4Gi")
+    assert limits == dict.fromkeys(sizing.HEAVY_STEPS, 2_000_000_000) and "--memory-limit" in source
+    limits, source = sizing.memory_limits("", "retrieve=4Gi")
+    assert limits == {"retrieve": 4 << 30} and "submit --resources" in source

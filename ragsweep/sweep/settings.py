@@ -204,8 +204,7 @@ class RunSettings:
         "",
         help="Refuse a corpus, before the sweep, when a step's estimated peak memory "
         "(chunk_embed, embed_shard, retrieve) exceeds this, e.g. 2GB, 1500MB or 4Gi; "
-        "empty: no check (submit and schedule: each step's pod memory limit).",
-        pipeline=NOT,
+        "empty: no check (on a cluster: each of those steps' pod memory limit).",
     )
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
     sweep_name: str = option(

@@ -165,23 +165,25 @@ def estimate_peaks(
     return peaks
 
 
-def memory_limits(memory_limit: str, compiled: str) -> dict[str, int]:
-    """The limits to check, by step: the run's ``memory_limit`` for every heavy step, else
-    the pods' as compiled (``compiled``: ``MEMORY_LIMITS_ENV``'s value); none: no check."""
+def memory_limits(memory_limit: str, compiled: str) -> tuple[dict[str, int], str]:
+    """The limits to check, by step, and where they come from: the run's ``memory_limit``
+    for every heavy step, else the pods' as compiled (``compiled``: ``MEMORY_LIMITS_ENV``'s
+    value); none: no check."""
     given = parse_size(memory_limit, "memory_limit (--memory-limit)")
     if given:
-        return dict.fromkeys(HEAVY_STEPS, given)
-    return step_limits(compiled) if compiled else {}
+        return dict.fromkeys(HEAVY_STEPS, given), "memory_limit, --memory-limit"
+    if compiled:
+        return step_limits(compiled), "the pod's memory_limit, submit --resources FILE"
+    return {}, ""
 
 
 def check_memory(
-    peaks: list[Peak], limits: dict[str, int], questions: int, cluster: bool = False
+    peaks: list[Peak], limits: dict[str, int], source: str, questions: int, cluster: bool = False
 ) -> None:
-    """Refuse the run when a step's estimated peak exceeds its limit (``limits`` by step):
-    one line naming the step, its estimate, the limit and what to change (options as
-    ``submit -p`` takes them when on a ``cluster``, where the limits are the pods'); the
-    step furthest over its limit is named."""
-    source = "its memory_limit in submit --resources FILE" if cluster else "--memory-limit"
+    """Refuse the run when a step's estimated peak exceeds its limit (``limits`` by step,
+    from ``source``): one line naming the step, its estimate, the limit and what to change
+    (options as ``submit -p`` takes them on a ``cluster``); the step furthest over its limit
+    is named."""
     over = [p for p in peaks if p.step in limits and p.bytes > limits[p.step]]
     if not over:
         return
