@@ -21,7 +21,6 @@ def plan(
     from ragsweep.core.schemas import read_table
     from ragsweep.evaluation.scoring import AUTORAG_METRICS
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.models.embedding import load_tokenizer
     from ragsweep.sweep import sizing
     from ragsweep.sweep.fanout import (
         document_sizes,
@@ -56,6 +55,8 @@ def plan(
         compiled = os.environ.get(sizing.MEMORY_LIMITS_ENV, "")
         limits, source = sizing.memory_limits(run.memory_limit, compiled)
         if limits:  # the documents are read only to be sized
+            from ragsweep.models.embedding import load_tokenizer
+
             table = read_table(documents.path, "documents")
             whole = run.retrieval_question_blocks > 1
             shards = shard_items(chunk_configs, table, run.embedding_shard_bytes, whole)

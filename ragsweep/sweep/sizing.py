@@ -4,14 +4,17 @@ step's memory limit, saying what to change.
 
 The costs are read from benchmarks/README.md, "At scale" (``bench_scale.py``, the rerun of
 2026-12-01 05:06 UTC: 384-dimension vectors from a hashing endpoint, so no model's weights
-are in them), and are to be measured again by the next run of that benchmark:
+are in them), and are to be measured again by the next run of that benchmark. Its MB are
+MiB, as the steps' cost lines count them (``peak_memory_mb``):
 
 - ``STEP_BASE``: a step process's imports and runtime, ~300 MB, a reading of the small
-  runs' figures in that table (the steps that hold little data peak at 90-330 MB).
+  figures in that table (the steps that hold little data peak at 73-347 MB there).
 - the tokens: each embedding model's tokenizer reads a sample of the documents
-  (``SAMPLE_BYTES``, evenly spread) for their bytes a token (2.65 on the synthetic corpus,
-  ~3.9 on examples/docs with all-MiniLM-L6-v2's), and each document's chunks are its
-  tokens over the stride, rounded up.
+  (``SAMPLE_BYTES``, evenly spread) for their bytes a token (~2.65 on the synthetic corpus,
+  from its 26.6 MB and 161,587 chunks of 64 tokens; 4.06 on examples/docs with
+  all-MiniLM-L6-v2's), and each document's chunks are its tokens over the stride, rounded
+  up (examples/docs: 373, 191, 102 chunks estimated at 64, 128, 256 tokens; 380, 194, 101
+  made).
 - ``CHUNK_EMBED_PER_CHUNK``: ``chunk_embed`` peaked at 1,719 MB on that chunk set:
   (1,719 - 300) MB / 161,587 chunks. It holds one chunk set at a time.
 - ``EMBED_SHARD_PER_CHUNK``: ``embed_shard`` peaked at 1,115 MB on a shard of half the
