@@ -25,16 +25,21 @@ def retrieve(
     question: the retrieved chunks, their documents and texts, the store's recall against
     exact search, its query latency and index build time).
     """
+    import os
+
     from ragsweep.core.schemas import read_table, write_table
     from ragsweep.embeddings.cache import EmbeddingCache
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.sweep.fanout import question_block, question_vectors
+    from ragsweep.retrieval.store_search import RUN_ID_ENV
+    from ragsweep.sweep.fanout import block_run_id, question_block, question_vectors
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import retrieve_group
 
     with pipeline_step():
         run = read_settings(settings.path)
         run.fix_runtimes()  # the run's, whatever device this step has
+        if os.environ.get(RUN_ID_ENV):  # a split's blocks get collections of their own
+            os.environ[RUN_ID_ENV] = block_run_id(os.environ[RUN_ID_ENV], chunk_group)
         table = retrieve_group(
             chunks.path,
             question_block(read_table(questions.path, "testset"), chunk_group),

@@ -227,6 +227,14 @@ def test_question_blocks_cross_every_group_and_cover_each_question_once():
         fanout.retrieval_items(groups, 0, 7)
 
 
+def test_each_question_block_names_its_collections_apart_when_the_run_has_an_id():
+    [one, two] = fanout.retrieval_items(fanout.group_chunk_configs(CONFIGS[:1], 1), 2, 4)
+    names = {fanout.block_run_id("20261206-0600", item) for item in (one, two)}
+    assert names == {"20261206-0600-block0", "20261206-0600-block1"}
+    assert fanout.block_run_id("20261206-0600", {"group": 0}) == "20261206-0600"  # unsplit
+    assert fanout.block_run_id("", one) == ""  # no id: each step's collections are random
+
+
 def test_a_split_run_lists_every_chunk_set_as_a_shard_even_below_the_shard_size():
     items = fanout.shard_items(CONFIGS[:2], DOCS, 0, whole=True)
     assert [(i["chunk_config"]["chunk_config_id"], i["first"], i["stop"]) for i in items] == [

@@ -154,6 +154,17 @@ def question_block(testset: pa.Table, item: dict[str, Any]) -> pa.Table:
     return testset.slice(first, stop - first)
 
 
+def block_run_id(run_id: str, item: dict[str, Any]) -> str:
+    """The run id a retrieval item's step names its vector-store collections by
+    (``store_search.collection_name``): with the block's number when retrieval is split,
+    since blocks of one group may run at once and would otherwise load and drop one
+    collection; as it is otherwise, and when empty (each step's collections then get a
+    random id)."""
+    if not run_id or "blocks" not in item:
+        return run_id
+    return f"{run_id}-block{int(item['block'])}"
+
+
 def chunk_set_path(folder: str | Path, chunk_config_id: str) -> Path:
     """Where a group's chunks artifact (a folder) keeps one chunk set."""
     return Path(folder) / f"{chunk_config_id}.arrow"
