@@ -14,12 +14,12 @@ def retrieve(
 ):
     """Retrieve for every question (of the item's question block, when retrieval is split)
     with every configuration sharing a chunk configuration of ``chunk_group`` (one chunk
-    set of ``chunks`` at a time), in the run's space: each
-    chunk set is loaded into each vector store and index of the space (connections from the
-    RAGSWEEP_<STORE>_* environment), and its collections dropped unless the run keeps them
-    (``keep_collections``); the questions' vectors come with the chunks (else through the
-    run's ``embedding_cache``, a folder or s3:// prefix; empty: none), so the model is not
-    loaded.
+    set of ``chunks`` at a time), in the run's space: each chunk set is loaded into each
+    vector store and index of the space (connections from the RAGSWEEP_<STORE>_*
+    environment; a block's collections named apart), and its collections dropped unless
+    the run keeps them (``keep_collections``); the questions' vectors come with the
+    chunks (else through the run's ``embedding_cache``, a folder or s3:// prefix; empty:
+    none), so the model is not loaded.
 
     Output: ``retrievals``, an Arrow artifact of kind retrievals (one row per config x
     question: the retrieved chunks, their documents and texts, the store's recall against
