@@ -18,7 +18,8 @@ def chunk_embed(
     computed (``sharded``, read only), then from the run's ``embedding_cache`` (a folder or
     s3:// prefix; empty: a folder of this step's own), kept under its ``cache_max_gb`` GB by
     evicting the least recently used (0: no cap); the model embeds the rest, loaded once,
-    and the test set's ``questions``.
+    and the test set's ``questions`` (those of the item's question block, when retrieval
+    is split: the shard steps embedded every chunk set, so this step embeds no chunk).
 
     Output: ``chunks``, a folder of one Arrow artifact of kind chunks (text, character span,
     embedding) per chunk configuration, named by its id, and the questions' vectors.
@@ -28,6 +29,7 @@ def chunk_embed(
     from ragsweep.core.schemas import read_table
     from ragsweep.embeddings.cache import EmbeddingCache
     from ragsweep.kubeflow.step import pipeline_step
+    from ragsweep.sweep.fanout import question_block
     from ragsweep.sweep.settings import read_settings
     from ragsweep.sweep.steps import build_chunk_sets
 
@@ -39,5 +41,5 @@ def chunk_embed(
             chunk_group["chunk_configs"],
             EmbeddingCache(run.embedding_cache or scratch, run.cache_max_gb, tiers=[sharded.path]),
             chunks.path,
-            read_table(questions.path, "testset"),
+            question_block(read_table(questions.path, "testset"), chunk_group),
         )

@@ -8,7 +8,9 @@ from ragsweep.components import BASE_IMAGE
 def plan_shards(settings: Input[Dataset], documents: Input[Dataset]) -> list:
     """List the shards embedded by parallel steps: every chunk configuration x run of
     documents of about the run's ``embedding_shard_bytes`` bytes of text, when the
-    documents exceed it (0: never; then the list is empty)."""
+    documents exceed it (0: never; then the list is empty); every chunk configuration over
+    all the documents at least, when retrieval is split into question blocks (each block's
+    ``chunk_embed`` then reads these vectors, and nothing is embedded twice)."""
     from ragsweep.core.schemas import read_table
     from ragsweep.kubeflow.step import pipeline_step
     from ragsweep.sweep.fanout import shard_items
@@ -20,4 +22,5 @@ def plan_shards(settings: Input[Dataset], documents: Input[Dataset]) -> list:
             run.space.chunk_configs(),
             read_table(documents.path, "documents"),
             run.embedding_shard_bytes,
+            whole=run.retrieval_question_blocks > 1,
         )

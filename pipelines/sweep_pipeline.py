@@ -170,6 +170,7 @@ def steps(
         plan(
             settings=settings,
             questions=questions.outputs["questions"],
+            documents=inputs.outputs["documents"],  # sized against the steps' memory limits
             groups=tasks.loop_parallelism(),  # one group per branch that runs at once
         ),
         **llm_secrets,  # a space with query transformations checks the endpoint here
@@ -179,7 +180,9 @@ def steps(
     # one step each, and gathered by one merge that every chunk_embed reads before it embeds.
     # The loop is flat and never empty (kfp.local 2.17 collects from neither a nested nor
     # an empty loop, and no Collected can feed a task inside the next loop: hence the merge).
+    # It starts once plan has checked the budget and the memory: nothing embeds before.
     shards = tasks.step(plan_shards(settings=settings, documents=inputs.outputs["documents"]))
+    shards.after(chunk_groups)
     with dsl.ParallelFor(shards.output, parallelism=tasks.loop_parallelism()) as shard:
         embedded = tasks.step(
             embed_shard(settings=settings, documents=inputs.outputs["documents"], shard=shard),
@@ -191,7 +194,13 @@ def steps(
     # Inside the loop kfp.local (2.17) resolves only pipeline parameters, the loop item and
     # artifacts: hence settings as an artifact. The fan-out's parallelism is fixed when the
     # pipeline is built (ragsweep.kubeflow.tasks); a branch takes a group of chunk
-    # configurations, so each process loads its model once.
+    # configurations, so each process loads its model once. With retrieval_question_blocks
+    # above 1, a branch is a (group, block of questions) pair: retrieval's rows, which grow
+    # with the questions, are split across steps within this one flat loop (the only shape
+    # kfp.local collects from: a loop of blocks nested in the groups', or a second loop
+    # reading this one's chunks, is not). Each branch's chunk_embed rebuilds its group's
+    # chunk sets from the vectors the shard loop embedded (plan_shards then lists every
+    # chunk set), embedding only its block's questions: nothing is embedded twice.
     with dsl.ParallelFor(chunk_groups.output, parallelism=tasks.loop_parallelism()) as chunk_group:
         chunks = tasks.step(
             chunk_embed(

@@ -404,7 +404,11 @@ def test_the_plan_step_refuses_a_budget_the_agents_alone_would_spend(tmp_path, c
         agents=["mybot=http://bot.example/v1", "other=http://bot.example/v2"],
     )
     with pytest.raises(SystemExit) as exit_info:
-        plan.python_func(settings=settings, questions=questions)
+        plan.python_func(
+            settings=settings,
+            questions=questions,
+            documents=dsl.Dataset(uri=str(tmp_path / "docs")),
+        )
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "the deployed assistants (--agent) take 40 LLM calls" in message

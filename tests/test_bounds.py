@@ -157,6 +157,14 @@ KB = ["--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.jso
             "embedding_shard_bytes (--embedding-shard-bytes): must be 0 (never shard) or more, "
             "not -1",
         ),
+        (
+            ["run", *KB, "--retrieval-question-blocks", "0"],
+            "retrieval_question_blocks (--retrieval-question-blocks): must be 1 or more, not 0",
+        ),
+        (
+            ["run", *KB, "--memory-limit", "lots"],
+            "memory_limit (--memory-limit): 'lots' is not a size like 2GB, 1500MB or 4Gi",
+        ),
         (["run", *KB, "--top", "-1"], "--top: must be 0 (every row) or more, not -1"),
         (
             ["generate", "--docs", "d", "--out", "t.jsonl", "--llm", "m", "--num-questions", "-3"],

@@ -33,6 +33,11 @@ def artifact(tmp_path, name):
     return dsl.Dataset(uri=str(tmp_path / name))
 
 
+def unread(tmp_path):
+    """A documents artifact ``plan`` reads only to size them against a memory limit."""
+    return artifact(tmp_path, "unread-documents")
+
+
 @pytest.fixture
 def small_kb(tmp_path):
     docs = tmp_path / "docs"
@@ -81,7 +86,9 @@ def test_steps_chain_from_settings_to_a_ranked_leaderboard(tmp_path, small_kb):
     resolved = read_table(questions.path, "testset").column("reference_doc_ids").to_pylist()
     assert resolved == [["admin/ports.md"], ["plans.txt"]]
 
-    [group] = plan.python_func(settings=settings, questions=questions, groups=1)
+    [group] = plan.python_func(
+        settings=settings, questions=questions, documents=documents, groups=1
+    )
     [chunk_config] = group["chunk_configs"]
     assert plan_shards.python_func(settings=settings, documents=documents) == [NO_SHARD]
     sharded = artifact(tmp_path, "sharded")
@@ -174,7 +181,7 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
         tmp_path / "big", **space.to_parameters(), input_data_key="docs", max_llm_calls=50
     )
     with pytest.raises(SystemExit) as exit_info:
-        plan.python_func(settings=settings, questions=questions)
+        plan.python_func(settings=settings, questions=questions, documents=unread(tmp_path))
     assert exit_info.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "max_llm_calls=50 is too few for 4 configurations x 40 questions" in message
@@ -186,7 +193,7 @@ def test_plan_step_refuses_a_budget_too_small_for_the_test_set(tmp_path, capsys)
     settings = configured(
         tmp_path / "small", **small.to_parameters(), input_data_key="docs", max_llm_calls=50
     )
-    assert plan.python_func(settings=settings, questions=questions)
+    assert plan.python_func(settings=settings, questions=questions, documents=unread(tmp_path))
 
 
 def test_plan_step_counts_the_relevance_ratings_of_an_autorag_metric(tmp_path, capsys):
@@ -195,12 +202,14 @@ def test_plan_step_counts_the_relevance_ratings_of_an_autorag_metric(tmp_path, c
     space = SearchSpace(chunk_sizes=(64,), top_ks=(1,), search_types=("similarity",))
     judged = {"input_data_key": "docs", "llm": {"judge": "j"}, "max_llm_calls": 15}
     settings = configured(tmp_path / "verdicts", **space.to_parameters(), **judged)
-    assert plan.python_func(settings=settings, questions=questions)  # 10 verdicts fit
+    assert plan.python_func(
+        settings=settings, questions=questions, documents=unread(tmp_path)
+    )  # 10 verdicts fit
     rated = configured(
         tmp_path / "rated", **space.to_parameters(), **judged, optimization_metric="overall_score"
     )
     with pytest.raises(SystemExit):  # and 10 ratings beside them do not
-        plan.python_func(settings=rated, questions=questions)
+        plan.python_func(settings=rated, questions=questions, documents=unread(tmp_path))
     assert "max_llm_calls=15 is too few" in capsys.readouterr().err
 
 

@@ -207,3 +207,84 @@ def test_a_negative_shard_size_is_a_clear_error():
     )
     with pytest.raises(ValueError, match="shard bytes must be 0"):
         fanout.shard_items(CONFIGS, documents(["a"]), -1)
+
+
+def test_question_blocks_cross_every_group_and_cover_each_question_once():
+    groups = fanout.group_chunk_configs(CONFIGS, 2)
+    items = fanout.retrieval_items(groups, 3, 7)
+    assert [(i["group"], i["block"], i["blocks"]) for i in items] == [
+        (g, b, 3) for g in (0, 1) for b in range(3)
+    ]
+    assert ids(items) == [ids(groups)[0]] * 3 + [ids(groups)[1]] * 3
+    testset = pa.table({"question_id": [f"q{n}" for n in range(7)]})
+    blocks = [fanout.question_block(testset, i)["question_id"].to_pylist() for i in items[:3]]
+    assert [len(b) for b in blocks] == [3, 2, 2]
+    assert sum(blocks, []) == testset["question_id"].to_pylist()
+    assert fanout.retrieval_items(groups, 1, 7) == groups  # one block: the groups unchanged
+    assert fanout.question_block(testset, groups[0]).equals(testset)
+    assert len(fanout.retrieval_items(groups, 9, 2)) == 2 * 2  # never an empty block
+    with pytest.raises(ValueError, match="question blocks must be 1"):
+        fanout.retrieval_items(groups, 0, 7)
+
+
+def test_each_question_block_names_its_collections_apart_when_the_run_has_an_id():
+    [one, two] = fanout.retrieval_items(fanout.group_chunk_configs(CONFIGS[:1], 1), 2, 4)
+    names = {fanout.block_run_id("20261206-0600", item) for item in (one, two)}
+    assert names == {"20261206-0600-block0", "20261206-0600-block1"}
+    assert fanout.block_run_id("20261206-0600", {"group": 0}) == "20261206-0600"  # unsplit
+    assert fanout.block_run_id("", one) == ""  # no id: each step's collections are random
+
+
+def test_a_split_run_lists_every_chunk_set_as_a_shard_even_below_the_shard_size():
+    items = fanout.shard_items(CONFIGS[:2], DOCS, 0, whole=True)
+    assert [(i["chunk_config"]["chunk_config_id"], i["first"], i["stop"]) for i in items] == [
+        ("c0", 0, 3),
+        ("c1", 0, 3),
+    ]
+    assert all(map(fanout.is_shard, items))
+    assert fanout.shard_items(CONFIGS[:2], documents([]), 0, whole=True) == [fanout.NO_SHARD]
+
+
+def test_retrieval_split_by_question_blocks_equals_the_whole_and_embeds_nothing_twice(
+    tmp_path, space
+):
+    testset = pa.table(
+        {
+            "question_id": ["q1", "q2", "q3"],
+            "question": ["Who opens ports?", "How are exports written?", "When do plans renew?"],
+        }
+    )
+    chunk_configs = space.chunk_configs()
+    [group] = fanout.group_chunk_configs(chunk_configs, 1)
+    keep = ["config_id", "question_id", "retrieved_chunk_ids", "retrieved_doc_ids", "passages"]
+
+    whole_cache = EmbeddingCache(tmp_path / "whole-cache")
+    build_chunk_sets(DOCS, chunk_configs, whole_cache, tmp_path / "whole", testset)
+    reader = EmbeddingCache(tiers=[fanout.question_vectors(tmp_path / "whole")])
+    whole = retrieve_group(tmp_path / "whole", testset, space, chunk_configs, reader)
+
+    # as the pipeline runs a split: the shard loop embeds each chunk set once, then each
+    # (group, block) branch rebuilds the chunk sets from those vectors and retrieves its block
+    for n, item in enumerate(fanout.shard_items(chunk_configs, DOCS, 0, whole=True)):
+        embed_shard(DOCS, item, EmbeddingCache(), EmbeddingCache(tmp_path / f"shard{n}"))
+    merged = tmp_path / "merged"
+    fanout.merge_folders([tmp_path / f"shard{n}" for n in range(len(chunk_configs))], merged)
+    parts, questions_embedded = [], 0
+    for item in fanout.retrieval_items([group], 2, testset.num_rows):
+        block = fanout.question_block(testset, item)
+        folder = tmp_path / f"block{item['block']}"
+        cache = EmbeddingCache(tmp_path / f"cache{item['block']}", tiers=[merged])
+        build_chunk_sets(DOCS, item["chunk_configs"], cache, folder, block)
+        questions_embedded += cache.encoded  # no chunk: only the block's questions
+        reader = EmbeddingCache(tiers=[fanout.question_vectors(folder)])
+        parts.append(retrieve_group(folder, block, space, item["chunk_configs"], reader))
+        assert reader.encoded == 0
+    assert questions_embedded == testset.num_rows  # one model, one query prefix
+
+    def ordered(table: pa.Table) -> pa.Table:
+        order = [("config_id", "ascending"), ("question_id", "ascending")]
+        return table.select(keep).sort_by(order)
+
+    split = pa.concat_tables(parts)
+    assert split.num_rows == whole.num_rows == len(space.all_configs()) * testset.num_rows
+    assert ordered(split).equals(ordered(whole))

@@ -231,7 +231,11 @@ def test_a_budget_too_small_stops_the_run_at_planning_before_any_embedding(tmp_p
         llm=LLMSettings(judge="judge").to_dict(),
     )  # fmt: skip
     with pytest.raises(SystemExit) as stopped:
-        plan.python_func(settings=settings, questions=questions)
+        plan.python_func(
+            settings=settings,
+            questions=questions,
+            documents=dsl.Dataset(uri=str(tmp_path / "docs")),
+        )
     assert stopped.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "max_llm_calls=50 is too few for 2 configurations x 64 questions" in message

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_pipeline import example_subset, ragsweep
+from test_pipeline import EXAMPLES, example_subset, ragsweep
 
 from ragsweep.core.schemas import read_table
 
@@ -70,3 +70,68 @@ def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(llm_
     assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
     for metric in ("context_correctness", "answer_correctness", "document_recall"):
         assert boards[1][metric].to_pylist() == pytest.approx(boards[0][metric].to_pylist())
+
+
+def blocks_run(tmp_path: Path, docs: Path, testset: Path, name: str, *more: str):
+    output = tmp_path / name
+    result = ragsweep(
+        "run",
+        *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64"),
+        *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
+        *("--embedding-models", "openai:embedder", "--output", str(output), *more),
+    )
+    return result, output
+
+
+def test_retrieval_split_into_question_blocks_embeds_nothing_twice_and_ranks_as_the_whole(
+    llm_server, tmp_path
+):
+    llm_server.models.append("embedder")
+    docs, testset = example_subset(tmp_path, questions=5)
+    result, output = blocks_run(tmp_path, docs, testset, "whole")
+    assert result.returncode == 0, result.stderr[-3000:]
+    [whole] = output.iterdir()
+    embedded_whole = sorted(llm_server.embedded)
+    llm_server.embedded.clear()
+    result, output = blocks_run(
+        tmp_path, docs, testset, "blocks", "--retrieval-question-blocks", "2"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [split] = output.iterdir()
+
+    # every chunk text and question went to the endpoint once, as in the unsplit run
+    assert sorted(llm_server.embedded) == embedded_whole
+    assert len(set(embedded_whole)) == len(embedded_whole)
+    log = (split / "pipeline.log").read_text()
+    [shard] = step_logs(log, "embed-shard")  # the one chunk set, embedded once
+    assert all(new > 0 for _, new in chunk_embeddings(shard))
+    branches = step_logs(log, "chunk-embed")
+    assert len(branches) == 2  # a (group, block) branch each: read the chunks, embed nothing
+    assert all(new == 0 for b in branches for _, new in chunk_embeddings(b))
+    retrieves = step_logs(log, "retrieve")
+    assert len(retrieves) == 2
+
+    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, split)]
+    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
+    for metric in ("context_correctness", "answer_correctness", "document_recall"):
+        assert boards[1][metric].to_pylist() == boards[0][metric].to_pylist()
+
+
+def test_a_corpus_over_the_memory_limit_stops_at_planning_naming_the_step_and_the_fix(tmp_path):
+    output = tmp_path / "limited"
+    result = ragsweep(
+        "run",
+        *("--docs", str(EXAMPLES / "docs"), "--testset", str(EXAMPLES / "testset.json")),
+        *("--chunk-sizes", "64", "--top-k", "1", "--search-types", "similarity"),
+        *("--no-store", "--output", str(output), "--memory-limit", "310MB"),
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    [line] = [line for line in result.stdout.splitlines() if "would need about" in line]
+    assert re.search(r"error: step (chunk_embed|retrieve) would need about [\d,]+ MiB", line)
+    assert "over its memory limit of 296 MiB (memory_limit, --memory-limit)" in line
+    assert "choose larger chunk sizes" in line and "raise the limit" in line
+    assert "[5/14] plan: failure" in result.stdout
+    [run_dir] = output.iterdir()
+    log = (run_dir / "pipeline.log").read_text()
+    assert not step_logs(log, "embed-shard") and not step_logs(log, "chunk-embed")

@@ -308,3 +308,38 @@ def test_a_local_run_builds_the_fan_out_one_branch_at_a_time_unless_told(tmp_pat
     target = tmp_path / "local.yaml"
     compiler.Compiler().compile(for_local_run(sweep), str(target))
     assert loop_task(documents(target)[0])["iteratorPolicy"] == {"parallelismLimit": 1}
+
+
+def test_submit_compiles_the_shard_and_retrieval_fan_outs_as_parallel_loops_of_their_own(tmp_path):
+    """What ``submit --parallelism 3 --resources FILE`` compiles (``compile_pipeline``): one
+    ParallelFor over plan_shards' items running embed_shard alone, one over plan's (chunk
+    group, question block) items running chunk_embed and retrieve, each bounded to 3
+    branches; the shard loop starts after plan (which refuses a corpus too large before
+    anything embeds), and plan is told the heavy steps' pod memory limits."""
+    from ragsweep.kubeflow.openshift import compile_pipeline
+    from ragsweep.sweep.sizing import MEMORY_LIMITS_ENV
+
+    resources = tmp_path / "resources.yaml"
+    resources.write_text("retrieve: {memory_limit: 3Gi}\n")
+    target = compile_pipeline(tmp_path / "p.yaml", "quay.io/x/ragsweep:1", str(resources), 3)
+    pipeline, _ = documents(target)
+    tasks, components = pipeline["root"]["dag"]["tasks"], pipeline["components"]
+    loops = {
+        task["parameterIterator"]["items"]["inputParameter"]: task
+        for name, task in tasks.items()
+        if name.startswith("for-loop")
+    }
+    assert sorted(loops) == ["pipelinechannel--plan-Output", "pipelinechannel--plan-shards-Output"]
+    for loop in loops.values():
+        assert loop["iteratorPolicy"] == {"parallelismLimit": 3}
+
+    def steps(loop: dict) -> list[str]:
+        return sorted(components[loop["componentRef"]["name"]]["dag"]["tasks"])
+
+    assert steps(loops["pipelinechannel--plan-shards-Output"]) == ["embed-shard"]
+    assert steps(loops["pipelinechannel--plan-Output"]) == ["chunk-embed", "retrieve"]
+    assert "plan" in tasks["plan-shards"]["dependentTasks"]
+    env = pipeline["deploymentSpec"]["executors"]["exec-plan"]["container"]["env"]
+    compiled = {"chunk_embed": RESOURCES["chunk_embed"], "embed_shard": RESOURCES["embed_shard"]}
+    limits = ",".join(f"{step}={r.memory_limit}" for step, r in compiled.items()) + ",retrieve=3Gi"
+    assert {"name": MEMORY_LIMITS_ENV, "value": limits} in env

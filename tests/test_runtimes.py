@@ -92,7 +92,9 @@ def test_a_gpu_chunk_step_and_a_cpu_retrieve_step_embed_with_the_one_runtime_fix
     ingest.python_func(
         settings=settings, testset=art["loaded"], documents=art["documents"], questions=art["qs"]
     )
-    [group] = plan.python_func(settings=settings, questions=art["qs"], groups=1)
+    [group] = plan.python_func(
+        settings=settings, questions=art["qs"], documents=art["documents"], groups=1
+    )
     merge_shards.python_func(shards=[], embeddings=art["sharded"])
     embedded = []  # (step, runtime, texts) of every call that runs the model
     encode, step = embedding.encode, {"name": ""}

@@ -36,6 +36,8 @@ EVERY_FIELD = RunSettings(
     qa_generation=QASettings(model="qa-m", num_questions=5),
     patterns=1,
     embedding_shard_bytes=1234,
+    retrieval_question_blocks=2,
+    memory_limit="4Gi",
     sweep_name="kb-nightly",
     strategy="halving",
     trials_at_once=3,

@@ -23,6 +23,8 @@ per branch), and ``RAGSWEEP_GPU``, the NVIDIA GPUs each embedding step (``GPU_ST
 for (with a node selector and a toleration for GPU nodes; 0 or unset: none). The count is
 also set in the ``configure`` step's environment, which fixes the run's embedding runtime
 (PyTorch on the GPUs) for every step (``embedding_gpus``).
+The heavy steps' memory limits are set in the ``plan`` step's environment
+(``ragsweep.sweep.sizing.MEMORY_LIMITS_ENV``), which refuses a corpus too large for them.
 
 kfp.local ignores the Kubernetes settings (a local step reads the caller's environment) and
 the resources, but honours retries and the fan-out's parallelism: ``for_local_run`` builds
@@ -47,6 +49,7 @@ import yaml
 from ragsweep.core.errors import RagsweepError
 from ragsweep.kubeflow import autorag
 from ragsweep.retrieval.vector_stores import connection_keys
+from ragsweep.sweep.sizing import HEAVY_STEPS, MEMORY_LIMITS_ENV
 
 if TYPE_CHECKING:  # kfp is imported where used: the CLI's other commands never need it
     from kfp import dsl
@@ -206,6 +209,13 @@ def load_resources(path: str | None) -> dict[str, Resources]:
     return resources
 
 
+def memory_limits(resources: dict[str, Resources]) -> str:
+    """The heavy steps' memory limits, as ``plan`` reads them (``MEMORY_LIMITS_ENV``)."""
+    return ",".join(
+        f"{step}={resources.get(step, resources['default']).memory_limit}" for step in HEAVY_STEPS
+    )
+
+
 def count_setting(name: str, value: str | int | None) -> int:
     """A count given as text (an environment variable or option): 0 when empty."""
     text = str(value or "0").strip()
@@ -296,6 +306,8 @@ def step(
         settings.resources.get(name, settings.resources["default"]).apply(task)
     if settings.gpus and name == "configure":  # it fixes the runtime the GPUs run
         task.set_env_variable(GPU_ENV, str(settings.gpus))
+    if settings.resources is not None and name == "plan":  # it checks the corpus against them
+        task.set_env_variable(MEMORY_LIMITS_ENV, memory_limits(settings.resources))
     if settings.gpus and name in GPU_STEPS:
         task.set_accelerator_type(GPU_RESOURCE).set_accelerator_limit(settings.gpus)
         kubernetes.add_node_selector(task, *GPU_NODE_LABEL)

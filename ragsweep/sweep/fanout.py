@@ -9,6 +9,13 @@ travel in one folder artifact, one Arrow file per set, so a step holds one set a
 When the documents exceed ``shard_bytes``, each chunk set is also embedded in *shards*:
 contiguous runs of documents of about equal size, one parallel step each, whose vectors the
 chunk sets' own steps then read instead of embedding them again.
+
+A group's retrieval can also be split into *question blocks* (``retrieval_items``): the
+loop's items are then (group, block) pairs, each branch retrieving for a contiguous block of
+the test set, so that a large chunk set's retrieval holds one block's rows at a time. Each
+branch's ``chunk_embed`` rebuilds the group's chunk sets, so a split run embeds every chunk
+set in the shard loop first (``shard_items(whole=True)``): the branches read those vectors
+and embed only their own block's questions, and nothing is embedded twice.
 """
 
 from __future__ import annotations
@@ -79,18 +86,25 @@ def is_shard(item: dict[str, Any]) -> bool:
     return bool(item.get("shards"))
 
 
+def document_sizes(documents: pa.Table) -> list[int]:
+    """Each document's text in bytes (0 for none)."""
+    sizes = pc.binary_length(documents.column("text")).to_pylist() if documents.num_rows else []
+    return [s or 0 for s in sizes]
+
+
 def shard_items(
-    chunk_configs: list[dict[str, Any]], documents: pa.Table, shard_bytes: int
+    chunk_configs: list[dict[str, Any]], documents: pa.Table, shard_bytes: int, whole: bool = False
 ) -> list[dict[str, Any]]:
     """The shard loop's items: every chunk configuration x document range when the
-    documents' text exceeds ``shard_bytes`` (0: never), else none. Each item:
+    documents' text exceeds ``shard_bytes`` (0: never), else none; with ``whole`` (a run
+    whose retrieval is split by question blocks), at least one item per chunk configuration,
+    its range every document. Each item:
     ``{"chunk_config": ..., "shard": n, "shards": count, "first": row, "stop": row}``;
     ``[NO_SHARD]`` when nothing is sharded."""
     if shard_bytes < 0:
         raise ValueError(f"shard bytes must be 0 (never shard) or more, not {shard_bytes}")
-    sizes = pc.binary_length(documents.column("text")).to_pylist() if documents.num_rows else []
-    ranges = document_ranges([s or 0 for s in sizes], shard_bytes)
-    if len(ranges) < 2:
+    ranges = document_ranges(document_sizes(documents), shard_bytes)
+    if len(ranges) < 2 and not (whole and documents.num_rows):
         return [NO_SHARD]
     return [
         {"chunk_config": config, "shard": n, "shards": len(ranges), "first": a, "stop": b}
@@ -105,6 +119,50 @@ def shard_documents(documents: pa.Table, item: dict[str, Any]) -> pa.Table:
     if not 0 <= first <= stop <= documents.num_rows:
         raise ValueError(f"shard rows {first}:{stop} outside the {documents.num_rows} documents")
     return documents.slice(first, stop - first)
+
+
+def retrieval_items(
+    groups: list[dict[str, Any]], blocks: int, questions: int
+) -> list[dict[str, Any]]:
+    """The retrieval loop's items: each of ``groups`` (``group_chunk_configs``) crossed with
+    ``blocks`` blocks of the test set's ``questions`` (at most one block per question),
+    each item the group's with ``"block": b, "blocks": count``; ``groups`` as they are when
+    there is one block."""
+    if blocks < 1:
+        raise ValueError(f"question blocks must be 1 or more, not {blocks}")
+    count = max(1, min(blocks, questions))
+    if count == 1:
+        return groups
+    return [{**group, "block": b, "blocks": count} for group in groups for b in range(count)]
+
+
+def block_range(questions: int, block: int, blocks: int) -> tuple[int, int]:
+    """The (first, stop) rows of block ``block`` of ``blocks`` nearly equal contiguous blocks
+    of ``questions`` rows."""
+    if not 0 <= block < blocks:
+        raise ValueError(f"question block {block} outside the {blocks} blocks")
+    size, extra = divmod(questions, blocks)
+    first = block * size + min(block, extra)
+    return first, first + size + (block < extra)
+
+
+def question_block(testset: pa.Table, item: dict[str, Any]) -> pa.Table:
+    """The questions of one retrieval item's block (the whole test set for an item of no
+    block)."""
+    block, blocks = int(item.get("block", 0)), int(item.get("blocks", 1))
+    first, stop = block_range(testset.num_rows, block, blocks)
+    return testset.slice(first, stop - first)
+
+
+def block_run_id(run_id: str, item: dict[str, Any]) -> str:
+    """The run id a retrieval item's step names its vector-store collections by
+    (``store_search.collection_name``): with the block's number when retrieval is split,
+    since blocks of one group may run at once and would otherwise load and drop one
+    collection; as it is otherwise, and when empty (each step's collections then get a
+    random id)."""
+    if not run_id or "blocks" not in item:
+        return run_id
+    return f"{run_id}-block{int(item['block'])}"
 
 
 def chunk_set_path(folder: str | Path, chunk_config_id: str) -> Path:

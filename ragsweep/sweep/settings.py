@@ -25,6 +25,7 @@ from ragsweep.evaluation.leaderboard import AUTO_METRIC, check_metric, unmeasure
 from ragsweep.models import embedding
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.fanout import DEFAULT_SHARD_BYTES, LOCAL_SHARD_BYTES
+from ragsweep.sweep.sizing import parse_size
 from ragsweep.sweep.space import DEFAULT_MAX_CONFIGS, SearchSpace, configs_table
 
 DEFAULT_PATTERNS = 3  # the best configurations written as deployable patterns
@@ -192,6 +193,19 @@ class RunSettings:
         least=0,
         meaning=" (never shard)",
     )
+    retrieval_question_blocks: int = option(
+        1,
+        help="Split each group's retrieval into this many parallel steps, each on a block of "
+        "the questions, so that a large chunk set's retrieval fits its memory (every chunk "
+        "set is then embedded by the shard steps first, once); 1: one step per group.",
+        least=1,
+    )
+    memory_limit: str = option(
+        "",
+        help="Refuse a corpus, before the sweep, when a step's estimated peak memory "
+        "(chunk_embed, embed_shard, retrieve) exceeds this, e.g. 2GB, 1500MB or 4Gi; "
+        "empty: no check (on a cluster: each of those steps' pod memory limit).",
+    )
     more_docs: tuple[str, ...] = ()  # more locations (AutoRAG's input_data_keys)
     sweep_name: str = option(
         "",
@@ -233,6 +247,7 @@ class RunSettings:
         if self.strategy != MODEL:  # model: the most configurations answered, not a cap
             self.space.check_budget(self.max_configs, "--max-configs")
         check_count(self.patterns, "patterns (--patterns)")
+        parse_size(self.memory_limit, "memory_limit (--memory-limit)")
         check_sweep_name(self.sweep_name, "sweep_name (--sweep-name)")
         self.deployed()  # each NAME=URL checked
 
