@@ -3,6 +3,7 @@
 
     python benchmarks/bench_scale.py                    # both corpora
     python benchmarks/bench_scale.py --corpus django    # or synthetic
+    python benchmarks/bench_scale.py --growth           # 10,000 against 100,000 documents
 
 Embeddings come from an OpenAI-compatible endpoint in this process that hashes words into
 384 dimensions (the size of all-MiniLM-L6-v2's vectors), so the figures measure ragsweep's
@@ -21,6 +22,13 @@ limit, one process that chunks nothing and sends each chunk set's texts to the s
 once; chunks per second of each; the peak memory of every step, which each step reports in
 ``pipeline.log`` from its own process. Results replace the section between the markers in
 ``benchmarks/README.md``.
+
+``--growth`` measures how the run grows with the corpus: the synthetic generator's 10,000
+and 100,000 documents (the first 10,000 are the same), 1,000 questions each, the same 6
+configurations (64-token chunks, Top K 1 and 10 x similarity, MMR, hybrid), cold, one after
+the other in one invocation: each run's wall time and its ratio to the 10,000's, each
+step's peak memory and time, the questions every configuration answered, and each step's
+memory slope (MB per 10,000 documents).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 from readme import write_section
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +59,7 @@ DATA = HERE / ".data"
 DJANGO = "django==5.2.19"
 DIMENSIONS = 384
 MODEL = "openai:hashed-words"
-STEP_MEMORY = re.compile(r"step ([\w-]+): peak memory (\d+) MB")
+STEP_COST = re.compile(r"step ([\w-]+): peak memory (\d+) MB, ([\d.]+) s")
 
 GRIDS = {
     "django": {
@@ -66,7 +75,7 @@ GRIDS = {
         "search_types": ["similarity", "mmr", "hybrid"],
         "mmr_lambdas": [0.25, 0.5, 0.75],
     },
-    "synthetic-100k": {
+    "growth": {  # both sizes of --growth
         "chunk_sizes": [64],
         "chunk_overlaps": [0],
         "top_ks": [1, 10],
@@ -226,18 +235,17 @@ def synthetic_corpus(documents: int = 10_000) -> tuple[Path, Path]:
     return docs, testset
 
 
-CORPORA = {
-    "django": django_corpus,
-    "synthetic": synthetic_corpus,
-    "synthetic-100k": lambda: synthetic_corpus(100_000),
-}
+CORPORA = {"django": django_corpus, "synthetic": synthetic_corpus}
+GROWTH = (10_000, 100_000)  # documents
 
 
 # ---- measurements ----------------------------------------------------------------------------
 
 
 def run_sweep(docs: Path, testset: Path, grid: dict, cache: Path, out: Path, env: dict) -> dict:
-    """The whole ``ragsweep run``, as a user types it; wall time and each step's peak."""
+    """The whole ``ragsweep run``, as a user types it: its wall time, each step's peak
+    memory (the largest of its runs) and time (summed over its runs), and the fewest
+    questions any configuration was scored on."""
     space = out / "space.yaml"
     space.write_text(json.dumps({**grid, "embedding_models": [MODEL]}))
     command = [str(Path(sys.executable).with_name("ragsweep")), "run", "--docs", str(docs)]
@@ -248,12 +256,21 @@ def run_sweep(docs: Path, testset: Path, grid: dict, cache: Path, out: Path, env
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"ragsweep run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    [log] = sorted((out / "runs").glob("*/pipeline.log"))[-1:]
+    [run] = sorted(p for p in (out / "runs").iterdir() if (p / "pipeline.log").is_file())[-1:]
     peaks: dict[str, int] = {}
-    for step, mb in STEP_MEMORY.findall(log.read_text()):
+    step_seconds: dict[str, float] = {}
+    for step, mb, took in STEP_COST.findall((run / "pipeline.log").read_text()):
         peaks[step] = max(peaks.get(step, 0), int(mb))
+        step_seconds[step] = step_seconds.get(step, 0.0) + float(took)
+    results = pq.read_table(run / "results.parquet", columns=["config_id"])
+    per_config = results.group_by("config_id").aggregate([("config_id", "count")])
     shutil.rmtree(out / "runs")
-    return {"seconds": seconds, "peaks": peaks}
+    return {
+        "seconds": seconds,
+        "peaks": peaks,
+        "step_seconds": step_seconds,
+        "fewest_questions": min(per_config["config_id_count"].to_pylist()),
+    }
 
 
 def limit_pass(docs: Path, grid: dict, env: dict) -> dict:
@@ -335,16 +352,83 @@ def report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def growth(server: Embeddings, scratch: Path) -> list[dict]:
+    """The cold run of each of ``GROWTH``'s synthetic corpora, one after the other."""
+    from ragsweep.sweep.space import SearchSpace
+
+    space = SearchSpace.from_dict({**GRIDS["growth"], "embedding_models": [MODEL]})
+    env = {**os.environ, "RAGSWEEP_EMBEDDING_BASE_URL": server.url, "HF_HUB_OFFLINE": "1"}
+    results = []
+    for documents in GROWTH:
+        docs, testset = synthetic_corpus(documents)
+        cold = run_sweep(
+            docs, testset, GRIDS["growth"], scratch / f"cache-{documents}", scratch, env
+        )
+        result = {
+            "documents": documents,
+            "questions": len(json.loads(testset.read_text())),
+            "configs": len(space.all_configs()),
+            **cold,
+        }
+        print(json.dumps(result, indent=1), flush=True)
+        results.append(result)
+    return results
+
+
+def growth_report(results: list[dict]) -> str:
+    """``growth``'s results as Markdown: the runs, then each step's peak, time and slope."""
+    small, large = results
+    lines = [
+        "| documents | questions | configs | fewest questions a config was scored on "
+        "| wall time | ratio to 10,000 |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['documents']:,} | {r['questions']:,} | {r['configs']} "
+            f"| {r['fewest_questions']:,} | {r['seconds']:.1f} s "
+            f"| {r['seconds'] / small['seconds']:.2f}x |"
+        )
+    per = 10_000 / (large["documents"] - small["documents"])
+    lines += [
+        "",
+        "Each step: peak resident memory (MB, the largest of its runs), time (s, summed over "
+        "its runs), and the memory's slope (MB per 10,000 documents, from the two peaks):",
+        "",
+        "| step | peak 10k | peak 100k | MB per 10,000 docs | time 10k | time 100k |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for step in sorted(set(small["peaks"]) | set(large["peaks"])):
+        a, b = small["peaks"].get(step), large["peaks"].get(step)
+        slope = f"{(b - a) * per:.1f}" if a is not None and b is not None else "–"
+        ta, tb = small["step_seconds"].get(step), large["step_seconds"].get(step)
+        lines.append(
+            f"| {step} | {a if a is not None else '–'} | {b if b is not None else '–'} "
+            f"| {slope} | {ta if ta is not None else 0:.1f} | {tb if tb is not None else 0:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", choices=[*CORPORA, "all"], default="all")
+    parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both")
+    parser.add_argument("--growth", action="store_true", help="10,000 against 100,000 documents")
     parser.add_argument("--report-only", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
+    if args.growth:
+        saved = DATA / "growth.json"
+        if not args.report_only:
+            server = Embeddings()
+            with tempfile.TemporaryDirectory() as tmp:
+                saved.write_text(json.dumps(growth(server, Path(tmp)), indent=1))
+            server.shutdown()
+        write_section("growth", growth_report(json.loads(saved.read_text())))
+        return
     saved = DATA / "scale.json"
     if args.report_only:
         write_section("scale", report(json.loads(saved.read_text())))
         return
-    corpora = list(CORPORA) if args.corpus == "all" else [args.corpus]
+    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
     server = Embeddings()
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench(corpus, server, Path(tmp)) for corpus in corpora]
