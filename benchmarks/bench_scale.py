@@ -66,6 +66,12 @@ GRIDS = {
         "search_types": ["similarity", "mmr", "hybrid"],
         "mmr_lambdas": [0.25, 0.5, 0.75],
     },
+    "synthetic-100k": {
+        "chunk_sizes": [64],
+        "chunk_overlaps": [0],
+        "top_ks": [1, 10],
+        "search_types": ["similarity", "mmr", "hybrid"],
+    },
 }
 
 
@@ -199,10 +205,11 @@ def django_corpus() -> tuple[Path, Path]:
     return docs, testset
 
 
-def synthetic_corpus() -> tuple[Path, Path]:
-    """10,000 documents of 18 sentences drawn from the Django documentation's (a question's
-    sentence is in several documents, each a reference)."""
-    root = DATA / "synthetic-10k"
+def synthetic_corpus(documents: int = 10_000) -> tuple[Path, Path]:
+    """``documents`` documents of 18 sentences drawn from the Django documentation's (a
+    question's sentence is in several documents, each a reference); the first 10,000 of
+    any size are the same."""
+    root = DATA / f"synthetic-{documents // 1000}k"
     docs, testset = root / "docs", root / "testset.json"
     if testset.is_file():
         return docs, testset
@@ -210,7 +217,7 @@ def synthetic_corpus() -> tuple[Path, Path]:
     rng = random.Random(2)
     docs.mkdir(parents=True, exist_ok=True)
     pairs = []
-    for d in range(10_000):
+    for d in range(documents):
         picked = rng.sample(pool, 18)
         (docs / f"doc-{d:05d}.txt").write_text("\n\n".join(picked) + "\n")
         pairs += [(f"doc-{d:05d}.txt", s) for s in picked]
@@ -219,7 +226,11 @@ def synthetic_corpus() -> tuple[Path, Path]:
     return docs, testset
 
 
-CORPORA = {"django": django_corpus, "synthetic": synthetic_corpus}
+CORPORA = {
+    "django": django_corpus,
+    "synthetic": synthetic_corpus,
+    "synthetic-100k": lambda: synthetic_corpus(100_000),
+}
 
 
 # ---- measurements ----------------------------------------------------------------------------
@@ -326,14 +337,14 @@ def report(results: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both")
+    parser.add_argument("--corpus", choices=[*CORPORA, "all"], default="all")
     parser.add_argument("--report-only", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
     saved = DATA / "scale.json"
     if args.report_only:
         write_section("scale", report(json.loads(saved.read_text())))
         return
-    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    corpora = list(CORPORA) if args.corpus == "all" else [args.corpus]
     server = Embeddings()
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench(corpus, server, Path(tmp)) for corpus in corpora]
