@@ -151,3 +151,26 @@ def test_documents_read_a_table_at_a_time_are_those_read_at_once(tmp_path, monke
     parts = sources.read_documents(str(tmp_path)).table
     assert parts["text"].num_chunks == 3
     assert parts.equals(whole) and whole.num_rows == 5
+
+
+def test_a_store_other_than_memory_is_handed_a_chunk_file_whole_and_ranks_as_from_the_table(
+    built, plugins
+):
+    from approximate_store import register
+
+    register(plugins)
+    table, file, config, cache = built
+    space = SearchSpace.from_dict(
+        {
+            "chunk_sizes": [16],
+            "chunk_overlaps": [0],
+            "top_ks": [1, 3],
+            "vector_stores": ["approximate"],
+            "indexes": {"approximate": {"hnsw": {"m": [3]}}},
+        }
+    )
+    whole = steps.retrieve(table, TESTSET, space, config, cache)
+    batched = steps.retrieve(file, TESTSET, space, config, cache)
+    keep = [*SAME, "recall_vs_exact"]
+    assert batched.select(keep).equals(whole.select(keep))
+    assert min(batched["recall_vs_exact"].to_pylist()) < 1  # the store's own ranking
