@@ -114,12 +114,45 @@ def test_the_retrievals_passages_hold_the_retrieved_chunks_alone(built):
     assert len(dictionary) == len(retrieved) < table.num_rows  # not every chunk's text
 
 
-def test_bm25_built_batch_by_batch_for_its_queries_scores_them_as_bm25_of_every_word(built):
+def bm25_as_built_whole(texts: list[str], queries: list[str]) -> np.ndarray:
+    """BM25 scores as ragsweep computed them before it built BM25 batch by batch: one
+    chunks x words matrix of every word, transposed (the reference, kept verbatim)."""
+    from scipy import sparse
+
+    from ragsweep.core.text import words
+
+    k1, b, vocabulary, rows, cols = 1.5, 0.75, {}, [], []
+    for d, text in enumerate(texts):
+        for word in words(text):
+            rows.append(d)
+            cols.append(vocabulary.setdefault(word, len(vocabulary)))
+    shape = (len(texts), max(len(vocabulary), 1))
+    tf = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+    tf.sum_duplicates()
+    lengths = np.asarray(tf.sum(axis=1)).ravel()
+    df = np.bincount(tf.indices, minlength=shape[1])
+    idf = np.log(1 + (len(texts) - df + 0.5) / (df + 0.5))
+    norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+    row_of = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
+    tf.data = tf.data * (k1 + 1) / (tf.data + norm[row_of]) * idf[tf.indices]
+    rows, cols = [], []
+    for q, text in enumerate(queries):
+        for word in set(words(text)):
+            if word in vocabulary:
+                rows.append(q)
+                cols.append(vocabulary[word])
+    asked = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), (len(queries), shape[1]))
+    return (asked @ tf.T.tocsr()).toarray()
+
+
+def test_bm25_built_batch_by_batch_for_its_queries_scores_them_as_bm25_built_whole(built):
     table, file, _, _ = built
     queries = TESTSET["question"].to_pylist()
     whole = BM25(table["text"].to_pylist())
     batched = BM25(file.texts, queries=queries)
-    assert np.array_equal(batched.scores(queries).toarray(), whole.scores(queries).toarray())
+    reference = bm25_as_built_whole(table["text"].to_pylist(), queries)
+    assert np.array_equal(batched.scores(queries).toarray(), reference)
+    assert np.array_equal(whole.scores(queries).toarray(), reference)
     assert batched.top(queries, 5).ids.tolist() == whole.top(queries, 5).ids.tolist()
     assert len(batched.vocabulary) < len(whole.vocabulary)  # the questions' words alone
     with pytest.raises(ValueError, match="BM25 built for other queries"):

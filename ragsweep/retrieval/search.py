@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported where used: only hybrid search needs it
     from scipy import sparse
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+WEIGHED_AT_ONCE = 1 << 20  # BM25 weights computed this many at a time (its temporaries)
 
 
 @dataclass
@@ -138,7 +139,7 @@ def fuse(
 
 
 class BM25:
-    """Okapi BM25 over the content words of ``text.words``: a sparse chunks x words matrix
+    """Okapi BM25 over the content words of ``text.words``: a sparse words x chunks matrix
     of weights, scored against blocks of queries.
 
     The documents are read a batch at a time (a chunk file's record batches,
@@ -159,7 +160,7 @@ class BM25:
         self.kept = None if queries is None else {w for q in queries for w in words(q)}
         self.vocabulary: dict[str, int] = {}
         lengths: list[int] = []
-        counts = []  # each batch's term counts, chunks x the words seen so far
+        counts = []  # each batch's term counts, the words seen so far x its chunks
         for batch in batches_of(documents):
             rows, cols = [], []
             for d, text in enumerate(batch):
@@ -169,21 +170,21 @@ class BM25:
                     rows.append(d)
                     cols.append(self.vocabulary.setdefault(word, len(self.vocabulary)))
             seen = (len(batch), max(len(self.vocabulary), 1))
-            counts.append(sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=seen))
-        shape = (len(lengths), max(len(self.vocabulary), 1))
-        widened = [
-            sparse.csr_matrix((m.data, m.indices, m.indptr), (m.shape[0], shape[1])) for m in counts
-        ]
-        tf = sparse.vstack(widened, format="csr") if counts else sparse.csr_matrix(shape)
-        del counts, widened
-        tf.sum_duplicates()
+            counted = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=seen)
+            counts.append(counted.T.tocsr())
+        # words x chunks, each word's chunks in order: the batches side by side
+        shape = (max(len(self.vocabulary), 1), len(lengths))
+        tf = _side_by_side(counts, shape)
         lengths = np.array(lengths, np.float64)
-        df = np.bincount(tf.indices, minlength=shape[1])
-        idf = np.log(1 + (len(lengths) - df + 0.5) / (df + 0.5))
+        df = np.diff(tf.indptr)
+        idf = np.log(1 + (shape[1] - df + 0.5) / (df + 0.5))
         norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
-        row_of = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
-        tf.data = tf.data * (k1 + 1) / (tf.data + norm[row_of]) * idf[tf.indices]
-        self.weights_t = tf.T.tocsr()  # words x chunks
+        for start in range(0, tf.nnz, WEIGHED_AT_ONCE):  # in place, a slice at a time
+            at = slice(start, min(start + WEIGHED_AT_ONCE, tf.nnz))
+            word = np.searchsorted(tf.indptr, np.arange(at.start, at.stop), side="right") - 1
+            count = tf.data[at]
+            tf.data[at] = count * (k1 + 1) / (count + norm[tf.indices[at]]) * idf[word]
+        self.weights_t = tf  # words x chunks
 
     def scores(self, queries: list[str]) -> sparse.csr_matrix:
         """BM25 score of every chunk for each query: a sparse queries x chunks matrix."""
@@ -215,6 +216,30 @@ class BM25:
             out.ids[start : start + len(block)] = np.where(positive, ids, -1)
             out.scores[start : start + len(block)] = np.where(positive, found, -np.inf)
         return out
+
+
+def _side_by_side(parts: list[sparse.csr_matrix], shape: tuple[int, int]) -> sparse.csr_matrix:
+    """The matrices of ``parts`` (each of at most ``shape[0]`` rows) side by side, as
+    ``sparse.hstack`` makes them, but each part let go once copied: the entries are held
+    about once, not twice. ``parts`` is emptied."""
+    from scipy import sparse
+
+    lengths = np.zeros(shape[0], np.int64)
+    for part in parts:
+        lengths[: part.shape[0]] += np.diff(part.indptr)
+    wide = max(shape[1], int(lengths.sum())) >= 2**31
+    indptr = np.r_[0, np.cumsum(lengths)].astype(np.int64 if wide else np.int32)
+    indices = np.empty(indptr[-1], indptr.dtype)
+    data = np.empty(indptr[-1], np.float64)
+    filled, first = indptr[:-1].copy(), 0  # each row's next free place; the part's first column
+    while parts:
+        part = parts.pop(0)
+        rows, counts = part.shape[0], np.diff(part.indptr)
+        into = np.repeat(filled[:rows] - part.indptr[:-1], counts) + np.arange(part.nnz)
+        indices[into], data[into] = part.indices + first, part.data
+        filled[:rows] += counts
+        first += part.shape[1]
+    return sparse.csr_matrix((data, indices, indptr), shape)
 
 
 SEARCH_TYPES: dict[str, Ranker] = {"similarity": similarity, "mmr": mmr, "hybrid": hybrid}
