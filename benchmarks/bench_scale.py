@@ -1,5 +1,6 @@
-"""ragsweep at real size: the whole ``ragsweep run`` on a 7.5 MB documentation corpus and on
-10,000 documents, with 1,000 questions, against the embedding limit, step by step in memory.
+"""ragsweep at real size: the whole ``ragsweep run`` on a 7.5 MB documentation corpus, on
+10,000 and on 100,000 documents, with 1,000 questions, against the embedding limit, step by
+step in memory.
 
     python benchmarks/bench_scale.py                    # both corpora
     python benchmarks/bench_scale.py --corpus django    # or synthetic
@@ -16,6 +17,9 @@ own work, not a model's: on a real model, embedding dominates and the ratios onl
 - **synthetic**: 10,000 documents of 18 sentences drawn from the Django documentation,
   1,000 questions, 20 configurations of 64-token chunks (Top K 1, 3, 5, 10 x similarity, MMR
   at lambda 0.25, 0.5, 0.75, hybrid).
+- **synthetic-100k**: 100,000 documents of the same generator (its first 10,000 are
+  synthetic's), 1,000 questions, 6 configurations of 64-token chunks (Top K 1, 10 x
+  similarity, MMR, hybrid): about 1.6 million chunks, a chunk set larger than a step's 2 GB.
 
 Measured: the run's wall time, cold (empty embedding cache) and again unchanged (warm); the
 limit, one process that chunks nothing and sends each chunk set's texts to the same endpoint
@@ -428,7 +432,7 @@ def main() -> None:
     if args.report_only:
         write_section("scale", report(json.loads(saved.read_text())))
         return
-    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    corpora = list(CORPORA) if args.corpus == "all" else [args.corpus]
     server = Embeddings()
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench(corpus, server, Path(tmp)) for corpus in corpora]

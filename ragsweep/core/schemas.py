@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +362,20 @@ def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | N
     return path
 
 
+def write_batches(batches: Iterable[pa.RecordBatch], path: str | Path, kind: str) -> Path:
+    """Write ``batches`` as an Arrow IPC file of artifact ``kind``, one record batch each, cast
+    to its declared schema: an artifact too large to hold whole, written as it is made."""
+    schema = SCHEMAS[kind].with_metadata(
+        {b"ragsweep.kind": kind.encode(), b"ragsweep.schema_version": SCHEMA_VERSION.encode()}
+    )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with ipc.new_file(path, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch.select(schema.names).cast(schema))
+    return path
+
+
 def read_table(path: str | Path, kind: str) -> pa.Table:
     """Read an Arrow IPC artifact and check that it is of ``kind`` and of this schema version."""
     try:
@@ -368,7 +383,14 @@ def read_table(path: str | Path, kind: str) -> pa.Table:
             table = reader.read_all()
     except (OSError, pa.ArrowInvalid) as exc:
         raise RagsweepError(f"{path}: not a readable Arrow artifact ({exc})") from None
-    meta = table.schema.metadata or {}
+    check_kind(path, table.schema, kind)
+    return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))
+
+
+def check_kind(path: str | Path, schema: pa.Schema, kind: str) -> None:
+    """Raise ``RagsweepError`` unless ``schema`` (of the artifact at ``path``) is of ``kind``
+    and of this schema version."""
+    meta = schema.metadata or {}
     found = meta.get(b"ragsweep.kind", b"").decode()
     version = meta.get(b"ragsweep.schema_version", b"").decode()
     if found != kind:
@@ -377,7 +399,6 @@ def read_table(path: str | Path, kind: str) -> pa.Table:
         raise RagsweepError(
             f"{path}: {kind} schema version {version}, this ragsweep reads {SCHEMA_VERSION}"
         )
-    return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))
 
 
 def settings_of(table: pa.Table) -> dict:

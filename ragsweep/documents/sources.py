@@ -37,6 +37,9 @@ UNSUPPORTED, UNREADABLE, NO_TEXT = "unsupported type", "unreadable", "no text"
 # warning naming it: what a corpus holds beyond it (a log or a dump) would only hold the
 # steps' memory, not answers.
 MAX_DOCUMENT_CHARS = 10_000_000
+# Documents are read and made an Arrow table this many at a time, their strings then let go:
+# a corpus is held once, as Arrow, not also as Python strings.
+TABLE_ROWS = 1000
 
 
 # ---- S3 --------------------------------------------------------------------------------------
@@ -264,25 +267,30 @@ def read_documents(uri: str) -> DocumentSet:
         except UnreadableFile as exc:
             return exc
 
-    rows = []
+    tables = []  # the texts as strings a table's worth at a time, read TABLE_ROWS at once
     with ThreadPoolExecutor(max_workers=8) as pool:
-        texts = pool.map(text_of, [source for _, source in supported])
-        for (doc_id, source), text in zip(supported, texts, strict=True):
-            if isinstance(text, UnreadableFile):
-                skipped[UNREADABLE].append(doc_id)
-                log.warning("skipped %s: %s", source, text)
-            elif not text.strip():
-                skipped[NO_TEXT].append(doc_id)
-                log.warning("skipped %s: no text could be extracted", source)
-            else:
-                format_ = _suffix(doc_id)[1:]
-                text = _within_limit(source, text)
-                rows.append({"doc_id": doc_id, "source": source, "format": format_, "text": text})
-
-    documents = DocumentSet(pa.Table.from_pylist(rows, schema=DOCUMENTS), skipped)
-    if not rows:
+        for first in range(0, len(supported), TABLE_ROWS):
+            part, rows = supported[first : first + TABLE_ROWS], []
+            texts = pool.map(text_of, [source for _, source in part])
+            for (doc_id, source), text in zip(part, texts, strict=True):
+                if isinstance(text, UnreadableFile):
+                    skipped[UNREADABLE].append(doc_id)
+                    log.warning("skipped %s: %s", source, text)
+                elif not text.strip():
+                    skipped[NO_TEXT].append(doc_id)
+                    log.warning("skipped %s: no text could be extracted", source)
+                else:
+                    text = _within_limit(source, text)
+                    format_ = _suffix(doc_id)[1:]
+                    rows.append(
+                        {"doc_id": doc_id, "source": source, "format": format_, "text": text}
+                    )
+            tables.append(pa.Table.from_pylist(rows, schema=DOCUMENTS))
+    documents = DocumentSet(pa.concat_tables(tables or [DOCUMENTS.empty_table()]), skipped)
+    read = documents.table.num_rows
+    if not read:
         raise _no_documents(uri, len(files), documents.skip_counts())
-    log.log(logging.WARNING if len(rows) < len(files) else logging.INFO, documents.summary())
+    log.log(logging.WARNING if read < len(files) else logging.INFO, documents.summary())
     return documents
 
 

@@ -30,7 +30,7 @@ import logging
 import re
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from datetime import date
 from itertools import accumulate
@@ -502,6 +502,28 @@ class _Unresolved(Exception):
     pass
 
 
+class _Texts(Mapping[str, str]):
+    """The documents' texts by doc_id, each made a string when asked: a corpus is not held
+    twice, as Arrow and as Python strings."""
+
+    def __init__(self, ids: list[str], texts: pa.ChunkedArray) -> None:
+        self.rows = {doc_id: row for row, doc_id in enumerate(ids)}
+        self.column = texts
+
+    def __getitem__(self, doc_id: str) -> str:
+        return self.column[self.rows[doc_id]].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def values(self) -> Iterator[str]:  # type: ignore[override]
+        for chunk in self.column.chunks:
+            yield from chunk.to_pylist()
+
+
 class _Collection:
     """The documents' texts, found by doc_id or by a file name unique in the collection; and
     passages searched across all of them (one ``str.find`` over the joined texts)."""
@@ -510,7 +532,7 @@ class _Collection:
         self.ids = documents.column("doc_id").to_pylist()
         # the files read but skipped (reason -> doc_ids), so a reference to one says why
         self.skipped = {doc_id: why for why, ids in (skipped or {}).items() for doc_id in ids}
-        self.texts = dict(zip(self.ids, documents.column("text").to_pylist(), strict=True))
+        self.texts = _Texts(self.ids, documents.column("text"))
         self.by_name: dict[str, list[str]] = defaultdict(list)
         for doc_id in self.ids:
             self.by_name[PurePosixPath(doc_id).name].append(doc_id)

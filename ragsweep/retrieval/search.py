@@ -5,12 +5,15 @@ per (chunk set, store and index, search type, parameters) serves the whole Top K
 Similarity is the store's search; MMR re-ranks the store's ``mmr_fetch_k`` candidates here;
 hybrid fuses the store's ``FUSION_DEPTH`` nearest chunks with as many from a keyword search
 (the store's full-text search, else BM25 here) by reciprocal rank fusion. Nothing here holds
-a questions x chunks matrix: memory is bounded by blocks of questions.
+a questions x chunks matrix: memory is bounded by blocks of questions. A chunk set read
+from its file (``chunk_sets``) is never held whole either: MMR reads its candidates' vectors
+alone, and BM25 reads the texts a batch at a time, keeping the weights of the questions'
+words only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragsweep.core.text import words
+from ragsweep.retrieval.chunk_sets import ChunkVectors, batches_of
 from ragsweep.retrieval.vector_stores import Hits, VectorStore
 from ragsweep.retrieval.vector_stores.memory import BLOCK_BYTES, top
 
@@ -25,18 +29,20 @@ if TYPE_CHECKING:  # imported where used: only hybrid search needs it
     from scipy import sparse
 
 FUSION_DEPTH = 100  # candidates each ranking gives to hybrid's fusion
+WEIGHED_AT_ONCE = 1 << 20  # BM25 weights computed this many at a time (its temporaries)
 
 
 @dataclass
 class Index:
     """What a search type may use: a store loaded with the chunk set, and the unit vectors
-    and texts of the questions and the chunks."""
+    and texts of the questions and the chunks (the chunks' in memory, or read from their
+    file: ``chunk_sets.ChunkVectors``, ``chunk_sets.ChunkTexts``)."""
 
     store: VectorStore
     question_vectors: np.ndarray
-    chunk_vectors: np.ndarray
+    chunk_vectors: np.ndarray | ChunkVectors
     questions: list[str]
-    chunk_texts: list[str]
+    chunk_texts: Sequence[str]
     # what does not depend on the store (BM25 and its rankings), kept by the copies made
     # for each store with ``dataclasses.replace(index, store=...)``
     shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -49,14 +55,14 @@ class Index:
 
     def keywords(self, depth: int) -> Hits:
         """The ``depth`` best chunks of every question by keywords: the store's full-text
-        search, else BM25 over ``text.words`` (built and ranked once for every store);
-        chunks sharing no word are left out."""
+        search, else BM25 over ``text.words`` (built for these questions' words and ranked
+        once for every store); chunks sharing no word are left out."""
         found = self.store.keyword_search(self.questions, depth)
         if found is not None:
             return found
         if depth not in self.shared:
             if "bm25" not in self.shared:
-                self.shared["bm25"] = BM25(self.chunk_texts)
+                self.shared["bm25"] = BM25(self.chunk_texts, queries=self.questions)
             self.shared[depth] = self.shared["bm25"].top(self.questions, depth)
         return self.shared[depth]
 
@@ -82,9 +88,11 @@ def mmr(index: Index, depth: int, mmr_lambda: float = 0.5, mmr_fetch_k: int = 20
     candidates = index.nearest(max(mmr_fetch_k, depth)).ids
     depth = min(depth, candidates.shape[1])
     out = Hits.empty(len(candidates), depth)
+    held = np.unique(candidates[candidates >= 0])  # the only vectors read
+    rows = index.chunk_vectors[held]
     for q, cand in enumerate(candidates):
         cand = cand[cand >= 0]
-        vectors = index.chunk_vectors[cand]
+        vectors = rows[np.searchsorted(held, cand)]
         relevance = vectors @ index.question_vectors[q]
         redundancy = vectors @ vectors.T
         closest = np.zeros(len(cand))  # similarity to the nearest chunk picked so far
@@ -131,28 +139,52 @@ def fuse(
 
 
 class BM25:
-    """Okapi BM25 over the content words of ``text.words``: a sparse chunks x words matrix
-    of weights, scored against blocks of queries."""
+    """Okapi BM25 over the content words of ``text.words``: a sparse words x chunks matrix
+    of weights, scored against blocks of queries.
 
-    def __init__(self, documents: list[str], k1: float = 1.5, b: float = 0.75) -> None:
+    The documents are read a batch at a time (a chunk file's record batches,
+    ``chunk_sets.batches_of``), none held as strings beyond its batch. Given the ``queries``
+    it will score, only their words' weights are kept (a chunk's length still counts every
+    word): the same scores for those queries, in a fraction of the memory; ``scores`` of a
+    query with another word is then an error."""
+
+    def __init__(
+        self,
+        documents: Sequence[str],
+        k1: float = 1.5,
+        b: float = 0.75,
+        queries: list[str] | None = None,
+    ) -> None:
         from scipy import sparse
 
+        self.kept = None if queries is None else {w for q in queries for w in words(q)}
         self.vocabulary: dict[str, int] = {}
-        rows, cols = [], []
-        for d, text in enumerate(documents):
-            for word in words(text):
-                rows.append(d)
-                cols.append(self.vocabulary.setdefault(word, len(self.vocabulary)))
-        shape = (len(documents), max(len(self.vocabulary), 1))
-        tf = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
-        tf.sum_duplicates()
-        lengths = np.asarray(tf.sum(axis=1)).ravel()
-        df = np.bincount(tf.indices, minlength=shape[1])
-        idf = np.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
+        lengths: list[int] = []
+        counts = []  # each batch's term counts, the words seen so far x its chunks
+        for batch in batches_of(documents):
+            rows, cols = [], []
+            for d, text in enumerate(batch):
+                found = words(text)
+                lengths.append(len(found))
+                for word in found if self.kept is None else filter(self.kept.__contains__, found):
+                    rows.append(d)
+                    cols.append(self.vocabulary.setdefault(word, len(self.vocabulary)))
+            seen = (len(batch), max(len(self.vocabulary), 1))
+            counted = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=seen)
+            counts.append(counted.T.tocsr())
+        # words x chunks, each word's chunks in order: the batches side by side
+        shape = (max(len(self.vocabulary), 1), len(lengths))
+        tf = _side_by_side(counts, shape)
+        lengths = np.array(lengths, np.float64)
+        df = np.diff(tf.indptr)
+        idf = np.log(1 + (shape[1] - df + 0.5) / (df + 0.5))
         norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
-        row_of = np.repeat(np.arange(shape[0]), np.diff(tf.indptr))
-        tf.data = tf.data * (k1 + 1) / (tf.data + norm[row_of]) * idf[tf.indices]
-        self.weights_t = tf.T.tocsr()  # words x chunks
+        for start in range(0, tf.nnz, WEIGHED_AT_ONCE):  # in place, a slice at a time
+            at = slice(start, min(start + WEIGHED_AT_ONCE, tf.nnz))
+            word = np.searchsorted(tf.indptr, np.arange(at.start, at.stop), side="right") - 1
+            count = tf.data[at]
+            tf.data[at] = count * (k1 + 1) / (count + norm[tf.indices[at]]) * idf[word]
+        self.weights_t = tf  # words x chunks
 
     def scores(self, queries: list[str]) -> sparse.csr_matrix:
         """BM25 score of every chunk for each query: a sparse queries x chunks matrix."""
@@ -161,6 +193,8 @@ class BM25:
         rows, cols = [], []
         for q, text in enumerate(queries):
             for word in set(words(text)):
+                if self.kept is not None and word not in self.kept:
+                    raise ValueError(f"BM25 built for other queries: {word!r} is not weighed")
                 if word in self.vocabulary:
                     rows.append(q)
                     cols.append(self.vocabulary[word])
@@ -182,6 +216,30 @@ class BM25:
             out.ids[start : start + len(block)] = np.where(positive, ids, -1)
             out.scores[start : start + len(block)] = np.where(positive, found, -np.inf)
         return out
+
+
+def _side_by_side(parts: list[sparse.csr_matrix], shape: tuple[int, int]) -> sparse.csr_matrix:
+    """The matrices of ``parts`` (each of at most ``shape[0]`` rows) side by side, as
+    ``sparse.hstack`` makes them, but each part let go once copied: the entries are held
+    about once, not twice. ``parts`` is emptied."""
+    from scipy import sparse
+
+    lengths = np.zeros(shape[0], np.int64)
+    for part in parts:
+        lengths[: part.shape[0]] += np.diff(part.indptr)
+    wide = max(shape[1], int(lengths.sum())) >= 2**31
+    indptr = np.r_[0, np.cumsum(lengths)].astype(np.int64 if wide else np.int32)
+    indices = np.empty(indptr[-1], indptr.dtype)
+    data = np.empty(indptr[-1], np.float64)
+    filled, first = indptr[:-1].copy(), 0  # each row's next free place; the part's first column
+    while parts:
+        part = parts.pop(0)
+        rows, counts = part.shape[0], np.diff(part.indptr)
+        into = np.repeat(filled[:rows] - part.indptr[:-1], counts) + np.arange(part.nnz)
+        indices[into], data[into] = part.indices + first, part.data
+        filled[:rows] += counts
+        first += part.shape[1]
+    return sparse.csr_matrix((data, indices, indptr), shape)
 
 
 SEARCH_TYPES: dict[str, Ranker] = {"similarity": similarity, "mmr": mmr, "hybrid": hybrid}

@@ -2,6 +2,10 @@
 time the store's searches, drop the collection; and how the result compares with exact
 search (``overlap``, the rows' ``recall_vs_exact``).
 
+A chunk set read from its file (``chunk_sets.ChunkFile``) stays the file for the memory
+store, which scans it by blocks; any other store is handed its vectors and texts whole (an
+array and a list), as the ``VectorStore`` protocol has them, for its client to load.
+
 A store's failure, whatever its client raises, becomes one ``RagsweepError`` naming the
 store, the index and the collection, with any URL's credentials left out; the collection is
 dropped all the same.
@@ -23,6 +27,7 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import DEFAULT_STORE, config_id
 from ragsweep.retrieval.search import Index, rank
 from ragsweep.retrieval.vector_stores import Hits, IndexSpec, open_store
+from ragsweep.retrieval.vector_stores.memory import MemoryStore
 
 log = logging.getLogger("ragsweep")
 
@@ -82,8 +87,11 @@ def search_store(
     failed = True
     try:
         first = next(iter(inputs.values()))
+        vectors, texts = first.chunk_vectors, first.chunk_texts
+        if not isinstance(store, MemoryStore):  # handed whole, as the protocol has it
+            vectors, texts = np.asarray(vectors, dtype=np.float32), list(texts)
         start = time.perf_counter()
-        store.create(first.chunk_vectors, first.chunk_texts, spec)
+        store.create(vectors, texts, spec)
         build_s = time.perf_counter() - start
         rankings, candidates = {}, {}
         for asked, queries in inputs.items():

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragsweep.core.schemas import read_table, write_table
+from ragsweep.core.schemas import read_table, write_batches
 
 
 def group_chunk_configs(configs: list[dict[str, Any]], groups: int) -> list[dict[str, Any]]:
@@ -175,13 +176,17 @@ def question_vectors(folder: str | Path) -> Path:
     return Path(folder) / "questions"
 
 
-def write_chunk_set(table: pa.Table, folder: str | Path, chunk_config_id: str) -> Path:
-    """Write one chunk set into a group's chunks folder."""
-    return write_table(table, chunk_set_path(folder, chunk_config_id), "chunks")
+def write_chunk_set(
+    batches: Iterable[pa.RecordBatch], folder: str | Path, chunk_config_id: str
+) -> Path:
+    """Write one chunk set into a group's chunks folder, a record batch at a time as
+    ``batches`` come (``steps.chunk_batches``): the set is never held whole."""
+    return write_batches(batches, chunk_set_path(folder, chunk_config_id), "chunks")
 
 
 def read_chunk_set(folder: str | Path, chunk_config_id: str) -> pa.Table:
-    """One chunk set of a group's chunks folder (memory-mapped)."""
+    """One chunk set of a group's chunks folder, whole (memory-mapped); retrieval reads it
+    a batch at a time instead (``chunk_sets.ChunkFile`` of its ``chunk_set_path``)."""
     return read_table(chunk_set_path(folder, chunk_config_id), "chunks")
 
 

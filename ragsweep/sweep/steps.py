@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from ragsweep.evaluation.scoring import AUTORAG_METRICS, OVERALL_PARTS, score_an
 from ragsweep.models import embedding
 from ragsweep.models.llm import Endpoint, LLMSettings, check_reachable
 from ragsweep.retrieval import queries
+from ragsweep.retrieval.chunk_sets import BATCH_ROWS, ChunkFile, TableChunks, texts_of
 from ragsweep.retrieval.reranking import Reranking
 from ragsweep.retrieval.search import Index
 from ragsweep.retrieval.store_search import chunk_scores, collection_name, overlap, search_store
@@ -57,6 +58,9 @@ EXACT = (DEFAULT_STORE, IndexSpec().label())  # the reference every store is mea
 # warm-started configurations that could win (an earlier run scored them at least as high as
 # this run's best), answered again in this run, out of its budget
 RECHECKED = 3
+# text chunked and embedded at a time while a chunk set is built: some 16,000 chunks of 64
+# tokens, whose 384-dimension vectors take 25 MB
+RUN_BYTES = 4 << 20
 
 
 def search_of(config: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -74,14 +78,38 @@ def build_chunks(
     documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache
 ) -> pa.Table:
     """Chunk every document and embed every chunk with the config's model (after the
-    config's passage prefix)."""
+    config's passage prefix): ``chunk_batches`` held whole."""
+    return pa.Table.from_batches(list(chunk_batches(documents, chunk_config, cache)))
+
+
+def chunk_batches(
+    documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache
+) -> Iterator[pa.RecordBatch]:
+    """The chunk set of ``chunk_config``, a record batch of at most ``BATCH_ROWS`` chunks
+    at a time (at least one): the documents chunked a run of about ``RUN_BYTES`` of text at
+    a time, each run's chunks embedded through ``cache``, chunk ids counted across. When the
+    cache is a store, the vectors it holds in memory are let go after each run (a later run
+    reads back those it needs), so memory follows a run, not the corpus."""
     chunk_config = chunk_config_from(chunk_config)
-    chunks = _chunked(documents, chunk_config, cache)
-    texts = chunks.column("text").to_pylist()
-    vectors = cache.embed(
-        chunk_config["embedding_model"], texts, chunk_config.get("passage_prefix", "")
-    )
-    return chunks.append_column("embedding", pa.array(list(vectors), type=pa.list_(pa.float32())))
+    model, prefix = chunk_config["embedding_model"], chunk_config.get("passage_prefix", "")
+    sizes = pc.binary_length(documents.column("text")).to_pylist() if documents.num_rows else []
+    counted = 0
+    for first, stop in fanout.document_ranges([size or 0 for size in sizes], RUN_BYTES):
+        chunks = _chunked(documents.slice(first, stop - first), chunk_config, cache)
+        vectors = cache.embed(model, chunks.column("text").to_pylist(), prefix)
+        if cache.files:
+            cache.known.clear()
+        offsets = np.arange(0, vectors.size + 1, max(vectors.shape[1], 1), dtype=np.int32)
+        embedding = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel(), pa.float32()))
+        chunks = chunks.set_column(
+            chunks.schema.get_field_index("chunk_id"),
+            "chunk_id",
+            pa.array(np.arange(counted, counted + chunks.num_rows, dtype=np.int64)),
+        ).append_column("embedding", embedding)
+        counted += chunks.num_rows
+        yield from chunks.combine_chunks().to_batches(BATCH_ROWS) or [
+            pa.RecordBatch.from_pylist([], chunks.schema)
+        ]
 
 
 def _chunked(documents: pa.Table, chunk_config: dict[str, Any], cache: EmbeddingCache) -> pa.Table:
@@ -112,14 +140,15 @@ def build_chunk_sets(
     set being built are held: those of earlier sets are read back from ``cache`` (a store)
     when a later set shares their texts. With a ``testset``, its questions are embedded too
     (with each config's query prefix, while the model is loaded) and saved in the folder
-    (``fanout.question_vectors``), so that retrieval needs no model."""
+    (``fanout.question_vectors``), so that retrieval needs no model. Each set is written a
+    record batch at a time as it is made (``chunk_batches``), never held whole."""
     written = []
     questions = [with_history(q, h) for q, h in asked(testset)] if testset is not None else []
     saved, done = EmbeddingCache(fanout.question_vectors(folder)), set()
     for chunk_config in chunk_configs:
         chunk_config = chunk_config_from(chunk_config)
-        table = build_chunks(documents, chunk_config, cache)
-        fanout.write_chunk_set(table, folder, chunk_config["chunk_config_id"])
+        batches = chunk_batches(documents, chunk_config, cache)
+        fanout.write_chunk_set(batches, folder, chunk_config["chunk_config_id"])
         written.append(chunk_config["chunk_config_id"])
         model, prefix = chunk_config["embedding_model"], chunk_config.get("query_prefix", "")
         if questions and (model, prefix) not in done:
@@ -167,7 +196,7 @@ def retrieve_group(
     tables, transformed, charged = [], transform_questions(space, testset, llm), set()
     for chunk_config in chunk_configs:
         chunk_config = chunk_config_from(chunk_config)
-        chunks = fanout.read_chunk_set(folder, chunk_config["chunk_config_id"])
+        chunks = ChunkFile(fanout.chunk_set_path(folder, chunk_config["chunk_config_id"]))
         tables.append(
             retrieve(
                 chunks, testset, space, chunk_config, cache, keep_collections, transformed, charged
@@ -178,7 +207,7 @@ def retrieve_group(
 
 
 def retrieve(
-    chunks: pa.Table,
+    chunks: pa.Table | ChunkFile,
     testset: pa.Table,
     space: SearchSpace,
     chunk_config: dict[str, Any],
@@ -207,16 +236,18 @@ def retrieve(
     with a reranker reads its search's first ``rerank_fetch_k`` candidates reordered by it
     (scored once per step: each (question, chunk text) by an endpoint, each (question,
     candidate list) by a cross-encoder; its time per question in ``rerank_latency_ms``).
-    A store's or a reranker's failure raises ``RagsweepError`` naming it."""
+    A store's or a reranker's failure raises ``RagsweepError`` naming it.
+
+    A chunk set given as its file (``chunk_sets.ChunkFile``) is read a record batch at a
+    time, never whole: exact search scans its vectors by blocks, BM25 its texts, and the
+    rows carry the texts, documents and spans of the chunks retrieved alone (``passages``
+    holds each retrieved chunk's text once)."""
     chunk_config = chunk_config_from(chunk_config)
-    if chunks.num_rows == 0:
+    chunks = TableChunks(chunks) if isinstance(chunks, pa.Table) else chunks
+    if len(chunks) == 0:
         raise ValueError("the chunk set is empty")
-    texts = chunks.column("text").to_pylist()
-    doc_ids = chunks.column("doc_id").to_pylist()
     questions = [with_history(q, h) for q, h in asked(testset)]
     question_ids = testset.column("question_id").to_pylist()
-    embeddings = chunks.column("embedding").combine_chunks()  # one matrix, no row objects
-    chunk_vectors = embeddings.flatten().to_numpy().reshape(len(embeddings), -1)
     if transformed is None:
         transformed = transform_questions(space, testset)
     charged = set() if charged is None else charged
@@ -226,9 +257,9 @@ def retrieve(
         name: Index(
             store=None,  # set per store
             question_vectors=cache.embed(model, asked_texts, prefix),
-            chunk_vectors=chunk_vectors,
+            chunk_vectors=chunks.vectors,
             questions=asked_texts,
-            chunk_texts=texts,
+            chunk_texts=chunks.texts,
         )
         for name, asked_texts in query_sets.items()
     }
@@ -276,6 +307,7 @@ def retrieve(
         at = (key, search_of(config), config.get("query_transform"), config["reranker"])
         if at not in reordered:
             candidates = searched_by(key, config, "candidates")
+            texts = texts_of(chunks.texts, candidates.ids)  # the candidates' alone
             ranking, ms = reranking.rerank(config["reranker"], questions, texts, candidates.ids)
             reordered[at] = ranking, ms.tolist()
         return reordered[at]
@@ -303,17 +335,20 @@ def retrieve(
         charged.add(transform)
         rows["query_llm_calls"] += plans[transform].calls if first else [0] * len(question_ids)
     picked = rows["retrieved_chunk_ids"]
-    rows["retrieved_doc_ids"] = [[doc_ids[i] for i in ids] for ids in picked]
     offsets = np.r_[0, np.cumsum([len(ids) for ids in picked])].astype(np.int32)
-    flat = np.concatenate(picked).astype(np.int32) if picked else np.zeros(0, np.int32)
+    flat = np.concatenate(picked).astype(np.int64) if picked else np.zeros(0, np.int64)
+    held, at = np.unique(flat, return_inverse=True)  # the chunks retrieved, each once
+    found = chunks.take(held, ["doc_id", "start", "end", "text"])
+    found = {name: found[name].combine_chunks() for name in found.column_names}
+    at = pa.array(at.astype(np.int32))
+    rows["retrieved_doc_ids"] = pa.ListArray.from_arrays(offsets, found["doc_id"].take(at))
     rows["passages"] = pa.ListArray.from_arrays(
-        offsets, pa.DictionaryArray.from_arrays(flat, chunks.column("text").combine_chunks())
+        offsets, pa.DictionaryArray.from_arrays(at, found["text"])
     )
     spans = pa.StructArray.from_arrays(
-        [chunks.column(n).combine_chunks() for n in ("doc_id", "start", "end")],
-        names=["doc_id", "start", "end"],
+        [found[n] for n in ("doc_id", "start", "end")], names=["doc_id", "start", "end"]
     )
-    rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(flat))
+    rows["retrieved_spans"] = pa.ListArray.from_arrays(offsets, spans.take(at))
     rows["query_latency_ms"] = pa.array(rows["query_latency_ms"], pa.float64(), from_pandas=True)
     rows["rerank_latency_ms"] = pa.array(rows["rerank_latency_ms"], pa.float64())
     rows["searched_query"] = pa.array(rows["searched_query"], pa.string())

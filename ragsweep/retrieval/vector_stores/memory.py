@@ -2,15 +2,19 @@
 
 Queries are scored in blocks, so memory stays near ``BLOCK_BYTES`` whatever the number of
 questions: one block's scores (block x chunks float32) and its top-k, never a full
-questions x chunks matrix.
+questions x chunks matrix. A chunk set given as a file (``chunk_sets.ChunkVectors``) is
+kept as the file and scanned a block of chunks at a time, each block's best merged into
+the best so far, so the store never holds every vector either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ragsweep.retrieval.chunk_sets import ChunkVectors, blocks_of
 from ragsweep.retrieval.vector_stores import Hits, IndexSpec
 
 BLOCK_BYTES = 64 * 2**20  # one block of float32 scores
@@ -24,30 +28,42 @@ class MemoryStore:
 
     def __init__(self, collection: str, distance: str) -> None:
         self.distance = distance
-        self.vectors = np.zeros((0, 0), np.float32)
+        self.vectors: np.ndarray | ChunkVectors = np.zeros((0, 0), np.float32)
 
-    def create(self, vectors: np.ndarray, texts: list[str], index: IndexSpec) -> None:
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    def create(
+        self, vectors: np.ndarray | ChunkVectors, texts: Sequence[str], index: IndexSpec
+    ) -> None:
+        if isinstance(vectors, ChunkVectors):
+            self.vectors = vectors  # read a block at a time by each search
+        else:
+            self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
 
     def search(self, queries: np.ndarray, k: int) -> Hits:
+        """Each query's ``k`` nearest chunks, best first, equal scores in chunk order."""
         queries = np.asarray(queries, dtype=np.float32)
         k = min(k, len(self.vectors))
         out = Hits.empty(len(queries), k)
-        rows = max(1, BLOCK_BYTES // (4 * max(len(self.vectors), 1)))
-        for start in range(0, len(queries), rows):
-            block = self.scores(queries[start : start + rows])
-            ids = top(block, k)
-            out.ids[start : start + len(block)] = ids
-            out.scores[start : start + len(block)] = np.take_along_axis(block, ids, axis=1)
+        for first, chunks in blocks_of(self.vectors):
+            rows = max(1, BLOCK_BYTES // (4 * max(len(chunks), 1)))
+            for start in range(0, len(queries), rows):
+                block = self.scores(queries[start : start + rows], chunks)
+                ids = top(block, k)
+                found = np.take_along_axis(block, ids, axis=1)
+                at = slice(start, start + len(block))
+                if first:  # the best of the blocks before, then this block's
+                    ids, found = best(out.ids[at], out.scores[at], ids + first, found, k)
+                out.ids[at, : ids.shape[1]] = ids
+                out.scores[at, : ids.shape[1]] = found
         return out
 
-    def scores(self, queries: np.ndarray) -> np.ndarray:
+    def scores(self, queries: np.ndarray, chunks: np.ndarray | None = None) -> np.ndarray:
         """Higher is nearer: cosine and dot are the inner product (unit vectors), euclidean
-        is the negated squared distance."""
-        inner = queries @ self.vectors.T
+        is the negated squared distance; against ``chunks`` (a block), else every chunk."""
+        chunks = np.asarray(self.vectors) if chunks is None else chunks
+        inner = queries @ chunks.T
         if self.distance != "euclidean":
             return inner
-        norms = (self.vectors**2).sum(axis=1)
+        norms = (chunks**2).sum(axis=1)
         return 2 * inner - norms[None, :] - (queries**2).sum(axis=1)[:, None]
 
     def keyword_search(self, queries: list[str], k: int) -> Hits | None:
@@ -55,6 +71,16 @@ class MemoryStore:
 
     def drop(self) -> None:
         self.vectors = np.zeros((0, 0), np.float32)
+
+
+def best(
+    ids: np.ndarray, scores: np.ndarray, more_ids: np.ndarray, more: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of two rankings per row, best first; equal scores keep the first
+    ranking's before the second's (a later block's chunks come after an earlier's)."""
+    ids, scores = np.hstack([ids, more_ids]), np.hstack([scores, more])
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
 def top(scores: np.ndarray, k: int) -> np.ndarray:
