@@ -287,4 +287,5 @@ def test_retrieval_split_by_question_blocks_equals_the_whole_and_embeds_nothing_
 
     split = pa.concat_tables(parts)
     assert split.num_rows == whole.num_rows == len(space.all_configs()) * testset.num_rows
-    assert ordered(split).equals(ordered(whole))
+    # the same rows; each block's passages are a dictionary of its own retrieved chunks
+    assert ordered(split).to_pylist() == ordered(whole).to_pylist()
