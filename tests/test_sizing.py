@@ -51,32 +51,43 @@ def test_chunks_are_each_documents_tokens_over_the_stride_rounded_up():
     )
 
 
-def test_the_benchmarks_synthetic_corpus_is_estimated_at_its_measured_peaks():
-    """The constants reproduce the figures they were read from (benchmarks/README.md, "At
-    scale": 10,000 documents, 26.6 MB, 161,587 chunks of 64 tokens, 1,000 questions, 20
-    configurations in one group, two shards): within 5% of each step's peak."""
-    sizes = [2_660] * 10_000
+@pytest.mark.parametrize(
+    ("documents", "chunks", "chunk_embed", "retrieve"),
+    [(10_000, 161_587, 624, 542), (100_000, 1_614_406, 903, 856)],
+)
+def test_the_benchmarks_synthetic_corpus_is_estimated_at_its_measured_peaks(
+    documents, chunks, chunk_embed, retrieve
+):
+    """The constants reproduce the figures they were read from (benchmarks/README.md,
+    "Growth": the synthetic corpus at 10,000 and 100,000 documents of ~2,660 bytes, 64-token
+    chunks, 1,000 questions, 6 configurations in one group): within 5% of each peak."""
     space = SearchSpace(
         chunk_sizes=(64,),
         chunk_overlaps=(0,),
-        top_ks=(1, 3, 5, 10),
+        top_ks=(1, 10),
         search_types=("similarity", "mmr", "hybrid"),
-        mmr_lambdas=(0.25, 0.5, 0.75),
         embedding_models=("openai:hashed-words",),
     )
+    assert len(space.all_configs()) == 6
+    items = fanout.retrieval_items(fanout.group_chunk_configs(space.chunk_configs(), 1), 1, 1_000)
+    per_token = {"openai:hashed-words": 2.65}
+    peaks = sizing.estimate_peaks([2_660] * documents, items, [], 1_000, space, per_token)
+    by_step = {p.step: p.bytes / MIB for p in peaks}
+    assert peaks[0].chunks == pytest.approx(chunks, rel=0.02)
+    assert by_step["chunk_embed"] == pytest.approx(chunk_embed, rel=0.05)
+    assert by_step["retrieve"] == pytest.approx(retrieve, rel=0.05)
+
+
+def test_an_embedding_shard_is_estimated_at_its_measured_peak():
+    """benchmarks/README.md, "At scale" (2026-12-01): the 10,000 documents' 26.6 MB in two
+    shards of the 20 MB default, ~80,800 chunks each, peaked at 1,115 MB."""
+    space = SearchSpace(chunk_sizes=(64,), chunk_overlaps=(0,), embedding_models=("openai:e",))
     configs = space.chunk_configs()
-    assert len(space.all_configs()) == 20
-    items = fanout.retrieval_items(fanout.group_chunk_configs(configs, 1), 1, 1_000)
     docs = pa.table({"text": ["x" * 2_660] * 10_000})
     shards = fanout.shard_items(configs, docs, fanout.DEFAULT_SHARD_BYTES)
     assert len(shards) == 2
-    per_token = {"openai:hashed-words": 2.65}
-    peaks = sizing.estimate_peaks(sizes, items, shards, 1_000, space, per_token)
-    by_step = {p.step: p.bytes / MIB for p in peaks}
-    assert peaks[0].chunks == pytest.approx(161_587, rel=0.02)
-    assert by_step["chunk_embed"] == pytest.approx(1_719, rel=0.05)
-    assert by_step["retrieve"] == pytest.approx(1_048, rel=0.05)
-    assert by_step["embed_shard"] == pytest.approx(1_115, rel=0.05)
+    peaks = sizing.estimate_peaks([2_660] * 10_000, [], shards, 1_000, space, {"openai:e": 2.65})
+    assert [p.bytes / MIB for p in peaks] == pytest.approx([1_115, 1_115], rel=0.05)
 
 
 def peaks_of(blocks: int, questions: int = 200, shard_bytes: int = 0) -> list[sizing.Peak]:
@@ -95,15 +106,16 @@ def test_each_step_is_the_base_plus_its_chunks_and_rows_at_the_measured_costs():
     unsplit = {p.step: p for p in peaks_of(1)}
     assert sorted(unsplit) == ["chunk_embed", "retrieve"]  # nothing sharded: no embed_shard
     chunks = 2_000 * 16
-    assert unsplit["chunk_embed"].bytes == sizing.STEP_BASE + chunks * sizing.CHUNK_EMBED_PER_CHUNK
+    base, per_chunk = sizing.BASE, sizing.PER_CHUNK
+    assert unsplit["chunk_embed"].bytes == base["chunk_embed"] + chunks * per_chunk["chunk_embed"]
     rows = 200 * configs
     assert unsplit["retrieve"].bytes == (
-        sizing.STEP_BASE + chunks * sizing.RETRIEVE_PER_CHUNK + rows * sizing.RETRIEVE_PER_ROW
+        base["retrieve"] + chunks * per_chunk["retrieve"] + rows * sizing.RETRIEVE_PER_ROW
     )
     split = [p for p in peaks_of(4) if p.step == "retrieve"]
     assert [p.rows for p in split] == [50 * configs] * 4  # each block holds a quarter
     [shard] = [p for p in peaks_of(4) if p.step == "embed_shard"]  # a split embeds in shards
-    assert shard.bytes == sizing.STEP_BASE + chunks * sizing.EMBED_SHARD_PER_CHUNK
+    assert shard.bytes == base["embed_shard"] + chunks * per_chunk["embed_shard"]
     assert len([p for p in peaks_of(1, shard_bytes=2_000_000) if p.step == "embed_shard"]) == 4
 
 

@@ -2,29 +2,31 @@
 (in ``plan``, before anything is embedded) that refuses a corpus whose estimate exceeds a
 step's memory limit, saying what to change.
 
-The costs are read from benchmarks/README.md, "At scale" (``bench_scale.py``, the rerun of
-2026-12-01 05:06 UTC: 384-dimension vectors from a hashing endpoint, so no model's weights
-are in them), and are to be measured again by the next run of that benchmark. Its MB are
-MiB, as the steps' cost lines count them (``peak_memory_mb``):
+The costs are read from benchmarks/README.md (``bench_scale.py``: 384-dimension vectors from
+a hashing endpoint, so no model's weights are in them; its MB are MiB, as the steps' cost
+lines count them, ``peak_memory_mb``). A step's peak is its base (imports, runtime, its
+batches) plus a cost per chunk of the largest chunk set it holds (and, for ``retrieve``,
+per retrieval row):
 
-- ``STEP_BASE``: a step process's imports and runtime, ~300 MB, a reading of the small
-  figures in that table (the steps that hold little data peak at 73-347 MB there).
 - the tokens: each embedding model's tokenizer reads a sample of the documents
   (``SAMPLE_BYTES``, evenly spread) for their bytes a token (~2.65 on the synthetic corpus,
   from its 26.6 MB and 161,587 chunks of 64 tokens; 4.06 on examples/docs with
   all-MiniLM-L6-v2's), and each document's chunks are its tokens over the stride, rounded
   up (examples/docs: 373, 191, 102 chunks estimated at 64, 128, 256 tokens; 380, 194, 101
   made).
-- ``CHUNK_EMBED_PER_CHUNK``: ``chunk_embed`` peaked at 1,719 MB on that chunk set:
-  (1,719 - 300) MB / 161,587 chunks. It holds one chunk set at a time.
-- ``EMBED_SHARD_PER_CHUNK``: ``embed_shard`` peaked at 1,115 MB on a shard of half the
-  documents (26.6 MB above the 20 MB shard size: two shards, ~80,800 chunks each):
-  (1,115 - 300) MB / 80,794 chunks.
-- ``RETRIEVE_PER_CHUNK`` and ``RETRIEVE_PER_ROW``: ``retrieve`` holds one chunk set (its
-  vectors, texts and BM25 matrix) and the group's retrieval rows (one per question x
-  configuration, with the retrieved texts). Its two figures, 1,048 MB at 161,587 chunks x
-  20,000 rows (synthetic) and 453 MB at ~17,700 chunks (the larger of Django's two sets,
-  from its 26,690 chunks of 128 and 256 tokens) x 24,000 rows, solved for the two costs.
+- ``chunk_embed`` and ``retrieve``: "Growth", 2026-12-06 07:13 UTC, alone on the 2-core VM:
+  the synthetic corpus at 10,000 and 100,000 documents (161,587 and 1,614,406 chunks of 64
+  tokens), 1,000 questions x 6 configurations (6,000 retrieval rows) in one group.
+  ``chunk_embed`` peaked at 624 and 903 MiB: (903 - 624) MiB / 1,452,819 chunks = 201
+  bytes a chunk over a base of 593 MiB. ``retrieve`` at 542 and 856 MiB: 227 bytes a chunk
+  over 507 MiB, of which the rows' ``RETRIEVE_PER_ROW`` (below) leaves a base of 488 MiB.
+- ``RETRIEVE_PER_ROW``: 3,400 bytes, from the run of 2026-12-01 (Django's 24,000 rows and
+  the synthetic corpus's 20,000, when the rows carried every chunk's text): an upper
+  bound now that they carry only the retrieved chunks'; not measured again.
+- ``embed_shard``: peaked at 1,115 MB on a shard of half the 10,000 documents (2026-12-01:
+  26.6 MB above the 20 MB shard size, two shards of ~80,800 chunks): (1,115 - 300) MB /
+  80,794 chunks over a base of 300 MB (a reading of the small steps' 73-347 MB there). A
+  shard is bounded by ``embedding_shard_bytes``; not measured again.
 
 The vectors are 384 float32 a chunk in every figure: a wider model costs more than this
 estimate says.
@@ -46,13 +48,11 @@ from ragsweep.sweep.fanout import block_range, is_shard
 from ragsweep.sweep.space import SearchSpace
 
 MIB = 1 << 20
-STEP_BASE = 300 * MIB
 SAMPLE_BYTES = 1_000_000  # of document text, read by each model's tokenizer
 SAMPLE_ROWS = 256
 DEFAULT_BYTES_PER_TOKEN = 4.0  # when the sample holds no token
-CHUNK_EMBED_PER_CHUNK = 9_200  # bytes
-EMBED_SHARD_PER_CHUNK = 10_600
-RETRIEVE_PER_CHUNK = 4_400
+BASE = {"chunk_embed": 593 * MIB, "retrieve": 488 * MIB, "embed_shard": 300 * MIB}
+PER_CHUNK = {"chunk_embed": 201, "retrieve": 227, "embed_shard": 10_600}  # bytes
 RETRIEVE_PER_ROW = 3_400
 
 # The steps whose memory grows with the corpus, as the pipeline names them.
@@ -156,16 +156,21 @@ def estimate_peaks(
         first, stop = block_range(questions, int(item.get("block", 0)), int(item.get("blocks", 1)))
         rows = (stop - first) * sum(len(space.configs(c)) for c in configs)
         name = largest["chunk_config_id"]
-        peaks.append(Peak("chunk_embed", STEP_BASE + chunks * CHUNK_EMBED_PER_CHUNK, chunks, name))
-        retrieve = STEP_BASE + chunks * RETRIEVE_PER_CHUNK + rows * RETRIEVE_PER_ROW
+        peaks.append(Peak("chunk_embed", _held("chunk_embed", chunks), chunks, name))
+        retrieve = _held("retrieve", chunks) + rows * RETRIEVE_PER_ROW
         peaks.append(Peak("retrieve", retrieve, chunks, name, rows, stop - first))
     for item in filter(is_shard, shards):
         part = sizes[int(item["first"]) : int(item["stop"])]
         chunks = chunks_of(item["chunk_config"], part)
         name = item["chunk_config"]["chunk_config_id"]
-        peak = STEP_BASE + chunks * EMBED_SHARD_PER_CHUNK
+        peak = _held("embed_shard", chunks)
         peaks.append(Peak("embed_shard", peak, chunks, name, shard_bytes=sum(part)))
     return peaks
+
+
+def _held(step: str, chunks: int) -> int:
+    """``step``'s base and its cost of ``chunks`` chunks."""
+    return BASE[step] + chunks * PER_CHUNK[step]
 
 
 def memory_limits(memory_limit: str, compiled: str) -> tuple[dict[str, int], str]:
@@ -198,16 +203,16 @@ def check_memory(
 
     what = f"~{peak.chunks:,} chunks of chunk set {peak.chunk_set}"
     changes = []
-    room = limit - STEP_BASE
+    room = limit - BASE[peak.step]
     if peak.step == "retrieve":
         what += f", {peak.rows:,} retrieval rows"
         rows_per_question = peak.rows / max(peak.questions, 1)
-        fit = (room - peak.chunks * RETRIEVE_PER_CHUNK) / (rows_per_question * RETRIEVE_PER_ROW)
+        fit = (room - peak.chunks * PER_CHUNK["retrieve"]) / (rows_per_question * RETRIEVE_PER_ROW)
         if fit >= 1:
             blocks = math.ceil(questions / math.floor(fit))
             changes.append(f"split the questions ({flag('retrieval_question_blocks', blocks)})")
     if peak.step == "embed_shard" and room > 0:
-        smaller = int(peak.shard_bytes * room / (peak.bytes - STEP_BASE)) // 1_000_000
+        smaller = int(peak.shard_bytes * room / (peak.bytes - BASE["embed_shard"])) // 1_000_000
         if smaller >= 1:
             shard = flag("embedding_shard_bytes", smaller * 1_000_000)
             changes.append(f"embed in smaller shards ({shard})")
