@@ -31,7 +31,7 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 # started first, so that pytest-xdist's workers (one file at a time each) finish together
 # rather than one running a long file alone at the end.
 LONGEST_FILES = (  # seconds in the parallel suite (--durations summed), or alone (-n 0)
-    "test_real_busy_server.py",  # 225 alone
+    "test_real_busy_server.py",  # 118 alone under load (7 questions x 2 configurations)
     "test_onnx_backend.py",  # 182 (alone: 157 with the machine's reference vectors kept)
     "test_ui.py",  # 134
     "test_patterns_chunkers_queries.py",  # 132
@@ -43,13 +43,13 @@ LONGEST_FILES = (  # seconds in the parallel suite (--durations summed), or alon
     "test_docs_examples.py",  # 70-82 alone, caches cold
     "test_patterns_stores.py",  # 75
     "test_real_model.py",  # 70
+    "test_pipeline_shards.py",  # 70 alone (five runs: shards, question blocks, the limit)
     "test_plugins.py",  # 67
     "test_patterns.py",  # 56
     "test_agents.py",  # 50 alone
     "test_tracking.py",  # 50
     "test_progress.py",  # 50
     "test_search_model.py",  # 47
-    "test_pipeline_shards.py",  # 45
     "test_openshift.py",  # 42
     "test_qagen.py",  # 39
     "test_embedcache.py",  # 37
