@@ -291,7 +291,7 @@ def test_baseline_without_a_store_is_refused(kb):
 
 
 def test_preflight_lists_an_s3_prefix_and_checks_the_ids_without_reading_documents(s3, bucket):
-    from ragsweep.kubeflow.local import preflight
+    from ragsweep.runner.local import preflight
 
     s3.put_object(Bucket=bucket, Key="kb/guides/a.md", Body=b"Port 8443.")
     s3.put_object(Bucket=bucket, Key="kb/logo.png", Body=b"\x89PNG")

@@ -27,8 +27,8 @@ from scripted_llm import ScriptedLLM
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
-from ragsweep.kubeflow.closing import close_run
-from ragsweep.kubeflow.rundir import export_run, is_complete, read_marker
+from ragsweep.runner.closing import close_run
+from ragsweep.runner.rundir import export_run, is_complete, read_marker
 from ragsweep.store import database
 
 REPO = Path(__file__).resolve().parents[1]

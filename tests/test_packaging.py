@@ -1,5 +1,5 @@
 """The wheel: setuptools builds it from setup.cfg without a package-discovery warning, and it
-carries every file of the web UI's data folders (templates, static)."""
+carries every module of the library and every file of the web UI's data folders."""
 
 import shutil
 import subprocess
@@ -47,3 +47,7 @@ def test_the_wheel_builds_without_warnings_and_carries_the_ui_files(tmp_path):
     assert any(w.endswith(".html") for w in wanted) and any(w.endswith(".css") for w in wanted)
     assert wanted <= names, sorted(wanted - names)
     assert {"ragsweep/cli/__init__.py", "ragsweep/components/rank.py"} <= names
+    # every module of the library: a subpackage setup.cfg's list lacks is left out silently
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ragsweep").rglob("*.py")}
+    assert "ragsweep/runner/local.py" in modules
+    assert modules <= names, sorted(modules - names)

@@ -23,10 +23,10 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table, settings_of, write_table
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.evaluation.leaderboard import build_board
-from ragsweep.kubeflow.closing import Outcome
 from ragsweep.models.llm import LLMSettings
 from ragsweep.reporting.exports import render
 from ragsweep.reporting.report import render_html
+from ragsweep.runner.closing import Outcome
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import read_settings
 from ragsweep.sweep.space import SearchSpace

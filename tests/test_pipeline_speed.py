@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.kubeflow.local import LOCAL_MAX_BRANCHES, thread_environment
 from ragsweep.kubeflow.step import pipeline_step
 from ragsweep.kubeflow.tasks import count_setting
+from ragsweep.runner.local import LOCAL_MAX_BRANCHES, thread_environment
 
 # The library modules each step that embeds nothing imports (components/*.py).
 NOT_EMBEDDING = {

@@ -20,7 +20,8 @@ from scripted_llm import ScriptedLLM, Step
 from test_pipeline import example_subset
 
 from ragsweep.core import progress
-from ragsweep.kubeflow.terminal import (
+from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
+from ragsweep.runner.terminal import (
     Counter,
     LineView,
     Monitor,
@@ -30,7 +31,6 @@ from ragsweep.kubeflow.terminal import (
     format_eta,
     format_rate,
 )
-from ragsweep.pipelines.sweep_pipeline import sweep_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")

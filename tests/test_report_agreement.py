@@ -13,8 +13,8 @@ from judged_runs import store_judged_run, write_judged_folder
 from ui_demo import serving_store
 
 from ragsweep.curation import labels
-from ragsweep.kubeflow.closing import import_folder, publish_folder
 from ragsweep.reporting.judge_agreement import with_stored_labels
+from ragsweep.runner.closing import import_folder, publish_folder
 from ragsweep.store import database
 
 QUESTIONS = 12

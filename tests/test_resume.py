@@ -22,7 +22,7 @@ from scripted_llm import ScriptedLLM, Step
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import read_table
-from ragsweep.kubeflow.rundir import held, holder, read_marker, status_of, write_marker
+from ragsweep.runner.rundir import held, holder, read_marker, status_of, write_marker
 from ragsweep.sweep.options import pipeline_arguments
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,8 +141,8 @@ def test_a_folder_written_before_a_parameter_existed_resumes_with_its_default(tm
 
 
 def test_a_folder_with_a_parameter_this_version_lacks_is_refused_naming_it(tmp_path):
-    from ragsweep.kubeflow.local import run_arguments
     from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.runner.local import run_arguments
     from ragsweep.sweep.settings import RunSettings
 
     arguments = pipeline_arguments(RunSettings(docs=str(REPO / "examples/docs")))
@@ -173,8 +173,8 @@ def test_options_that_would_change_the_settings_are_refused_with_resume(tmp_path
 
 
 def reads_of(docs: str, testset: str = "", **settings) -> dict:
-    from ragsweep.kubeflow.reads import step_reads
     from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.runner.reads import step_reads
     from ragsweep.sweep.settings import RunSettings
 
     return step_reads(
@@ -183,7 +183,7 @@ def reads_of(docs: str, testset: str = "", **settings) -> dict:
 
 
 def test_the_documents_read_are_their_content_not_their_timestamps(tmp_path):
-    from ragsweep.kubeflow.reads import changes
+    from ragsweep.runner.reads import changes
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -203,7 +203,7 @@ def test_the_documents_read_are_their_content_not_their_timestamps(tmp_path):
 
 
 def test_s3_documents_and_test_set_are_read_by_etag_and_size(s3, bucket):
-    from ragsweep.kubeflow.reads import changes
+    from ragsweep.runner.reads import changes
 
     s3.put_object(Bucket=bucket, Key="kb/a.md", Body=b"Alpha.")
     s3.put_object(Bucket=bucket, Key="t.jsonl", Body=questions(missing=False).encode())
@@ -220,8 +220,8 @@ def test_s3_documents_and_test_set_are_read_by_etag_and_size(s3, bucket):
 
 
 def test_an_endpoint_is_read_as_its_url_without_credentials_and_its_model(monkeypatch):
-    from ragsweep.kubeflow.reads import changes, task_digests
     from ragsweep.models.llm import LLMSettings
+    from ragsweep.runner.reads import changes, task_digests
     from ragsweep.sweep.space import SearchSpace
 
     space = SearchSpace(answerers=("llm:granite",))
@@ -326,7 +326,7 @@ def test_a_second_resume_of_a_running_folder_is_refused_naming_its_host_and_pid(
 HOLDER = """
 import sys, time
 from pathlib import Path
-from ragsweep.kubeflow.rundir import held
+from ragsweep.runner.rundir import held
 with held(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)
@@ -364,7 +364,7 @@ def test_a_lock_left_by_a_killed_process_is_no_obstacle(tmp_path):
 WRITER = """
 import sys, time
 from pathlib import Path
-from ragsweep.kubeflow import rundir
+from ragsweep.runner import rundir
 
 symlink = rundir._symlink
 def slow(*args):  # each step of the swap takes a while: a kill lands in it often

@@ -13,8 +13,8 @@ from conftest import emptied
 from starlette.testclient import TestClient
 
 from ragsweep.core.schemas import write_table
-from ragsweep.kubeflow.closing import MLFLOW_FILE, close_run
 from ragsweep.reporting.tracking import run_link
+from ragsweep.runner.closing import MLFLOW_FILE, close_run
 from ragsweep.store import database
 from ragsweep.ui import create_app
 

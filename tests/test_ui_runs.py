@@ -21,8 +21,8 @@ from builders import make_board, make_testset
 from conftest import needs_chromium
 
 from ragsweep.core.schemas import SETTINGS_KEY, settings_of
-from ragsweep.kubeflow.rundir import held, write_marker
 from ragsweep.reporting import publishing
+from ragsweep.runner.rundir import held, write_marker
 from ragsweep.store import database
 from ragsweep.store.annotations import archive_run, label_run
 from ragsweep.ui import create_app

@@ -168,8 +168,8 @@ def run(
     if resume:
         refuse_with_resume(ctx)
         return resume_run(resume, output, store, no_store, mlflow, top, verbose, skip_unresolved)
-    from ragsweep.kubeflow.local import preflight, run_local
     from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.runner.local import preflight, run_local
 
     settings = local_settings(ctx.params)
     preflight(settings.docs, settings.testset, settings.skip_unresolved)  # fails in a moment
@@ -342,8 +342,8 @@ def resume_run(
 ) -> None:
     """``ragsweep run --resume``: the run, continued, with what the store and MLflow checks
     say before it starts."""
-    from ragsweep.kubeflow.local import resume_local
     from ragsweep.pipelines.sweep_pipeline import sweep
+    from ragsweep.runner.local import resume_local
     from ragsweep.store import database as results_store
 
     url = None if no_store else results_store.resolve_url(store)
@@ -596,7 +596,7 @@ def runs_import(
     """Store a run folder that was not stored (the store was down at the end of the run, or
     it ran with --no-store), with the status its folder records; a run stored before under
     the folder's name is replaced."""
-    from ragsweep.kubeflow.closing import import_folder
+    from ragsweep.runner.closing import import_folder
     from ragsweep.store import database as results_store
 
     if not run_dir.is_dir():

@@ -6,7 +6,7 @@ texts it will embed, the LLM calls it will make), ``advance`` as it gets done. W
 appends this process's running totals to it as one JSON line, e.g.
 ``{"source": "3f2a...", "counter": "LLM calls", "done": 12, "total": 40, "at": 1764.2}``
 (``at``: when, in seconds since the epoch, for the UI's time left at the recent pace),
-which the terminal sums over the steps (``ragsweep.kubeflow.terminal``); without it (on a
+which the terminal sums over the steps (``ragsweep.runner.terminal``); without it (on a
 cluster) the calls do nothing.
 """
 

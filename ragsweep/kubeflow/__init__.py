@@ -1,3 +1,3 @@
-"""Running the pipeline: locally with kfp.local (and its terminal display), on OpenShift AI
-(submit, schedule, per-step Secrets and resources), Red Hat AutoRAG's parameters, cron.
-Imports the layers below it; the local runner imports the pipeline definition."""
+"""The pipeline on Kubeflow: how each step runs (Secrets, CPU and memory, retries), the
+context every step runs in, submit and schedules on OpenShift AI, Red Hat AutoRAG's
+parameters, the pipeline's parameters as settings, cron."""

@@ -61,6 +61,7 @@ RESOURCES_ENV = "RAGSWEEP_RESOURCES"
 PARALLELISM_ENV = "RAGSWEEP_PARALLELISM"
 GPU_ENV = "RAGSWEEP_GPU"
 THREADS_ENV = "OMP_NUM_THREADS"  # torch's intra-op threads, and numpy's BLAS
+READS_ENV = "RAGSWEEP_READS"  # what a step reads from outside the pipeline (ragsweep.runner.reads)
 # The steps that run an embedding model on chunks; retrieve embeds only the questions.
 GPU_STEPS = ("chunk_embed", "embed_shard")
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA GPU operator's device plugin
@@ -230,7 +231,7 @@ class Settings:
     fan-out's parallelism (0: no bound) and the GPUs of each embedding step; whether every
     step is cached (``cache_all``: a local run, whose cache lives in its own folder); the
     digest of what each step reads from outside the pipeline, by step name (``reads``: a
-    local run's, ``ragsweep.kubeflow.reads``), set as its task's ``RAGSWEEP_READS``."""
+    local run's, ``ragsweep.runner.reads``), set as its task's ``READS_ENV``."""
 
     resources: dict[str, Resources] | None
     retries: int
@@ -331,8 +332,6 @@ def step(
     if not cache and not settings.cache_all:
         task.set_caching_options(enable_caching=False)
     if name in (settings.reads or {}):  # part of kfp.local's cache key: changed reads, a new key
-        from ragsweep.kubeflow.reads import READS_ENV
-
         task.set_env_variable(READS_ENV, settings.reads[name])
     return task
 

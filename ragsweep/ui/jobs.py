@@ -31,8 +31,8 @@ from starlette.routing import Route
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import check_name
-from ragsweep.kubeflow.closing import PARTIAL_EXIT
-from ragsweep.kubeflow.rundir import LOCK, MARKER, read_marker
+from ragsweep.runner.closing import PARTIAL_EXIT
+from ragsweep.runner.rundir import LOCK, MARKER, read_marker
 from ragsweep.store.annotations import MAX_TITLE, label_run
 from ragsweep.store.database import ENV as STORE_ENV
 from ragsweep.store.database import find_runs, run_info

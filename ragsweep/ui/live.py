@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.kubeflow.rundir import MARKER, read_marker, started_at, status_of
-from ragsweep.kubeflow.terminal import Counter, format_count, format_eta
+from ragsweep.runner.rundir import MARKER, read_marker, started_at, status_of
+from ragsweep.runner.terminal import Counter, format_count, format_eta
 
 MIN_TICKS = 5  # the advances of a counter within its window before a time left is given
 

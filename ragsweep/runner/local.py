@@ -6,11 +6,11 @@ Each step runs as a subprocess of this Python environment
 step with the cores shared between them (``OMP_NUM_THREADS``);
 the artifacts land under the run folder,
 and the leaderboard, per-question results, breakdown, failures, report and the runnable
-patterns (``patterns/``) are exported beside them (``ragsweep.kubeflow.rundir``) before the
-side steps store the run, log it to MLflow and compare it (``ragsweep.kubeflow.closing``).
+patterns (``patterns/``) are exported beside them (``ragsweep.runner.rundir``) before the
+side steps store the run, log it to MLflow and compare it (``ragsweep.runner.closing``).
 Every step's outputs are cached in the run folder, so that ``ragsweep run --resume``
 continues an interrupted run; SIGINT and SIGTERM stop it within seconds
-(``ragsweep.kubeflow.interrupts``).
+(``ragsweep.runner.interrupts``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from ragsweep.core.errors import RagsweepError
 
 if TYPE_CHECKING:  # imported where used: `ragsweep run` checks its inputs before loading them
-    from ragsweep.kubeflow.closing import Outcome
-    from ragsweep.kubeflow.terminal import Monitor, StepTotal
+    from ragsweep.runner.closing import Outcome
+    from ragsweep.runner.terminal import Monitor, StepTotal
     from ragsweep.sweep.settings import RunSettings
 
 log = logging.getLogger("ragsweep")
@@ -70,7 +70,7 @@ def run_local(
 ) -> Outcome:
     """Run ``pipeline`` (the sweep's pipeline function, which the caller brings: the library
     imports no pipeline) locally in a new run folder under ``output``; see ``execute``."""
-    from ragsweep.kubeflow.rundir import held, write_marker
+    from ragsweep.runner.rundir import held, write_marker
     from ragsweep.sweep.options import pipeline_arguments
 
     settings = replace(
@@ -114,8 +114,8 @@ def resume_local(
     the settings it started with (``skip_unresolved``: leaving out the questions whose
     references match no document, from now on): the steps that finished are reused
     (kfp.local's cache in the run folder) when what they read is unchanged
-    (``ragsweep.kubeflow.reads``), the others run. The folder is locked while it runs."""
-    from ragsweep.kubeflow.rundir import find_run, held
+    (``ragsweep.runner.reads``), the others run. The folder is locked while it runs."""
+    from ragsweep.runner.rundir import find_run, held
 
     run_dir = find_run(output, run_id)
     with held(run_dir):
@@ -155,27 +155,27 @@ def execute(
 ) -> Outcome:
     """Run the pipeline of the run folder (its ``settings.json``), export the leaderboard,
     per-question results, breakdown, failures, report, test set and patterns into it (whole
-    or not at all), and then the side steps (``ragsweep.kubeflow.closing``): MLflow
+    or not at all), and then the side steps (``ragsweep.runner.closing``): MLflow
     (``tracking_uri``), the comparison with the baseline, and the store (``store_url``),
     which records the run only once its folder is complete. The pipeline itself stores
     nothing, logs nothing to MLflow and compares nothing: a failing side step never costs
     the results. Every step's outputs are cached in the folder, so an interrupted run
     resumes where it stopped (``resumed``). SIGINT and SIGTERM stop the run and its steps
-    within seconds (``ragsweep.kubeflow.interrupts``) and raise ``RunStopped``; a failed
+    within seconds (``ragsweep.runner.interrupts``) and raise ``RunStopped``; a failed
     pipeline or export raises ``RunStopped`` too. Model endpoints come from the
     RAGSWEEP_LLM_* / RAGSWEEP_JUDGE_* environment, which the steps inherit. The terminal
-    shows the steps' progress (``ragsweep.kubeflow.terminal``); kfp.local's output goes to
+    shows the steps' progress (``ragsweep.runner.terminal``); kfp.local's output goes to
     the folder's ``pipeline.log``, and to the terminal too when ``verbose``."""
     from kfp import local
 
     from ragsweep.core import progress
-    from ragsweep.kubeflow.closing import close_run
-    from ragsweep.kubeflow.interrupts import Interrupted, interruptible
-    from ragsweep.kubeflow.reads import changes, step_reads, task_digests
-    from ragsweep.kubeflow.rundir import export_run, read_marker, started_at, write_marker
     from ragsweep.kubeflow.tasks import for_local_run
-    from ragsweep.kubeflow.terminal import StepTotal
     from ragsweep.reporting import tracking
+    from ragsweep.runner.closing import close_run
+    from ragsweep.runner.interrupts import Interrupted, interruptible
+    from ragsweep.runner.reads import changes, step_reads, task_digests
+    from ragsweep.runner.rundir import export_run, read_marker, started_at, write_marker
+    from ragsweep.runner.terminal import StepTotal
     from ragsweep.store import database
 
     arguments = run_arguments(pipeline, run_dir)
@@ -283,7 +283,7 @@ def _stopped(
 ) -> RunStopped:
     """Record a run that ended without results, in its folder and (when set) the store; the
     error to raise. A store that cannot be reached then is a note, not a second failure."""
-    from ragsweep.kubeflow.rundir import read_marker, started_at, write_marker
+    from ragsweep.runner.rundir import read_marker, started_at, write_marker
     from ragsweep.store import database
 
     try:
@@ -354,7 +354,7 @@ def root_logging_to(stream: io.TextIOBase) -> Iterator[None]:
 
 def watch(run_dir: Path, steps: StepTotal, verbose: bool) -> Monitor:
     """The run's progress display: live on a terminal, lines elsewhere (CI, a pipe)."""
-    from ragsweep.kubeflow.terminal import LineView, LiveView, Monitor
+    from ragsweep.runner.terminal import LineView, LiveView, Monitor
 
     terminal = sys.stdout
     view = LiveView(terminal) if terminal.isatty() else LineView(terminal)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ragsweep.core.errors import RagsweepError, safe_url
 from ragsweep.core.schemas import read_table, write_table
-from ragsweep.kubeflow.rundir import read_marker, staged, started_at, write_marker
+from ragsweep.runner.rundir import read_marker, staged, started_at, write_marker
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -216,7 +216,7 @@ def _logged(run_dir: Path) -> dict | None:
 def import_folder(run_dir: Path, store_url: str) -> str:
     """``ragsweep runs import``: store a complete run folder that was not stored (the store
     was down, or the run had none), with the status and failures its marker records."""
-    from ragsweep.kubeflow.rundir import is_complete
+    from ragsweep.runner.rundir import is_complete
 
     if not is_complete(run_dir):
         raise RagsweepError(

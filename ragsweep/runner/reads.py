@@ -3,13 +3,14 @@ run reuses a step only if what it read is unchanged.
 
 Each step that reads the settings, the test set, the documents, an embedding model or an
 endpoint has the digest of those reads as an environment variable of its task
-(``READS_ENV``), which kfp.local's cache key includes (with the task's command and inputs):
-a step whose reads changed misses the cache and runs, and so does every step after it,
-whose inputs (its outputs, written anew) are then at new paths. The reads are identities,
-never contents: a local file's SHA-256 (remembered by path, size, mtime and inode, so a
-folder of documents is read whole once, ``ragsweep.models.identity``), an S3 object's ETag
-and size, an endpoint's URL without credentials and its model. The run's marker records
-them, so that a resume says in one line what changed.
+(``ragsweep.kubeflow.tasks.READS_ENV``), which kfp.local's cache key includes (with the
+task's command and inputs): a step whose reads changed misses the cache and runs, and so
+does every step after it, whose inputs (its outputs, written anew) are then at new paths.
+The reads are identities, never contents: a local file's SHA-256 (remembered by path,
+size, mtime and inode, so a folder of documents is read whole once,
+``ragsweep.models.identity``), an S3 object's ETag and size, an endpoint's URL without
+credentials and its model. The run's marker records them, so that a resume says in one
+line what changed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-READS_ENV = "RAGSWEEP_READS"
 # the steps that read from outside the pipeline, in the pipeline's order (the task names)
 STEPS = (
     "configure",
