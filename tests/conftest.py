@@ -65,8 +65,12 @@ def pytest_configure(config: pytest.Config) -> None:
     of the cores for torch's and BLAS's threads, as ``ragsweep run`` gives each branch its
     share: with one worker per core, a second thread per process only spins while it waits
     for a core the other worker holds (measured: two cold runs of the examples side by side
-    took 23% less CPU on one thread each). A value the caller set is kept."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    took 23% less CPU on one thread each). A value the caller set is kept.
+
+    The controller sets it before it starts the workers, which inherit it: there the
+    workers are xdist's transports (``-n``), not yet ``PYTEST_XDIST_WORKER_COUNT``."""
+    transports = len(getattr(config.option, "tx", None) or [])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or transports or 1)
     cores = len(os.sched_getaffinity(0))
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cores // workers)))
 

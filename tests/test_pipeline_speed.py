@@ -123,3 +123,40 @@ def test_a_count_setting_is_a_whole_number():
         count_setting("RAGSWEEP_GPU", "two")
     with pytest.raises(RagsweepError, match="'-1'"):
         count_setting("RAGSWEEP_PARALLELISM", "-1")
+
+
+CONFTEST = """
+import importlib.util, sys
+sys.path.insert(0, {tests!r})
+spec = importlib.util.spec_from_file_location("suite_conftest", {tests!r} + "/conftest.py")
+suite = sys.modules["suite_conftest"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+pytest_configure = suite.pytest_configure
+"""
+PROBE = """
+import os, pathlib
+
+def test_probe():
+    pathlib.Path(os.environ["PROBE_OUT"]).write_text(os.environ.get("OMP_NUM_THREADS", ""))
+"""
+
+
+def test_each_worker_of_the_suite_gets_its_share_of_the_cores(tmp_path):
+    """The suite's conftest gives each xdist worker cores // workers threads. It once set
+    the controller's whole count before the workers started, and they inherited it."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    (tmp_path / "conftest.py").write_text(CONFTEST.format(tests=tests))
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYTEST_"))}
+    env["PROBE_OUT"] = str(tmp_path / "threads")
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider"]
+    ran = subprocess.run(
+        [*command, "--rootdir", str(tmp_path), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert (tmp_path / "threads").read_text() == str(share)
