@@ -265,8 +265,16 @@ def test_forking_while_milvus_lite_serves_prints_no_grpc_chatter(tmp_path):
     in-process server is busy; the store turns gRPC's log down to errors."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRPC_", "RAGSWEEP_MILVUS"))}
     env.update(RAGSWEEP_MILVUS_LITE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    # Milvus Lite computes distances with numpy in its server's threads. A threaded OpenBLAS
+    # shuts its thread pool down at each fork, so a matrix product in flight then waits
+    # forever (seen once in the suite: 288 s, killed): one BLAS thread, and a bound.
+    env["OPENBLAS_NUM_THREADS"] = "1"
     ran = subprocess.run(
-        [sys.executable, "-c", FORK_WHILE_SEARCHING], env=env, capture_output=True, text=True
+        [sys.executable, "-c", FORK_WHILE_SEARCHING],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert ran.returncode == 0 and "forked" in ran.stdout, ran.stderr
     assert "fork_posix" not in ran.stderr and "gRPC" not in ran.stderr, ran.stderr
