@@ -1,7 +1,9 @@
-"""Sharded embedding, run by kfp.local: documents above the threshold are embedded by the
-shard loop's steps, and the chunk sets' own step embeds nothing they embedded. The vectors
-come from the scripted OpenAI-compatible endpoint (``openai:embedder``): the steps load no
-model, and where each text is embedded does not depend on which model embeds it."""
+"""Split runs, by kfp.local: documents above the threshold are embedded by the shard loop's
+steps, and the chunk sets' own step embeds nothing they embedded; retrieval split into
+blocks of questions ranks as the whole run did; a corpus over the memory limit stops at
+planning. The vectors come from the scripted OpenAI-compatible endpoint
+(``openai:embedder``): the steps load no model, and where each text is embedded does not
+depend on which model embeds it."""
 
 import re
 from pathlib import Path
@@ -25,27 +27,38 @@ def chunk_embeddings(step_log: str) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in re.findall(pattern, step_log)]
 
 
-def sweep(tmp_path: Path, docs: Path, testset: Path, shard_bytes: int) -> Path:
-    output = tmp_path / f"runs-{shard_bytes}"
+def sweep(tmp_path: Path, docs: Path, testset: Path, name: str, *more: str) -> Path:
+    output = tmp_path / name
     result = ragsweep(
         "run",
         *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64,128"),
         *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
-        *("--embedding-models", "openai:embedder"),
-        *("--embedding-shard-bytes", str(shard_bytes), "--output", str(output)),
+        *("--embedding-models", "openai:embedder", "--output", str(output), *more),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     [run_dir] = output.iterdir()
     return run_dir
 
 
-def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(llm_server, tmp_path):
+def assert_same_board(whole: Path, split: Path, exact: bool) -> None:
+    """The split run's leaderboard is the whole run's: the same values when ``exact``, else
+    within float rounding (vectors summed in another order)."""
+    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, split)]
+    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
+    for metric in ("context_correctness", "answer_correctness", "document_recall"):
+        want = boards[0][metric].to_pylist()
+        assert boards[1][metric].to_pylist() == (want if exact else pytest.approx(want))
+
+
+def test_sharded_and_question_block_runs_rank_as_the_whole_run_and_embed_each_text_once(
+    llm_server, tmp_path
+):
+    """One whole run against two split ones: documents in shards (embedded by the shard
+    loop's steps), and retrieval in blocks of questions (a branch per block)."""
     llm_server.models.append("embedder")
     docs, testset = example_subset(tmp_path)
-    total = sum(len(p.read_text().encode()) for p in docs.rglob("*") if p.is_file())
-    whole = sweep(tmp_path, docs, testset, 0)
-    sharded = sweep(tmp_path, docs, testset, total // 2)
-
+    whole = sweep(tmp_path, docs, testset, "whole")
+    embedded_whole = sorted(llm_server.embedded)
     log = (whole / "pipeline.log").read_text()
     [placeholder] = step_logs(log, "embed-shard")  # the loop runs once, embedding nothing
     assert "ragsweep: embeddings:" not in placeholder
@@ -53,6 +66,8 @@ def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(llm_
     embedded = chunk_embeddings(chunk_embed)
     assert len(embedded) == 2 and all(new > 0 for _, new in embedded)
 
+    total = sum(len(p.read_text().encode()) for p in docs.rglob("*") if p.is_file())
+    sharded = sweep(tmp_path, docs, testset, "sharded", "--embedding-shard-bytes", str(total // 2))
     log = (sharded / "pipeline.log").read_text()
     shards = step_logs(log, "embed-shard")
     assert len(shards) >= 2 * 2  # 2 chunk sets x at least 2 document shards
@@ -60,61 +75,25 @@ def test_a_sharded_run_ranks_as_an_unsharded_one_and_embeds_each_chunk_once(llm_
     [chunk_embed] = step_logs(log, "chunk-embed")
     embedded = chunk_embeddings(chunk_embed)
     assert len(embedded) == 2 and all(cached > 0 and new == 0 for cached, new in embedded)
-
     # the questions' vectors came with the chunks: retrieve embedded nothing, loaded no model
     [retrieve] = step_logs(log, "retrieve")
     assert re.search(r"embeddings: [1-9]\d* from the cache, 0 new", retrieve)
     assert not re.search(r"embeddings: \d+ from the cache, [1-9]\d* new", retrieve)
+    assert_same_board(whole, sharded, exact=False)
 
-    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, sharded)]
-    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
-    for metric in ("context_correctness", "answer_correctness", "document_recall"):
-        assert boards[1][metric].to_pylist() == pytest.approx(boards[0][metric].to_pylist())
-
-
-def blocks_run(tmp_path: Path, docs: Path, testset: Path, name: str, *more: str):
-    output = tmp_path / name
-    result = ragsweep(
-        "run",
-        *("--docs", str(docs), "--testset", str(testset), "--chunk-sizes", "64"),
-        *("--top-k", "1,3", "--vector-stores", "memory", "--cache", "none", "--no-store"),
-        *("--embedding-models", "openai:embedder", "--output", str(output), *more),
-    )
-    return result, output
-
-
-def test_retrieval_split_into_question_blocks_embeds_nothing_twice_and_ranks_as_the_whole(
-    llm_server, tmp_path
-):
-    llm_server.models.append("embedder")
-    docs, testset = example_subset(tmp_path, questions=5)
-    result, output = blocks_run(tmp_path, docs, testset, "whole")
-    assert result.returncode == 0, result.stderr[-3000:]
-    [whole] = output.iterdir()
-    embedded_whole = sorted(llm_server.embedded)
     llm_server.embedded.clear()
-    result, output = blocks_run(
-        tmp_path, docs, testset, "blocks", "--retrieval-question-blocks", "2"
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    [split] = output.iterdir()
-
-    # every chunk text and question went to the endpoint once, as in the unsplit run
+    split = sweep(tmp_path, docs, testset, "blocks", "--retrieval-question-blocks", "2")
+    # every chunk text and question went to the endpoint once, as in the whole run
     assert sorted(llm_server.embedded) == embedded_whole
     assert len(set(embedded_whole)) == len(embedded_whole)
     log = (split / "pipeline.log").read_text()
-    [shard] = step_logs(log, "embed-shard")  # the one chunk set, embedded once
-    assert all(new > 0 for _, new in chunk_embeddings(shard))
+    shards = step_logs(log, "embed-shard")  # each chunk set embedded once, by its shard
+    assert len(shards) == 2 and all(new > 0 for s in shards for _, new in chunk_embeddings(s))
     branches = step_logs(log, "chunk-embed")
     assert len(branches) == 2  # a (group, block) branch each: read the chunks, embed nothing
     assert all(new == 0 for b in branches for _, new in chunk_embeddings(b))
-    retrieves = step_logs(log, "retrieve")
-    assert len(retrieves) == 2
-
-    boards = [read_table(run / "leaderboard.arrow", "leaderboard") for run in (whole, split)]
-    assert boards[0]["config_id"].to_pylist() == boards[1]["config_id"].to_pylist()
-    for metric in ("context_correctness", "answer_correctness", "document_recall"):
-        assert boards[1][metric].to_pylist() == boards[0][metric].to_pylist()
+    assert len(step_logs(log, "retrieve")) == 2
+    assert_same_board(whole, split, exact=True)
 
 
 def test_a_corpus_over_the_memory_limit_stops_at_planning_naming_the_step_and_the_fix(tmp_path):
