@@ -31,14 +31,10 @@ MIN_COSINE = {"onnx": 0.999, "onnx-int8": 0.999}
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory) -> Path:
-    """One export folder for the module, so each variant is exported once."""
-    return tmp_path_factory.mktemp("onnx-exports")
-
-
-@pytest.fixture(autouse=True)
-def _exports_here(exports: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(onnx_backend, "exports_dir", lambda: exports)
+def exports(ragsweep_cache: Path) -> Path:
+    """The session's export folder (``exports_dir`` under ``RAGSWEEP_CACHE_DIR``), shared
+    with the session's runs: each variant of the bundled model is exported once."""
+    return ragsweep_cache / "onnx"
 
 
 @pytest.fixture(scope="module")
@@ -164,23 +160,28 @@ def test_the_embedding_cache_keeps_each_backends_vectors_apart(tmp_path):
     assert cache.folder(MODEL) == cache.folder(f"{MODEL}@{embedding.backend(MODEL)}")
 
 
-def test_an_export_is_reused_and_a_corrupt_one_exported_again(exports, caplog):
+def test_an_export_is_reused_and_a_corrupt_one_exported_again(exports, tmp_path, caplog):
+    # on a copy of the session's exports, which other tests and runs read meanwhile;
     # int8: its export again is a quantisation of the kept float32 file, not a trace
     model = embedding.model_path(MODEL)
-    path = onnx_backend.exported(model, "onnx-int8")
-    assert path.parent == exports
+    onnx_backend.exported(model, "onnx-int8")
+    for kept in exports.iterdir():
+        if kept.suffix != ".lock":
+            shutil.copy2(kept, tmp_path / kept.name)
+    path = onnx_backend.exported(model, "onnx-int8", tmp_path)
+    assert path.parent == tmp_path
     stamp = path.stat().st_mtime_ns
-    assert onnx_backend.exported(model, "onnx-int8") == path
+    assert onnx_backend.exported(model, "onnx-int8", tmp_path) == path
     assert path.stat().st_mtime_ns == stamp  # verified, not exported again
     with open(path, "r+b") as f:  # one flipped byte in the middle
         f.seek(path.stat().st_size // 2)
         byte = f.read(1)
         f.seek(-1, 1)
         f.write(bytes([byte[0] ^ 0xFF]))
-    assert onnx_backend.exported(model, "onnx-int8") == path
+    assert onnx_backend.exported(model, "onnx-int8", tmp_path) == path
     assert "checksum mismatch" in caplog.text
     assert onnx_backend._verified(path)
-    assert not list(exports.glob(".*.tmp"))  # no temporary file left behind
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 
 @pytest.mark.parametrize(("budget", "threads"), [("1", 1), ("3", 3), (None, 0)])
