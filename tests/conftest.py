@@ -30,33 +30,33 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 # The files that take minutes (whole pipelines, a real model), measured with --durations:
 # started first, so that pytest-xdist's workers (one file at a time each) finish together
 # rather than one running a long file alone at the end.
-LONGEST_FILES = (  # seconds in the parallel suite (--durations summed), or alone (-n 0)
-    "test_real_busy_server.py",  # 118 alone under load (7 questions x 2 configurations)
-    "test_onnx_backend.py",  # 182 (alone: 157 with the machine's reference vectors kept)
-    "test_ui.py",  # 134
-    "test_patterns_chunkers_queries.py",  # 132
-    "test_pipeline_llm.py",  # 114
-    "test_run_options.py",  # 100-170 alone (two preset runs of the examples)
-    "test_real_judge_labels.py",  # 109 alone
-    "test_identity_runs.py",  # 97 alone
-    "test_resume.py",  # 76 alone
-    "test_docs_examples.py",  # 70-82 alone, caches cold
-    "test_patterns_stores.py",  # 75
-    "test_real_model.py",  # 70
-    "test_pipeline_shards.py",  # 70 alone (five runs: shards, question blocks, the limit)
-    "test_plugins.py",  # 67
-    "test_patterns.py",  # 56
-    "test_agents.py",  # 50 alone
-    "test_tracking.py",  # 50
-    "test_progress.py",  # 50
-    "test_search_model.py",  # 47
-    "test_openshift.py",  # 42
-    "test_qagen.py",  # 39
-    "test_embedcache.py",  # 37
-    "test_failures.py",  # 35
-    "test_statistics.py",  # 35
-    "test_embedcache_faults.py",  # 34
-    "test_stored_testdata.py",  # 33
+LONGEST_FILES = (  # seconds in a fresh clone's parallel suite (--durations summed, 2026-12-06)
+    "test_onnx_backend.py",  # 110
+    "test_real_busy_server.py",  # 91
+    "test_real_judge_labels.py",  # 77
+    "test_pipeline_llm.py",  # 74
+    "test_resume.py",  # 74
+    "test_patterns_chunkers_queries.py",  # 73
+    "test_ui.py",  # 63
+    "test_pipeline_shards.py",  # 61
+    "test_identity_runs.py",  # 59
+    "test_patterns_stores.py",  # 54
+    "test_failures.py",  # 39
+    "test_patterns.py",  # 39
+    "test_run_options.py",  # 36
+    "test_qagen.py",  # 33
+    "test_search_model.py",  # 31
+    "test_agents.py",  # 30
+    "test_real_model.py",  # 27
+    "test_embedcache.py",  # 27
+    "test_openshift.py",  # 27
+    "test_nightly.py",  # 26
+    "test_llm_deadlines.py",  # 24
+    "test_progress.py",  # 24
+    "test_ui_security.py",  # 23
+    "test_docs_examples.py",  # 21
+    "test_ui_runs.py",  # 21
+    "test_plugins.py",  # 21
 )
 
 
