@@ -413,6 +413,29 @@ def test_the_document_hashes_follow_each_documents_text_not_its_place_in_the_tab
     assert document_hashes(documents({**texts, "a.md": "Alpha!"}))[0][1] != hashes[0][1]
 
 
+def test_the_documents_are_hashed_in_batches_as_their_texts_utf8_always_was():
+    """Read a batch at a time as Arrow's bytes, the hashes and the fingerprint are those of
+    each text's UTF-8 (what an earlier run recorded): its sweep key stays the same."""
+    import hashlib
+
+    from ragsweep.sweep.settings import (
+        DOCUMENT_HASH_CHARS,
+        HASH_BATCH,
+        document_hashes,
+        documents_fingerprint,
+    )
+
+    texts = {f"d{i:05d}.md": f"Größe {i} — naïve café ✓ {'x' * (i % 7)}" for i in range(2500)}
+    assert len(texts) > 2 * HASH_BATCH
+    table = documents(texts)
+    digests = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in texts.items()}
+    assert document_hashes(table) == sorted(
+        [k, d[:DOCUMENT_HASH_CHARS]] for k, d in digests.items()
+    )
+    joined = "\n".join(sorted(digests.values())).encode()
+    assert documents_fingerprint(table) == hashlib.sha256(joined).hexdigest()
+
+
 # ---- one document, missing verdicts -----------------------------------------------------------
 
 
