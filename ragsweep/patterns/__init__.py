@@ -245,8 +245,8 @@ def evaluation_results(
 ) -> list[dict[str, Any]]:
     """AutoRAG's ``evaluation_results.json`` of one configuration: per question, the
     question, its correct answers, the answer, the retrieved chunks (``answer_contexts``:
-    text and document id, best first) and its scores (the metrics it has)."""
-    texts = dict(zip(documents["doc_id"].to_pylist(), documents["text"].to_pylist(), strict=True))
+    text and document id, best first) and its scores (the metrics it has). Only the
+    retrieved documents' texts are read from ``documents``."""
     asked = {
         r["question_id"]: r
         for r in testset.select(["question_id", "question", "reference_answers"]).to_pylist()
@@ -257,6 +257,9 @@ def evaluation_results(
         .select(["question_id", "retrieved_spans"])
         .to_pylist()
     }
+    retrieved = {s["doc_id"] for found in spans.values() for s in found}
+    kept = documents.filter(pc.is_in(documents["doc_id"], pa.array(sorted(retrieved), pa.string())))
+    texts = dict(zip(kept["doc_id"].to_pylist(), kept["text"].to_pylist(), strict=True))
     mine = results.filter(pc.equal(results["config_id"], config_id))
     out = []
     for r in mine.select(["question_id", "answer", *METRICS]).to_pylist():
