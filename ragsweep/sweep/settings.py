@@ -312,9 +312,10 @@ class RunSettings:
         if testset is not None and documents is not None:
             from ragsweep.documents.testsets import fingerprint
 
-            content = {"documents_content": documents_fingerprint(documents)}
+            digests = text_hashes(documents)  # one pass over the texts for both
+            content = {"documents_content": _fingerprint(digests)}
             content["testset_content"] = fingerprint(testset)
-            hashes = {"document_hashes": document_hashes(documents)}
+            hashes = {"document_hashes": _by_id(digests)}
         sweep = {
             **content,
             "search_space": self.space.to_dict(),  # with its stores, unless memory alone
@@ -402,13 +403,18 @@ def text_hashes(documents: pa.Table) -> list[tuple[str, str]]:
 
 def documents_fingerprint(documents: pa.Table) -> str:
     """A hash of the documents' texts, whatever their ids or order."""
-    hashes = sorted(digest for _, digest in text_hashes(documents))
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+    return _fingerprint(text_hashes(documents))
 
 
 def document_hashes(documents: pa.Table) -> list[list[str]]:
     """Each document's ``[doc_id, hash of its text]``, by id: a list, so that MLflow logs it
     as one parameter, not one per document."""
-    return sorted(
-        [doc_id, digest[:DOCUMENT_HASH_CHARS]] for doc_id, digest in text_hashes(documents)
-    )
+    return _by_id(text_hashes(documents))
+
+
+def _fingerprint(digests: list[tuple[str, str]]) -> str:
+    return hashlib.sha256("\n".join(sorted(d for _, d in digests)).encode()).hexdigest()
+
+
+def _by_id(digests: list[tuple[str, str]]) -> list[list[str]]:
+    return sorted([doc_id, digest[:DOCUMENT_HASH_CHARS]] for doc_id, digest in digests)
