@@ -16,20 +16,12 @@ def plan(
     ``retrieval_question_blocks`` blocks of the questions. A space with query
     transformations needs the LLM endpoint (checked here) and their calls come out of the
     budget, as the deployed assistants' (``agents``) do."""
-    import os
-
     from ragsweep.core.schemas import read_table
     from ragsweep.evaluation.scoring import AUTORAG_METRICS
     from ragsweep.kubeflow.step import pipeline_step
-    from ragsweep.sweep import sizing
-    from ragsweep.sweep.fanout import (
-        document_sizes,
-        group_chunk_configs,
-        retrieval_items,
-        shard_items,
-    )
+    from ragsweep.sweep.fanout import group_chunk_configs, retrieval_items
     from ragsweep.sweep.settings import read_settings
-    from ragsweep.sweep.steps import check_transforms, plan_evaluation
+    from ragsweep.sweep.steps import check_memory, check_transforms, plan_evaluation
 
     with pipeline_step():
         run = read_settings(settings.path)
@@ -46,28 +38,10 @@ def plan(
             autorag=run.optimization_metric in AUTORAG_METRICS,  # a rating beside each verdict
             agents=len(run.deployed()),  # the deployed assistants' calls come first
         )
-        chunk_configs = run.space.chunk_configs()
         items = retrieval_items(
-            group_chunk_configs(chunk_configs, groups),
+            group_chunk_configs(run.space.chunk_configs(), groups),
             run.retrieval_question_blocks,
             testset.num_rows,
         )
-        compiled = os.environ.get(sizing.MEMORY_LIMITS_ENV, "")
-        limits, source = sizing.memory_limits(run.memory_limit, compiled)
-        if limits:  # the documents are read only to be sized
-            from ragsweep.models.embedding import load_tokenizer
-
-            table = read_table(documents.path, "documents")
-            whole = run.retrieval_question_blocks > 1
-            shards = shard_items(chunk_configs, table, run.embedding_shard_bytes, whole)
-            texts = table.column("text")
-            per_token = {
-                model: sizing.bytes_per_token(texts, load_tokenizer(model))
-                for model in {c["embedding_model"] for c in chunk_configs}
-            }
-            peaks = sizing.estimate_peaks(
-                document_sizes(table), items, shards, testset.num_rows, run.space, per_token
-            )
-            cluster = bool(compiled)  # the options to change are then submit's -p
-            sizing.check_memory(peaks, limits, source, testset.num_rows, cluster)
+        check_memory(run, documents.path, items, testset.num_rows)
         return items

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ from ragsweep.answering.answers import Answer, History, parse_history, with_hist
 from ragsweep.answering.contexts import SEPARATOR, Contexts, codes, group_rows
 from ragsweep.core import progress
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, METRICS, SCORES
+from ragsweep.core.schemas import ANSWERS, DEFAULT_STORE, METRICS, SCORES, read_table
 from ragsweep.documents.chunking import chunk_documents
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation import halving, statistics, surrogate
@@ -47,8 +48,8 @@ from ragsweep.retrieval.reranking import Reranking
 from ragsweep.retrieval.search import Index
 from ragsweep.retrieval.store_search import chunk_scores, collection_name, overlap, search_store
 from ragsweep.retrieval.vector_stores import Hits, IndexSpec
-from ragsweep.sweep import fanout
-from ragsweep.sweep.settings import GRID, HALVING, MODEL, check_strategy
+from ragsweep.sweep import fanout, sizing
+from ragsweep.sweep.settings import GRID, HALVING, MODEL, RunSettings, check_strategy
 from ragsweep.sweep.space import SearchSpace, chunk_config_from
 
 log = logging.getLogger("ragsweep")
@@ -659,6 +660,33 @@ def _positions(retrievals: pa.Table, config_ids: list[str], order: list[str]) ->
     if (where >= 0).sum() < retrievals.num_rows:
         raise ValueError("the retrievals hold some configuration x question more than once")
     return where
+
+
+def check_memory(
+    run: RunSettings, documents_path: str, items: list[dict[str, Any]], questions: int
+) -> None:
+    """When there is a memory limit (the run's ``memory_limit``, else on a cluster the heavy
+    steps' pod limits, ``sizing.MEMORY_LIMITS_ENV``), check each heavy step's estimated
+    peak against it for the fan-out ``items``; one over raises ``RagsweepError`` naming the
+    step and the fix. The documents are read only then, to be sized."""
+    compiled = os.environ.get(sizing.MEMORY_LIMITS_ENV, "")
+    limits, source = sizing.memory_limits(run.memory_limit, compiled)
+    if not limits:
+        return
+    table = read_table(documents_path, "documents")
+    chunk_configs = run.space.chunk_configs()
+    whole = run.retrieval_question_blocks > 1
+    shards = fanout.shard_items(chunk_configs, table, run.embedding_shard_bytes, whole)
+    texts = table.column("text")
+    per_token = {
+        model: sizing.bytes_per_token(texts, embedding.load_tokenizer(model))
+        for model in {c["embedding_model"] for c in chunk_configs}
+    }
+    peaks = sizing.estimate_peaks(
+        fanout.document_sizes(table), items, shards, questions, run.space, per_token
+    )
+    cluster = bool(compiled)  # the options to change are then submit's -p
+    sizing.check_memory(peaks, limits, source, questions, cluster)
 
 
 def plan_evaluation(
