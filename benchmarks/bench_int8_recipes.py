@@ -31,7 +31,7 @@ from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models import embedding, onnx_backend
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 MODEL = "all-MiniLM-L6-v2"
@@ -128,7 +128,7 @@ def sweep(model, store, testset="testset.jsonl", space=None):
         retrieved.append(retrieve(chunks, questions, space, cc, store))
     configs = space.all_configs()
     answers, scores = evaluate(pa.concat_tables(retrieved), questions, configs, "auto")
-    return build_board(scores, answers, questions, configs).leaderboard.to_pylist()
+    return build_board(scores, answers, questions, configs_table(configs)).leaderboard.to_pylist()
 
 
 def label(row):

@@ -99,7 +99,7 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
     from ragsweep.documents.sources import read_documents
     from ragsweep.documents.testsets import load_testset, resolve_testset
     from ragsweep.embeddings.cache import EmbeddingCache
-    from ragsweep.sweep.space import SearchSpace
+    from ragsweep.sweep.space import SearchSpace, configs_table
 
     documents = read_documents(docs).table
     questions = resolve_testset(load_testset(testset), documents)
@@ -120,7 +120,7 @@ def measure(kind: str, docs: str, testset: str, grid: dict, cache: str) -> dict:
             in_grid += chunks.num_rows * len(space.configs(chunk_config))
         configs = space.all_configs()
         answers, scores = evaluate(pa.concat_tables(retrieved), questions, configs, "auto")
-        board = build_board(scores, answers, questions, configs)
+        board = build_board(scores, answers, questions, configs_table(configs))
         result.update(
             seconds=time.perf_counter() - start,
             embedded=store.encoded,

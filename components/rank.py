@@ -42,6 +42,7 @@ def rank(
     from ragsweep.reporting.report import best_metrics, render_html, render_markdown
     from ragsweep.store.database import reading_url
     from ragsweep.sweep.settings import read_settings
+    from ragsweep.sweep.space import configs_table
 
     with pipeline_step():
         run = read_settings(settings.path)
@@ -52,7 +53,7 @@ def rank(
             read_table(scores.path, "scores"),
             answered,
             testset,
-            run.all_configs(),  # the deployed assistants' rows included
+            configs_table(run.all_configs()),  # the deployed assistants' rows included
             run.optimization_metric,
             settings=run.record(testset, texts),
         )

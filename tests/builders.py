@@ -13,7 +13,7 @@ from ragsweep.core.schemas import ANSWERS, SCORES, SPAN
 from ragsweep.evaluation.clusters import SECTION_CHARS
 from ragsweep.evaluation.leaderboard import Board, build_board
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 SPACE = SearchSpace(chunk_sizes=(64, 128), top_ks=(1, 3), search_types=("similarity",))
 TOPICS = ["Install", "Backup", "API"]
@@ -96,7 +96,7 @@ def make_board(
         make_scores(ids, questions, values),
         make_answers(ids, questions, **extra),
         testset,
-        configs,
+        configs_table(configs),
         metric,
         settings=RunSettings("docs", "testset.json", space, metric).record(),
     )
@@ -119,7 +119,10 @@ def one_pdf_board(values: np.ndarray, sections: int = 12) -> Board:
     ):
         testset = testset.set_column(testset.schema.get_field_index(name), name, column)
     return build_board(
-        make_scores(ids, questions, values), make_answers(ids, questions), testset, configs
+        make_scores(ids, questions, values),
+        make_answers(ids, questions),
+        testset,
+        configs_table(configs),
     )
 
 
@@ -138,7 +141,9 @@ def halved_board(leader: np.ndarray, dropped: np.ndarray, asked: int) -> Board:
         answers.schema.get_field_index("round"), "round", pa.array(rounds, pa.int64())
     )
     scores = make_scores(ids, questions, values)
-    return build_board(scores, answers, make_testset(questions, documents=40), configs)
+    return build_board(
+        scores, answers, make_testset(questions, documents=40), configs_table(configs)
+    )
 
 
 RERANK_SPACE = SearchSpace(

@@ -14,6 +14,7 @@ from ragsweep.evaluation.leaderboard import Board, build_board
 from ragsweep.reporting.report import render_html
 from ragsweep.store import database
 from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import configs_table
 
 JUDGE = {
     "model": "scripted-judge",
@@ -44,7 +45,12 @@ def judged_board(
     scores = scores.replace_schema_metadata({"ragsweep.judge": json.dumps(judge or JUDGE)})
     settings = RunSettings("docs", "testset.json", SPACE, "correctness").record()
     board = build_board(
-        scores, make_answers(ids, questions), testset, configs, "correctness", settings=settings
+        scores,
+        make_answers(ids, questions),
+        testset,
+        configs_table(configs),
+        "correctness",
+        settings=settings,
     )
     return board, testset
 

@@ -17,6 +17,7 @@ from ragsweep.evaluation.clusters import SECTION_CHARS, choose
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.reporting.regression import compare_runs, render
 from ragsweep.reporting.report import render_html, render_markdown, statistics_lines
+from ragsweep.sweep.space import configs_table
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import bench_clusters  # noqa: E402  (the simulation of benchmarks/README.md, a slice of it)
@@ -94,7 +95,10 @@ def board_of(refs, spans, values):
     configs = SPACE.all_configs()[: len(values)]
     ids = [c["config_id"] for c in configs]
     return build_board(
-        make_scores(ids, questions, values), make_answers(ids, questions), testset, configs
+        make_scores(ids, questions, values),
+        make_answers(ids, questions),
+        testset,
+        configs_table(configs),
     )
 
 

@@ -13,7 +13,7 @@ from ragsweep.evaluation.halving import Round
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 from ragsweep.sweep.steps import evaluate
 
 
@@ -170,7 +170,7 @@ def test_successive_halving_promotes_the_true_best_within_the_budget(llm_server)
     assert scores["context_correctness"].null_count == 0
     assert answers["answer"].null_count == 32 * QUESTIONS - 400
 
-    board = build_board(scores, answers, testset, configs, "auto").leaderboard
+    board = build_board(scores, answers, testset, configs_table(configs), "auto").leaderboard
     top = board.slice(0, 1).to_pylist()[0]
     assert top["config_id"] == configs[winner]["config_id"]
     assert top["round"] == 3 and top["questions"] == QUESTIONS

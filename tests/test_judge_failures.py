@@ -17,7 +17,7 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.reporting.exports import csv_text, render
 from ragsweep.reporting.report import render_html
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 JUDGE = {"model": "scripted-judge", "endpoint": "http://127.0.0.1/v1"}
 
@@ -39,7 +39,7 @@ def judged(verdicts: np.ndarray, space: SearchSpace = SPACE, metric: str = "corr
     settings = RunSettings("docs", "testset.json", space, metric).record()
     testset = make_testset(questions)
     answers = make_answers(ids, questions)
-    return build_board(scores, answers, testset, configs, metric, settings=settings)
+    return build_board(scores, answers, testset, configs_table(configs), metric, settings=settings)
 
 
 def tripping() -> np.ndarray:
@@ -90,7 +90,7 @@ def test_faithfulness_with_extractive_answers_is_refused_as_the_ranking_metric()
             make_scores(ids, questions, np.ones((2, 2))),
             make_answers(ids, questions),
             make_testset(questions),
-            configs,
+            configs_table(configs),
             "faithfulness",
         )
 

@@ -28,7 +28,7 @@ from ragsweep.evaluation.clusters import SECTION_CHARS
 from ragsweep.evaluation.leaderboard import build_board, failure_reason, per_question
 from ragsweep.reporting.exports import best_spec, render
 from ragsweep.reporting.report import judge_warning, render_html, render_markdown, statistics_lines
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 
 def scores_matrix(seed=0, questions=80):
@@ -342,7 +342,7 @@ def test_a_verdict_the_judge_could_not_give_is_left_out_and_counted_against_the_
     ):
         scores = scores.set_column(scores.schema.get_field_index(name), name, column)
     answers = make_answers(ids, questions)
-    board = build_board(scores, answers, make_testset(questions), configs, "auto")
+    board = build_board(scores, answers, make_testset(questions), configs_table(configs), "auto")
     rows = {r["config_id"]: r for r in board.leaderboard.to_pylist()}
     assert settings_of(board.leaderboard)["optimization_metric"] == "correctness"
     assert rows[ids[0]]["questions"] == 37 and rows[ids[0]]["judge_errors"] == 3

@@ -7,13 +7,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from ragsweep.core.schemas import LEADERBOARD, METRICS
+from ragsweep.core.schemas import METRICS
 from ragsweep.documents.sources import read_documents
 from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import check_metric
 from ragsweep.evaluation.metrics import Answered, merged, span_precision, span_recall
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import LEADERBOARD, SearchSpace
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

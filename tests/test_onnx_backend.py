@@ -18,7 +18,7 @@ from ragsweep.documents.testsets import load_testset, resolve_testset
 from ragsweep.embeddings.cache import EmbeddingCache
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models import embedding, onnx_backend
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -118,7 +118,7 @@ def sweep(model: str, documents: pa.Table, store: EmbeddingCache) -> pa.Table:
         retrieved.append(retrieve(chunks, questions, space, chunk_config, store))
     configs = space.all_configs()
     answers, scores = evaluate(pa.concat_tables(retrieved), questions, configs, "auto")
-    return build_board(scores, answers, questions, configs).leaderboard
+    return build_board(scores, answers, questions, configs_table(configs)).leaderboard
 
 
 def test_onnx_keeps_the_torch_leaderboards_top_3_and_every_metric_in_its_interval(

@@ -17,7 +17,7 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.models.llm import LLMSettings
 from ragsweep.patterns import PATTERN_SCHEMA_VERSION, read_pattern, write_patterns
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def pattern(tmp_path):
         make_scores(ids, questions, np.ones((1, 2))),
         make_answers(ids, questions),
         make_testset(questions),
-        space.all_configs(),
+        configs_table(space.all_configs()),
         "answer_correctness",
         settings=RunSettings("docs", "t.json", space, "answer_correctness").record(),
     )

@@ -18,7 +18,7 @@ from ragsweep.models import embedding, onnx_backend
 from ragsweep.models.llm import LLMSettings
 from ragsweep.patterns import SUPPORT, write_patterns, write_scripts
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = [
@@ -64,7 +64,7 @@ def test_the_pattern_records_its_sweeps_runtime_and_model_identity(tmp_path):
         make_scores(ids, questions, np.ones((1, 2))),
         make_answers(ids, questions),
         make_testset(questions),
-        space.all_configs(),
+        configs_table(space.all_configs()),
         "answer_correctness",
         settings=fixed.record(),
     )

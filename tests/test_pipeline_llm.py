@@ -29,7 +29,7 @@ from ragsweep.reporting.report import render_html
 from ragsweep.runner.closing import Outcome
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import read_settings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -116,7 +116,7 @@ def test_a_run_generates_its_test_set_answers_with_the_llm_and_ranks_by_the_judg
     configs = read_settings(root / "configure" / "settings").space.all_configs()
     rebuilt = build_board(
         read_table(scores.path, "scores"), read_table(answers.path, "answers"), again,
-        configs, "correctness",
+        configs_table(configs), "correctness",
     )  # fmt: skip
     assert rebuilt.leaderboard["correctness"].to_pylist() == ranked
 
@@ -201,7 +201,7 @@ def test_a_judge_unreadable_on_many_answers_is_said_in_the_runs_last_line(
     retrievals, testset, configs = overflowing_sweep()  # the scripted model's window: no limit
     judge = LLMSettings(judge="judge", backoff_s=0.01)
     answers, scores = steps.evaluate(retrievals, testset, configs, "auto", judge)
-    board = build_board(scores, answers, testset, configs, "auto")
+    board = build_board(scores, answers, testset, configs_table(configs), "auto")
     run_dir = tmp_path / "run"
     write_table(board.leaderboard, run_dir / "leaderboard.arrow", "leaderboard")
     capsys.readouterr()
@@ -333,7 +333,7 @@ def test_answers_the_model_refuses_count_against_their_configuration(llm_server)
     retrievals, testset, configs = overflowing_sweep()
     judge = LLMSettings(judge="judge", backoff_s=0.01)
     answers, scores = steps.evaluate(retrievals, testset, configs, "auto", judge)
-    board = build_board(scores, answers, testset, configs, "auto")
+    board = build_board(scores, answers, testset, configs_table(configs), "auto")
     ranked = board.leaderboard.to_pylist()
     assert [r["label"] for r in ranked] == ["sharp", "steady", "overflow"]
     by_label = {r["label"]: r for r in ranked}

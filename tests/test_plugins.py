@@ -294,6 +294,7 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.reporting.exports import sorted_board
 from ragsweep.reporting.regression import compare_runs
 from ragsweep.sweep.settings import RunSettings
+from ragsweep.sweep.space import configs_table
 
 def run(words):
     configs = SPACE.all_configs()[: len(words)]
@@ -304,7 +305,7 @@ def run(words):
     scores = scores.set_column(at, "answer_words", pa.array(words.ravel()))
     space = RunSettings("docs", "testset.json", SPACE, "answer_words").record()
     board = build_board(scores, make_answers(ids, questions), make_testset(questions),
-                        configs, "answer_words", settings=space)
+                        configs_table(configs), "answer_words", settings=space)
     return board.leaderboard, board.results
 
 before = np.random.default_rng(0).integers(5, 15, (3, 60)).astype(float)

@@ -20,7 +20,7 @@ from ragsweep.reporting.exports import best_spec
 from ragsweep.reporting.regression import compare_runs, render, resolve_deployed, verdict_metrics
 from ragsweep.store import database
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 
@@ -107,7 +107,7 @@ def board(values, question_ids, space=SPACE, metric="answer_correctness"):
         make_scores(ids, question_ids, values),
         make_answers(ids, question_ids),
         make_testset(question_ids),
-        configs,
+        configs_table(configs),
         metric,
         settings=RunSettings("docs", "testset.json", space, metric).record(),
     )

@@ -24,7 +24,7 @@ from ragsweep.reporting.report import render_markdown
 from ragsweep.sweep import steps
 from ragsweep.sweep.options import pipeline_arguments
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 QUESTIONS = 10
@@ -105,7 +105,7 @@ def test_the_model_search_answers_at_most_its_budget_and_says_why_each(llm_serve
     # every configuration keeps its retrieval metrics; only the answered have answers
     assert scores["context_correctness"].null_count == 0
     assert scores.num_rows == len(configs) * QUESTIONS
-    board = build_board(scores, answers, testset, configs, "answer_correctness")
+    board = build_board(scores, answers, testset, configs_table(configs), "answer_correctness")
     summary = render_markdown(board)
     assert "Model-based search (at most 16 configurations answered" in summary
     first = next(c["label"] for c in configs if c["config_id"] == trials[-1]["config_id"])

@@ -19,7 +19,7 @@ from ragsweep.store import database
 from ragsweep.store.warmstart import warm_start
 from ragsweep.sweep import steps
 from ragsweep.sweep.settings import RunSettings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 
 QUESTIONS = 8
 METRIC = "answer_correctness"
@@ -93,7 +93,7 @@ def store_earlier_run(url: str, run_id: str = "night-1") -> set[str]:
     configurations it answered."""
     answers, scores, _ = evaluated(TESTSET_NOW)
     board = build_board(
-        scores, answers, TESTSET_NOW, SPACE.all_configs(), METRIC,
+        scores, answers, TESTSET_NOW, configs_table(SPACE.all_configs()), METRIC,
         settings=RUN.record(TESTSET_NOW, DOCUMENTS),
     )  # fmt: skip
     database.publish(database.connect(url), run_id, board.leaderboard, board.results, TESTSET_NOW)
@@ -116,7 +116,7 @@ def test_the_search_starts_from_an_earlier_run_of_the_sweep_on_the_same_data(tmp
     # six known scores: the surrogate is fitted from the first trial, no random draw
     searched = [t for t in record["trials"] if "answered again" not in t["reason"]]
     assert all(t["predicted"] is not None for t in searched)
-    board = build_board(scores, answers, TESTSET_NOW, SPACE.all_configs(), METRIC)
+    board = build_board(scores, answers, TESTSET_NOW, configs_table(SPACE.all_configs()), METRIC)
     # the sweep's best known score is this run's to rank: none that could win is left out
     assert started["not_answered_again"] == []
     assert board.leaderboard[METRIC][0].as_py() >= max(warm.scores.values())
@@ -143,7 +143,7 @@ def test_warm_started_configurations_that_could_win_are_answered_again_or_named(
     )
     left = [w["config_id"] for w in started["not_answered_again"]]
     assert len(left) == 2 and not set(left) & answered(answers)
-    board = build_board(scores, answers, TESTSET_NOW, SPACE.all_configs(), METRIC)
+    board = build_board(scores, answers, TESTSET_NOW, configs_table(SPACE.all_configs()), METRIC)
     summary = render_markdown(board)
     assert "Not answered again, though an earlier run of the sweep (night-0) scored them" in summary
     assert all(f"{w['label']} (1.000)" in summary for w in started["not_answered_again"])
@@ -166,7 +166,7 @@ def test_a_changed_test_set_starts_cold_and_says_why(tmp_path):
     answers, scores, record = evaluated(changed, warm)
     assert record["warm_start"] == {"configurations": 0, "runs": [], "note": warm.note}
     assert record["trials"][0]["predicted"] is None  # the initial random design
-    board = build_board(scores, answers, changed, SPACE.all_configs(), METRIC)
+    board = build_board(scores, answers, changed, configs_table(SPACE.all_configs()), METRIC)
     assert "Cold start: run night-1: its questions or their versions differ" in render_markdown(
         board
     )

@@ -11,7 +11,7 @@ from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.evaluation.metrics import scored
 from ragsweep.models import embedding
 from ragsweep.retrieval import search
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
@@ -231,7 +231,7 @@ def test_question_types_are_retrieved_scored_and_broken_down_as_they_ask():
             assert [row(question)[m] for m in scored("retrieval")] == [None] * 4, question
         assert row("oos")["answer_correctness"] == 0.0  # the extractive answerer never refuses
         assert row("no-reference")["answer_correctness"] > 0
-    board = build_board(scores, answers, TYPED, configs)
+    board = build_board(scores, answers, TYPED, configs_table(configs))
     failed = {r["question_id"]: r["reason"] for r in board.failures.to_pylist()}
     assert failed["oos"] == "the question is out of scope and the answer does not refuse"
     breakdown = board.breakdown

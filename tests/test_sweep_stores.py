@@ -17,7 +17,6 @@ from builders import complete
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import (
     CONFIG_DEFAULTS,
-    LEADERBOARD,
     METRICS,
     RETRIEVALS,
     TESTSET,
@@ -31,7 +30,7 @@ from ragsweep.reporting.exports import render
 from ragsweep.reporting.report import cost_axis, render_html
 from ragsweep.retrieval import store_search
 from ragsweep.sweep.settings import RunSettings, read_settings, write_settings
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import LEADERBOARD, SearchSpace, configs_table
 from ragsweep.sweep.steps import build_chunks, evaluate, retrieve
 
 DOCS = pa.table(
@@ -326,7 +325,7 @@ def test_the_leaderboard_ranks_both_stores_with_recall_and_retrieval_costs(store
     assert keyed(answers, columns) == keyed(table, columns)
     assert keyed(scores, columns[:1]) == keyed(table, columns[:1])
     assert "recall_vs_exact" in METRICS
-    board = build_board(scores, answers, QUESTIONS, configs).leaderboard
+    board = build_board(scores, answers, QUESTIONS, configs_table(configs)).leaderboard
     assert board.schema.names == LEADERBOARD.names and board.num_rows == 3 * 2
     rows = {r["config_id"]: r for r in board.to_pylist()}
     for config in configs:
@@ -357,7 +356,7 @@ def test_the_report_of_a_sweep_over_stores_shows_them(stores):
     _, _, table = retrieved(space)
     configs = space.all_configs()
     answers, scores = evaluate(table, QUESTIONS, configs, "auto")
-    html = render_html(build_board(scores, answers, QUESTIONS, configs))
+    html = render_html(build_board(scores, answers, QUESTIONS, configs_table(configs)))
     assert "approximate:hnsw(ef_search=64,m=2)" in html
     assert "search ms (p50 / p95)" in html and "recall vs exact" in html
 
@@ -372,7 +371,7 @@ def test_a_store_without_pattern_code_gets_no_pattern_and_a_warning_never_anothe
     _, _, table = retrieved(space)
     configs = space.all_configs()
     answers, scores = evaluate(table, QUESTIONS, configs, "auto")
-    board = build_board(scores, answers, QUESTIONS, configs)
+    board = build_board(scores, answers, QUESTIONS, configs_table(configs))
     leaderboard = board.leaderboard
     with caplog.at_level(logging.WARNING, logger="ragsweep"):
         written = write_patterns(

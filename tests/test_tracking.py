@@ -22,8 +22,9 @@ from mlflow.tracking import MlflowClient
 from test_cli import assert_user_error
 
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import CONFIG_FIELDS, METRICS, read_table
+from ragsweep.core.schemas import METRICS, read_table
 from ragsweep.reporting.tracking import log_sweep, safe_uri
+from ragsweep.sweep.space import CONFIG_FIELDS
 
 REPO = Path(__file__).resolve().parent.parent
 MLFLOW = str(Path(sys.executable).parent / "mlflow")

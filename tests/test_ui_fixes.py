@@ -19,7 +19,7 @@ from ragsweep.curation import labels
 from ragsweep.curation.stored_sets import DatabaseStore
 from ragsweep.evaluation.leaderboard import build_board
 from ragsweep.store import database
-from ragsweep.sweep.space import SearchSpace
+from ragsweep.sweep.space import SearchSpace, configs_table
 from ragsweep.ui import create_app
 from ragsweep.ui.jobs import Job
 from ragsweep.ui.live import MIN_TICKS, Count, counts
@@ -42,7 +42,7 @@ def test_a_question_id_with_a_slash_opens_and_is_labelled_and_edited(page, tmp_p
         make_scores(ids, SLASHED, np.zeros((1, 2))),
         make_answers(ids, SLASHED),
         testset,
-        configs,
+        configs_table(configs),
         "answer_correctness",
     )
     database.publish(engine, "slashed", board.leaderboard, board.results, testset)

@@ -148,28 +148,11 @@ SCORES = pa.schema(
 )
 METRICS = [f.name for f in SCORES if f.type == pa.float64() and f.name in _REGISTERED]
 
-CONFIG_FIELDS = [
-    ("config_id", pa.string()),
-    ("label", pa.string()),
-    ("chunker", pa.string()),
-    ("chunk_size", pa.int64()),
-    ("chunk_overlap", pa.int64()),
-    ("embedding_model", pa.string()),
-    ("query_prefix", pa.string()),  # what the model read before each question; null: none
-    ("passage_prefix", pa.string()),  # and before each chunk
-    ("top_k", pa.int64()),
-    ("search_type", pa.string()),
-    ("mmr_lambda", pa.float64()),  # null unless search_type is mmr
-    ("mmr_fetch_k", pa.int64()),
-    ("answerer", pa.string()),
-    ("vector_store", pa.string()),  # in a table, filled with CONFIG_DEFAULTS where absent
-    ("index", pa.string()),  # IndexSpec.label(): exact, hnsw(ef_search=64,m=16)
-    ("distance", pa.string()),
-    ("reranker", pa.string()),  # none, cross-encoder:/folder, rerank:<model>
-    ("rerank_fetch_k", pa.int64()),  # candidates the reranker reorders; null: no reranker
-    ("query_transform", pa.string()),  # none, hyde, multi_query:N
-    ("query_model", pa.string()),  # the model that transformed the questions; null: none
-]
+# A configuration's identity. Its other columns (chunker, chunk_size, ..., each with its
+# type) are declared by the search space (``ragsweep.sweep.space.CONFIG_FIELDS``), beside the
+# options they come from: the artifacts holding configurations ("settings", "leaderboard")
+# keep them as their writer typed them (``OPEN_KINDS``).
+CONFIG_KEY = [("config_id", pa.string()), ("label", pa.string())]
 # A configuration holds these only when not the default, which keeps its id as it was.
 CONFIG_DEFAULTS = {
     "vector_store": DEFAULT_STORE,
@@ -178,8 +161,6 @@ CONFIG_DEFAULTS = {
     "reranker": "none",
     "query_transform": "none",
 }
-
-CONFIGS = pa.schema(CONFIG_FIELDS)
 
 # What answering one question cost; null when not measured (the offline answerer calls no LLM).
 # Taken from the answers (or scores) when a step records them; context_chars always exists.
@@ -202,10 +183,10 @@ def _with_intervals(metrics: list[str]) -> list[tuple[str, pa.DataType]]:
     return fields
 
 
-LEADERBOARD = pa.schema(
-    [("rank", pa.int64())]
-    + CONFIG_FIELDS
-    + [
+# The leaderboard's figures: after its rank and each configuration's columns
+# (``leaderboard_schema``).
+FIGURES = (
+    [
         ("questions", pa.int64()),  # scored on the ranking metric
         ("round", pa.int64()),  # the last evaluation round it reached (successive halving)
         ("eliminated", pa.bool_()),  # dropped by successive halving before the last round
@@ -235,6 +216,12 @@ LEADERBOARD = pa.schema(
         ("judge_error_rate", pa.float64()),  # their share of its answers; null: no judge
     ]
 )
+
+
+def leaderboard_schema(config_fields: Iterable[tuple[str, pa.DataType]]) -> pa.Schema:
+    """The leaderboard of configurations of ``config_fields`` (their key's included)."""
+    return pa.schema([("rank", pa.int64()), *config_fields, *FIGURES])
+
 
 # One row per configuration x question: scores, costs, and what the answer was.
 RESULTS = pa.schema(
@@ -329,14 +316,31 @@ SCHEMAS: dict[str, pa.Schema] = {
     "retrievals": RETRIEVALS,
     "answers": ANSWERS,
     "scores": SCORES,
-    "settings": CONFIGS,  # every configuration; the run's settings in the metadata
-    "leaderboard": LEADERBOARD,
+    "settings": pa.schema(CONFIG_KEY),  # every configuration; the run's settings in the metadata
+    "leaderboard": leaderboard_schema(CONFIG_KEY),
     "results": RESULTS,
     "breakdown": BREAKDOWN,
     "failures": FAILURES,
     "comparison": COMPARISON,
     "flips": FLIPS,
 }
+# kinds holding configurations: their columns not declared here are kept as written
+OPEN_KINDS = {"settings", "leaderboard"}
+
+
+def kind_schema(kind: str, schema: pa.Schema) -> pa.Schema:
+    """The schema an artifact of ``kind`` whose columns are ``schema``'s is written and read
+    as: the declared one, or an open kind's declared columns typed as declared and the others
+    as written, in the order written."""
+    declared = SCHEMAS[kind]
+    if kind not in OPEN_KINDS:
+        return declared
+    missing = [name for name in declared.names if name not in schema.names]
+    if missing:
+        raise RagsweepError(f"a {kind} table lacks the column(s) {', '.join(missing)}")
+    return pa.schema(
+        declared.field(f.name) if f.name in declared.names else f.remove_metadata() for f in schema
+    )
 
 
 def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | None = None) -> Path:
@@ -345,7 +349,7 @@ def write_table(table: pa.Table, path: str | Path, kind: str, settings: dict | N
     Metadata the table carries (e.g. the judge that produced it) is kept; the run's
     ``settings`` (JSON-serialisable; by default those ``table`` carries) travel in it too.
     """
-    schema = SCHEMAS[kind]
+    schema = kind_schema(kind, table.schema)
     settings = settings if settings is not None else settings_of(table) or None
     meta = dict(table.schema.metadata or {})
     table = table.select(schema.names).cast(schema)
@@ -384,7 +388,11 @@ def read_table(path: str | Path, kind: str) -> pa.Table:
     except (OSError, pa.ArrowInvalid) as exc:
         raise RagsweepError(f"{path}: not a readable Arrow artifact ({exc})") from None
     check_kind(path, table.schema, kind)
-    return table.cast(SCHEMAS[kind].with_metadata(table.schema.metadata))
+    try:
+        schema = kind_schema(kind, table.schema)
+    except RagsweepError as exc:
+        raise RagsweepError(f"{path}: {exc}") from None
+    return table.cast(schema.with_metadata(table.schema.metadata))
 
 
 def check_kind(path: str | Path, schema: pa.Schema, kind: str) -> None:

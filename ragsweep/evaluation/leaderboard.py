@@ -23,15 +23,13 @@ from ragsweep.answering.answerers import uses_model
 from ragsweep.core.errors import RagsweepError
 from ragsweep.core.schemas import (
     BREAKDOWN,
-    CONFIG_DEFAULTS,
-    CONFIG_FIELDS,
     COSTS,
     FAILURES,
-    LEADERBOARD,
     METRICS,
     RESULTS,
     SCORES,
     SETTINGS_KEY,
+    leaderboard_schema,
 )
 from ragsweep.evaluation import clusters, statistics
 from ragsweep.evaluation.metrics import is_out_of_scope
@@ -118,16 +116,17 @@ def build_board(
     scores: pa.Table,
     answers: pa.Table,
     testset: pa.Table,
-    configs: list[dict[str, Any]],
+    configs: pa.Table,
     metric: str = DEFAULT_METRIC,
     settings: dict[str, Any] | None = None,
     seed: int = statistics.SEED,
     resamples: int = statistics.RESAMPLES,
 ) -> Board:
     """Join, aggregate and test: the leaderboard (carrying ``settings`` in its metadata) and
-    the tables exported beside it."""
+    the tables exported beside it. ``configs``: the configurations, one row each
+    (``ragsweep.sweep.space.configs_table``), whose columns the leaderboard repeats."""
     judged = scores.column(JUDGE_METRIC).null_count < scores.num_rows
-    missing = unmeasured([c.get("answerer") or "" for c in configs])
+    missing = unmeasured([a or "" for a in configs["answerer"].to_pylist()])
     metric = resolve_metric(metric, judged, missing)
     results = per_question(scores, answers, testset)
     board = rank_configs(results, testset, configs, metric, seed, resamples)
@@ -217,7 +216,7 @@ def matrix(results: pa.Table, column: str, config_ids: list[str], question_ids: 
 def rank_configs(
     results: pa.Table,
     testset: pa.Table,
-    configs: list[dict[str, Any]],
+    configs: pa.Table,
     metric: str = DEFAULT_METRIC,
     seed: int = statistics.SEED,
     resamples: int = statistics.RESAMPLES,
@@ -225,7 +224,7 @@ def rank_configs(
     """The leaderboard, every metric with its interval: best ``metric`` first (ties by
     label), after successive halving the configurations of later rounds first."""
     check_metric(metric)
-    by_id = {c["config_id"]: c for c in configs}
+    by_id = {c["config_id"]: c for c in configs.to_pylist()}
     config_ids = list(dict.fromkeys(results["config_id"].to_pylist()))
     unknown = sorted(set(config_ids) - set(by_id))
     if unknown:
@@ -263,10 +262,7 @@ def rank_configs(
     columns.update(_costs(results, [config_ids[i] for i in order], question_ids))
     columns.update(_errors(results, [config_ids[i] for i in order]))
 
-    rows = {
-        name: [by_id[config_ids[i]].get(name, CONFIG_DEFAULTS.get(name)) for i in order]
-        for name, _ in CONFIG_FIELDS
-    }
+    rows = {name: [by_id[config_ids[i]][name] for i in order] for name in configs.column_names}
     rows["rank"] = list(range(1, len(order) + 1))
     rows["questions"] = (~np.isnan(ranked)).sum(axis=1).tolist()
     rows["round"] = [int(rounds[i]) if rounds[i] >= 0 else None for i in order]
@@ -274,7 +270,8 @@ def rank_configs(
     rows["eliminated"] = [bool(0 <= rounds[i] < last) for i in order]
     for name, values in columns.items():
         rows[name] = pa.array(values, from_pandas=True)
-    return pa.table(rows).select(LEADERBOARD.names).cast(LEADERBOARD)
+    schema = leaderboard_schema(configs.schema)
+    return pa.table(rows).select(schema.names).cast(schema)
 
 
 def on_shared_verdicts(values: np.ndarray, rounds: np.ndarray) -> np.ndarray:

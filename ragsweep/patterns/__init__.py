@@ -35,14 +35,14 @@ from ragsweep import __version__
 from ragsweep.answering.agents import is_agent
 from ragsweep.core import text
 from ragsweep.core.errors import RagsweepError
-from ragsweep.core.schemas import CONFIG_DEFAULTS, CONFIG_FIELDS, METRICS, settings_of
+from ragsweep.core.schemas import CONFIG_DEFAULTS, METRICS, settings_of
 from ragsweep.documents import extraction
 from ragsweep.documents.chunking import get_chunker
 from ragsweep.models import prompts
 from ragsweep.models.llm import LLMSettings
 from ragsweep.retrieval.vector_stores import store_class
 from ragsweep.sweep.settings import DEFAULT_PATTERNS, check_count
-from ragsweep.sweep.space import SearchSpace, parse_index_label
+from ragsweep.sweep.space import CONFIG_FIELDS, SearchSpace, parse_index_label
 
 log = logging.getLogger("ragsweep")
 

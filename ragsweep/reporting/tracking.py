@@ -24,8 +24,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import pyarrow as pa
 
 from ragsweep.core.errors import RagsweepError, missing_extra
-from ragsweep.core.schemas import CONFIG_FIELDS, settings_of
+from ragsweep.core.schemas import settings_of
 from ragsweep.evaluation.agreement import Agreement
+from ragsweep.sweep.space import CONFIG_FIELDS
 
 log = logging.getLogger("ragsweep")
 

@@ -32,8 +32,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from ragsweep.core.errors import RagsweepError, missing_extra, safe_url
-from ragsweep.core.schemas import CONFIG_FIELDS, LEADERBOARD, RESULTS, SETTINGS_KEY, settings_of
+from ragsweep.core.schemas import RESULTS, SETTINGS_KEY, settings_of
 from ragsweep.documents.testsets import check_name
+from ragsweep.sweep.space import CONFIG_FIELDS, LEADERBOARD
 
 log = logging.getLogger("ragsweep")
 

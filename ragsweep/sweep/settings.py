@@ -380,7 +380,7 @@ def with_runtimes(settings: RunSettings, gpus: int = 0) -> RunSettings:
 def write_settings(settings: RunSettings, path: str | Path) -> None:
     """The settings artifact: every configuration of the space, one row each (kind
     ``settings``), with the whole ``settings`` in its metadata."""
-    write_table(configs_table(settings.space), path, "settings", settings.to_dict())
+    write_table(configs_table(settings.space.all_configs()), path, "settings", settings.to_dict())
 
 
 def read_settings(path: str | Path) -> RunSettings:

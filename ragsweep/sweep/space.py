@@ -41,11 +41,12 @@ from ragsweep.core.errors import RagsweepError
 from ragsweep.core.option_fields import ANSWERS, CHUNKING, NESTED, RETRIEVAL, option
 from ragsweep.core.schemas import (
     CONFIG_DEFAULTS,
-    CONFIGS,
+    CONFIG_KEY,
     DEFAULT_DISTANCE,
     DEFAULT_INDEX,
     DEFAULT_STORE,
     config_id,
+    leaderboard_schema,
 )
 from ragsweep.models.embedding import Prefixes, family_prefixes, load_tokenizer
 from ragsweep.retrieval import queries
@@ -101,6 +102,33 @@ STORE_FIELDS = {
     "query_transforms": (queries.NONE,),
     "query_model": None,
 }
+
+
+# a configuration's columns (in the settings artifact, on the leaderboard): one value of a
+# field of the space each, the chunk set's prefixes, and the configuration's key
+CONFIG_FIELDS = [
+    *CONFIG_KEY,
+    ("chunker", pa.string()),
+    ("chunk_size", pa.int64()),
+    ("chunk_overlap", pa.int64()),
+    ("embedding_model", pa.string()),
+    ("query_prefix", pa.string()),  # what the model read before each question; null: none
+    ("passage_prefix", pa.string()),  # and before each chunk
+    ("top_k", pa.int64()),
+    ("search_type", pa.string()),
+    ("mmr_lambda", pa.float64()),  # null unless search_type is mmr
+    ("mmr_fetch_k", pa.int64()),
+    ("answerer", pa.string()),
+    ("vector_store", pa.string()),  # in a table, filled with CONFIG_DEFAULTS where absent
+    ("index", pa.string()),  # IndexSpec.label(): exact, hnsw(ef_search=64,m=16)
+    ("distance", pa.string()),
+    ("reranker", pa.string()),  # none, cross-encoder:/folder, rerank:<model>
+    ("rerank_fetch_k", pa.int64()),  # candidates the reranker reorders; null: no reranker
+    ("query_transform", pa.string()),  # none, hyde, multi_query:N
+    ("query_model", pa.string()),  # the model that transformed the questions; null: none
+]
+CONFIGS = pa.schema(CONFIG_FIELDS)
+LEADERBOARD = leaderboard_schema(CONFIG_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -768,10 +796,11 @@ def label(config: dict[str, Any]) -> str:
     )
 
 
-def configs_table(space: SearchSpace) -> pa.Table:
-    """Every configuration of ``space``, one row each (the store fields' defaults filled
-    in): the rows of the settings artifact (``ragsweep.sweep.settings.write_settings``)."""
-    rows = [{**CONFIG_DEFAULTS, **config} for config in space.all_configs()]
+def configs_table(configs: list[dict[str, Any]]) -> pa.Table:
+    """``configs``, one row each, the store fields' defaults filled in: the rows of the
+    settings artifact (``ragsweep.sweep.settings.write_settings``) and those the leaderboard
+    ranks (``ragsweep.evaluation.leaderboard.build_board``)."""
+    rows = [{**CONFIG_DEFAULTS, **config} for config in configs]
     return pa.Table.from_pylist(rows, schema=CONFIGS)
 
 
