@@ -157,9 +157,13 @@ def ragsweep_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
     return folder
 
 
-@pytest.fixture(autouse=True)
-def _session_cache(ragsweep_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(ragsweep_cache))
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(ragsweep_cache: Path) -> Iterator[None]:
+    """``RAGSWEEP_CACHE_DIR`` for the whole session: module fixtures' runs too, which a
+    setting per test came after (they wrote into the user's home cache)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAGSWEEP_CACHE_DIR", str(ragsweep_cache))
+        yield
 
 
 def own_cache(folder: Path, session_cache: Path) -> str:

@@ -160,3 +160,17 @@ def test_each_worker_of_the_suite_gets_its_share_of_the_cores(tmp_path):
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     share = max(1, len(os.sched_getaffinity(0)) // 2)
     assert (tmp_path / "threads").read_text() == str(share)
+
+
+@pytest.fixture(scope="module")
+def module_cache_dir() -> str | None:
+    """What a module fixture's runs see as ragsweep's cache folder."""
+    return os.environ.get("RAGSWEEP_CACHE_DIR")
+
+
+def test_module_fixtures_run_in_the_sessions_cache_not_the_users_home(
+    module_cache_dir, ragsweep_cache
+):
+    # a setting per test came after the module fixtures: their runs wrote ONNX exports,
+    # replies and digests into the home of whoever ran the suite
+    assert module_cache_dir == str(ragsweep_cache)
