@@ -166,6 +166,16 @@ def _session_cache(ragsweep_cache: Path) -> Iterator[None]:
         yield
 
 
+def without_settings(*prefixes: str) -> dict[str, str]:
+    """The environment without the variables of ``prefixes`` (the machine's settings, kept
+    out of a run), ragsweep's cache folder kept: the session's, never the user's home."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k == "RAGSWEEP_CACHE_DIR" or not k.startswith(prefixes)
+    }
+
+
 def own_cache(folder: Path, session_cache: Path) -> str:
     """A cache folder of a test's own (its replies apart) that shares the session's ONNX
     exports (``session_cache``: the ``ragsweep_cache`` fixture)."""

@@ -5,7 +5,6 @@ process (conftest's ``ragsweep_here``); the runs that fail or succeed in the pip
 ``ragsweep`` processes, and one run failing in ingest serves the module."""
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ragsweep_here
+from conftest import ragsweep_here, without_settings
 
 from ragsweep.core.errors import RagsweepError
 from ragsweep.documents.testsets import load_testset
@@ -155,7 +154,7 @@ def lost_context(tmp_path_factory):
     docs.mkdir()
     (docs / "a.md").write_text("Tidewater listens on port 8443.\n")
     native = giskard_testset(tmp / "native.jsonl", CONTEXTS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    env = without_settings("RAGSWEEP_", "MLFLOW_")
     env["XDG_DATA_HOME"] = str(tmp / "data-home")
     args = ["run", "--docs", str(docs), "--testset", str(native), "--top-k", "1"]
     args += ["--chunk-sizes", "64", "--search-types", "similarity"]

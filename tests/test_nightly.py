@@ -4,7 +4,6 @@ sweep key; the second night still finds the first as its baseline (by the sweep'
 says what changed, and gives a verdict. One pair of runs serves every test here."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from conftest import ragsweep_here
+from conftest import ragsweep_here, without_settings
 from scripted_llm import ScriptedLLM
 
 from ragsweep.core.schemas import read_table, settings_of
@@ -35,7 +34,7 @@ def scripted_embedder() -> Iterator[dict[str, str]]:
     """The environment of the nights: their embeddings come from a scripted
     OpenAI-compatible endpoint (``openai:embedder``), so that no step loads a model (the
     5 added documents and the edited question are new to any cache)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSWEEP_", "MLFLOW_"))}
+    env = without_settings("RAGSWEEP_", "MLFLOW_")
     with ScriptedLLM() as server:
         server.models.append("embedder")
         yield env | {"RAGSWEEP_EMBEDDING_BASE_URL": server.url}
