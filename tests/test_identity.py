@@ -151,3 +151,21 @@ def test_an_endpoint_model_has_the_identity_of_its_endpoint(
 ) -> None:
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BASE_URL", "http://k:pw@127.0.0.1:9/v1")
     assert embedding.identity("openai:e") == "endpoint:http://127.0.0.1:9/v1#e"
+
+
+def test_a_memo_that_cannot_be_marked_as_read_still_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _model(tmp_path / "m") / "config.json"
+    identity.file_digests([config])
+    [memo] = memos().iterdir()
+    remembered = {key: "remembered" for key in json.loads(memo.read_text())}
+    memo.write_text(json.dumps(remembered))  # what the memo says, not what hashing gives
+    month_ago = time.time() - (identity.MEMO_DAYS + 1) * identity.DAY_S
+    os.utime(memo, (month_ago, month_ago))
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise PermissionError("read-only file system")  # as root, chmod would not refuse
+
+    monkeypatch.setattr(os, "utime", read_only)
+    assert identity.file_digests([config]) == {config: "remembered"}

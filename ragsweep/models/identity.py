@@ -15,6 +15,7 @@ the same model name at two URLs is two models.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -49,10 +50,11 @@ def _read_memo(path: Path) -> dict[str, str]:
     is trusted), marked as read (its mtime) once a day."""
     try:
         memo = json.loads(path.read_text(encoding="utf-8"))
-        if time.time() - path.stat().st_mtime > DAY_S:
-            os.utime(path)
     except (OSError, ValueError):
         return {}
+    with contextlib.suppress(OSError):  # a read-only cache still serves what it holds
+        if time.time() - path.stat().st_mtime > DAY_S:
+            os.utime(path)
     return memo if isinstance(memo, dict) else {}
 
 
