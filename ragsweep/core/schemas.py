@@ -219,7 +219,8 @@ FIGURES = (
 
 
 def leaderboard_schema(config_fields: Iterable[tuple[str, pa.DataType]]) -> pa.Schema:
-    """The leaderboard of configurations of ``config_fields`` (their key's included)."""
+    """The leaderboard's schema: its rank, the configurations' columns ``config_fields``
+    (``CONFIG_KEY``'s among them), then its figures."""
     return pa.schema([("rank", pa.int64()), *config_fields, *FIGURES])
 
 
