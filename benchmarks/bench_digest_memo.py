@@ -16,15 +16,14 @@ does). The result replaces the section between the markers in ``benchmarks/READM
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
+from history import module_at
 from readme import write_section
 
 HERE = Path(__file__).resolve().parent
@@ -36,19 +35,6 @@ BEFORE = "061a1dc"
 OTHERS = (0, 10_000, 100_000)
 PER_FOLDER = 1_000
 REPEATS = 5
-
-
-def before_module():
-    source = subprocess.run(
-        ["git", "show", f"{BEFORE}:ragsweep/models/identity.py"],
-        cwd=HERE.parent, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    path = Path(tempfile.mkdtemp()) / "identity_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("identity_before", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def corpus(root: Path, count: int) -> list[Path]:
@@ -88,7 +74,7 @@ def measure(module, files: list[Path], model: Path) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    before = before_module()
+    before = module_at(BEFORE, "ragsweep/models/identity.py", "identity_before")
     model = embedding.model_path("all-MiniLM-L6-v2")
     root = Path(tempfile.mkdtemp(prefix="digest-corpus-"))
     files = corpus(root, max(OTHERS))

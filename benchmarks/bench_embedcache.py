@@ -29,7 +29,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+from history import git_show, module_at
 from readme import write_section
 
 HERE = Path(__file__).resolve().parent
@@ -52,28 +52,18 @@ VECTORS, DIM, ASKED, REPEATS = 50_000, 384, 100, 3
 SHARD_COUNTS = (10, 50)
 
 
-def git_show(commit: str, path: str) -> str:
-    return subprocess.run(
-        ["git", "show", f"{commit}:{path}"], cwd=HERE.parent, capture_output=True, text=True
-    ).stdout
-
-
-def old_module():
+def old_module() -> ModuleType:
     """The embedding cache as it was before the index, from git history (then a flat
     module; its imports follow the modules' moves since)."""
-    source = git_show(BEFORE, "ragsweep/embedcache.py")
-    source = source.replace(
-        "from ragsweep import embedding", "from ragsweep.models import embedding"
+    return module_at(
+        BEFORE,
+        "ragsweep/embedcache.py",
+        "embedcache_before",
+        {
+            "from ragsweep import embedding": "from ragsweep.models import embedding",
+            "from ragsweep.sources import": "from ragsweep.documents.sources import",
+        },
     )
-    source = source.replace(
-        "from ragsweep.sources import", "from ragsweep.documents.sources import"
-    )
-    path = Path(tempfile.mkdtemp()) / "embedcache_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("embedcache_before", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def unchecked_package() -> ModuleType:
