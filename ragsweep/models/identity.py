@@ -118,7 +118,7 @@ def _folder_digests(folder: Path, keys: dict[Path, str]) -> dict[Path, str]:
                 present = set(os.listdir(folder))
             except OSError:
                 present = set()
-            kept = present - {path.resolve().name for path in computed}  # older versions go
+            kept = present - {keys[path].rsplit("|", 3)[0] for path in computed}  # older go
             memo = {  # the files the folder holds now, each at its present version
                 key: value
                 for key, value in _read_memo(memo_path).items()
